@@ -1,0 +1,22 @@
+"""gpuarray: numpy semantics on NVIDIA GPUs, with lazy fusion.
+
+Arithmetic on tensors builds op-trees; assigning one (``out[:] = expr``)
+compiles the whole tree -- elementwise ops, reductions and broadcasts of
+reduced values -- into one CUDA kernel.  ``gpuarray.CPU`` evaluates the
+same trees with numpy.
+
+>>> import numpy as np, gpuarray
+>>> ng = gpuarray.CPU(seed=0)
+>>> A = ng.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+>>> (A - ng.mean(A, axis=1)).get()
+array([[-1.,  0.,  1.],
+       [-1.,  0.,  1.]], dtype=float32)
+"""
+from .cpu import CPU, CPUTensor
+from .dtypes import bfloat16
+from .gpu import GPU, GPUTensor, gpu_available, gpu_unavailable_reason
+
+__version__ = "0.1.0"
+
+__all__ = ["GPU", "CPU", "GPUTensor", "CPUTensor", "bfloat16", "gpu_available",
+           "gpu_unavailable_reason", "__version__"]

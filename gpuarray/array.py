@@ -1,0 +1,168 @@
+"""Tensors: N-D strided views of memory owned by a factory.
+
+In: a factory (``gpuarray.GPU`` or ``gpuarray.CPU``), a buffer it
+allocated, and a (shape, dtype, byte strides, byte offset) description.
+Out: an object with numpy's attributes and view semantics.  Indexing,
+transposes and reshapes make new views of the same buffer; arithmetic
+builds op-trees (see :mod:`gpuarray.optree`); ``t[key] = value`` hands the
+view and the value to the factory, which evaluates and stores it.
+"""
+import numpy as np
+
+from . import dtypes, shapes
+from .optree import Expression
+
+
+class Tensor(Expression):
+    """An N-D array view owned by a factory.
+
+    Tensors are made by a factory (``ng.empty``, ``ng.array``...), never
+    directly.  ``strides`` are in bytes, as numpy's.
+
+    Attributes
+    ----------
+    backend : gpuarray.backend.Backend
+        The factory that owns the memory.
+    shape, dtype, strides
+        As numpy's.
+    rounding : int or None
+        For float16/bfloat16 tensors, stochastic rounding on store:
+        None rounds to nearest-even; an int keeps that many mantissa bits
+        and rounds the rest away stochastically (unbiased).
+    """
+
+    def __init__(self, backend, buffer, shape, dtype, strides=None, offset=0, rounding=None):
+        self.backend = backend
+        self.buffer = buffer
+        self.shape = shapes.as_shape(shape)
+        self.dtype = dtypes.as_dtype(dtype)
+        self.strides = (shapes.contiguous_strides(self.shape, self.dtype.itemsize)
+                        if strides is None else tuple(strides))
+        self.offset = offset
+        self._rounding = None
+        self.rounding = rounding
+
+    # -- attributes -----------------------------------------------------
+    @property
+    def itemsize(self):
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        """Bytes the elements of this view occupy."""
+        return self.size * self.itemsize
+
+    @property
+    def is_contiguous(self):
+        """True when the view is C-contiguous."""
+        return shapes.is_contiguous(self.shape, self.strides, self.itemsize)
+
+    @property
+    def rounding(self):
+        """Mantissa bits kept by stochastic rounding on store, or None."""
+        return self._rounding
+
+    @rounding.setter
+    def rounding(self, nbits):
+        if nbits in (None, False, 0):
+            self._rounding = None
+            return
+        if not dtypes.is_low_precision(self.dtype):
+            raise ValueError(f"stochastic rounding applies to float16/bfloat16 tensors, not {self.dtype}")
+        full = 10 if self.dtype == np.float16 else 7
+        bits = full if nbits is True else int(nbits)
+        if not 1 <= bits <= full:
+            raise ValueError(f"rounding must keep between 1 and {full} mantissa bits for {self.dtype}, got {nbits}")
+        self._rounding = bits
+
+    @property
+    def T(self):
+        """View with the axes reversed."""
+        return self.transpose()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(shape={shapes.shape_str(self.shape)}, "
+                f"dtype={self.dtype}, strides={self.strides})")
+
+    # -- views ----------------------------------------------------------
+    def _view(self, shape, strides, offset):
+        return type(self)(self.backend, self.buffer, shape, self.dtype, strides, offset,
+                          self._rounding)
+
+    def __getitem__(self, key):
+        shape, strides, offset = shapes.index_view(self.shape, self.strides, self.offset, key)
+        return self._view(shape, strides, offset)
+
+    def __setitem__(self, key, value):
+        self.backend.assign(self[key], value)
+
+    def transpose(self, *axes):
+        """View with permuted axes (reversed when none are given)."""
+        shape, strides = shapes.transpose(self.shape, self.strides, axes)
+        return self._view(shape, strides, self.offset)
+
+    def reshape(self, *shape):
+        """View with a new shape; a copy where numpy would copy.
+
+        Parameters
+        ----------
+        *shape : ints or one tuple
+            The new shape; one entry may be -1.
+        """
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        newshape = shapes.reshape_shape(self.size, shapes.as_shape_allow_unknown(shape))
+        strides = shapes.reshape_strides(self.shape, self.strides, newshape, self.itemsize)
+        if strides is None:
+            return self.copy().reshape(newshape)
+        return self._view(newshape, strides, self.offset)
+
+    def ravel(self):
+        """1-D view (a copy when the tensor is not contiguous)."""
+        return self.reshape(-1)
+
+    # -- data -----------------------------------------------------------
+    def get(self):
+        """Copy the elements into a new numpy array."""
+        return self.backend.to_host(self)
+
+    def copy(self):
+        """A new contiguous tensor with the same values."""
+        return self.backend.evaluate(self)
+
+    def fill(self, value):
+        """Set every element to ``value``; returns self."""
+        self.backend.assign(self, value)
+        return self
+
+    def _inplace(name):
+        def method(self, other):
+            self.backend.elementwise(name, self, other, out=self)
+            return self
+        method.__name__ = f"__i{name}__"
+        return method
+
+    __iadd__ = _inplace("add")
+    __isub__ = _inplace("subtract")
+    __imul__ = _inplace("multiply")
+    __itruediv__ = _inplace("divide")
+    __ifloordiv__ = _inplace("floor_divide")
+    __imod__ = _inplace("mod")
+    __ipow__ = _inplace("power")
+    __iand__ = _inplace("bitwise_and")
+    __ior__ = _inplace("bitwise_or")
+    __ixor__ = _inplace("bitwise_xor")
+    __ilshift__ = _inplace("left_shift")
+    __irshift__ = _inplace("right_shift")
+    del _inplace

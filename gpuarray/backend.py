@@ -1,0 +1,161 @@
+"""The factory interface shared by ``gpuarray.GPU`` and ``gpuarray.CPU``.
+
+In: user calls to make tensors (``ng.empty``, ``ng.array``...), the math
+API (:mod:`gpuarray.functions`) and assignments ``t[key] = value``.  Out:
+tensors, op-trees, and evaluated results.  A concrete factory supplies the
+storage hooks -- allocate, upload, download, and ``_execute(out, tree)``
+which evaluates a checked op-tree into a tensor view -- and everything else
+(argument checking, shape and dtype rules, casting rules for ``out=``)
+lives here once.
+"""
+import numpy as np
+
+from . import dtypes, shapes
+from .array import Tensor
+from .functions import MathFunctions
+from .optree import Expression, Scalar
+
+
+class Backend(MathFunctions):
+    """Base class of the factories; see :class:`gpuarray.GPU`."""
+
+    tensor_class = Tensor
+
+    def __init__(self, seed=0, stochastic_round=False):
+        self.seed = int(seed)
+        self.stochastic_round = bool(stochastic_round)
+        self._stats = dict(kernels_launched=0, kernels_compiled=0, device_allocations=0)
+
+    # -- storage hooks (subclasses) -------------------------------------
+    def _allocate(self, nbytes):
+        raise NotImplementedError
+
+    def _upload(self, tensor, host):
+        raise NotImplementedError
+
+    def _download(self, tensor):
+        raise NotImplementedError
+
+    def _execute(self, out, tree):
+        raise NotImplementedError
+
+    def synchronize(self):
+        """Wait for all queued work to finish."""
+
+    def stats(self):
+        """Counters: kernels_launched, kernels_compiled, device_allocations..."""
+        return dict(self._stats)
+
+    # -- creation -------------------------------------------------------
+    def empty(self, shape, dtype=np.float32):
+        """New uninitialised tensor."""
+        shape, dtype = shapes.as_shape(shape), dtypes.as_dtype(dtype)
+        buffer = self._allocate(shapes.size_of(shape) * dtype.itemsize)
+        rounding = True if self.stochastic_round and dtypes.is_low_precision(dtype) else None
+        return self.tensor_class(self, buffer, shape, dtype, rounding=rounding)
+
+    def zeros(self, shape, dtype=np.float32):
+        """New tensor of zeros."""
+        return self.full(shape, 0, dtype)
+
+    def ones(self, shape, dtype=np.float32):
+        """New tensor of ones."""
+        return self.full(shape, 1, dtype)
+
+    def full(self, shape, value, dtype=np.float32):
+        """New tensor with every element ``value``."""
+        return self.empty(shape, dtype).fill(value)
+
+    def empty_like(self, t, dtype=None):
+        """Uninitialised tensor of ``t``'s shape (and dtype unless given)."""
+        return self.empty(t.shape, t.dtype if dtype is None else dtype)
+
+    def zeros_like(self, t, dtype=None):
+        """Zeros of ``t``'s shape and dtype."""
+        return self.full(t.shape, 0, t.dtype if dtype is None else dtype)
+
+    def ones_like(self, t, dtype=None):
+        """Ones of ``t``'s shape and dtype."""
+        return self.full(t.shape, 1, t.dtype if dtype is None else dtype)
+
+    def array(self, obj, dtype=None):
+        """Copy a host array (or anything ``numpy.asarray`` takes) into a new tensor.
+
+        Parameters
+        ----------
+        obj : array_like or Tensor
+            Host data; a tensor of this factory is copied on the device.
+        dtype : dtype-like, optional
+            Element type (default: that of ``obj``).
+        """
+        if isinstance(obj, Expression):
+            value = self.operand(obj)
+            return self.evaluate(value if dtype is None else self.astype(value, dtype))
+        host = np.asarray(obj) if dtype is None else np.asarray(obj, dtype=dtypes.as_dtype(dtype))
+        out = self.empty(host.shape, host.dtype)
+        self._upload(out, np.ascontiguousarray(host))
+        return out
+
+    # -- evaluation -----------------------------------------------------
+    def operand(self, value):
+        """Check and wrap one operand: a tensor or tree of this factory, or a scalar."""
+        if isinstance(value, Expression):
+            if value.backend is not self:
+                raise ValueError(
+                    "operands belong to different factories (backends); "
+                    f"copy one to the other first ({value.backend!r} vs {self!r})")
+            return value
+        if isinstance(value, Scalar):
+            return value
+        if isinstance(value, np.ndarray):
+            if value.ndim == 0:
+                return Scalar(value[()])
+            raise TypeError("host numpy arrays cannot be mixed into expressions; "
+                            "copy them to the factory first with ng.array()")
+        return Scalar(value)
+
+    def evaluate(self, expr, out=None):
+        """Evaluate ``expr`` into ``out`` or into a new tensor, which is returned."""
+        expr = self.operand(expr)
+        if out is None:
+            out = self.empty(expr.shape, expr.dtype)
+        self.assign(out, expr)
+        return out
+
+    def assign(self, target, value):
+        """Store ``value`` (tree, tensor, scalar or host array) into the view ``target``."""
+        if not isinstance(target, Tensor) or target.backend is not self:
+            raise ValueError("assignment target must be a tensor of this factory")
+        if isinstance(value, (np.ndarray, list, tuple)) and np.ndim(value) > 0:
+            host = np.asarray(value)
+            shapes.check_assignable(host.shape, target.shape)
+            value = self.array(host)
+        tree = self.operand(value)
+        shapes.check_assignable(tree.shape, target.shape)
+        if target.size:
+            self._execute(target, tree)
+
+    def to_host(self, tensor):
+        """Copy a tensor view into a new numpy array."""
+        if not tensor.is_contiguous:
+            tensor = self.evaluate(tensor)
+        return self._download(tensor)
+
+    def _finish(self, node, out):
+        """Return the lazy node, or evaluate it into ``out`` (numpy's out= rules)."""
+        if out is None:
+            return node
+        if not isinstance(out, Tensor) or out.backend is not self:
+            raise TypeError("out must be a tensor of this factory")
+        try:
+            shapes.check_assignable(node.shape, out.shape)
+        except ValueError:
+            raise ValueError(
+                f"non-broadcastable output operand with shape {shapes.shape_str(out.shape)} "
+                f"doesn't match the broadcast shape {shapes.shape_str(node.shape)}") from None
+        if not dtypes.can_cast_same_kind(node.dtype, out.dtype):
+            raise TypeError(
+                f"Cannot cast ufunc '{getattr(node, 'op', 'assign')}' output from "
+                f"{node.dtype!r} to {out.dtype!r} with casting rule 'same_kind'")
+        self.assign(out, node)
+        return out

@@ -1,0 +1,161 @@
+"""The CPU factory: the same API as ``gpuarray.GPU``, evaluated with numpy.
+
+In: op-trees built with :mod:`gpuarray.optree` and a destination view.
+Out: the destination filled in.  It is the oracle the GPU path is tested
+against and lets every program run on a machine with no GPU.  It follows
+the GPU's numeric model exactly where that differs from plain numpy:
+float16/bfloat16 values are computed in float32 and rounded only when
+stored (or by an explicit ``astype``), and stochastic rounding uses the
+same bit-level algorithm as the generated kernels.
+"""
+import numpy as np
+
+from . import dtypes, ops
+from .array import Tensor
+from .backend import Backend
+from .optree import OpTreeNode, Scalar, operand_type
+
+
+class CPUTensor(Tensor):
+    """A tensor in host memory; ``numpy_view()`` shares its memory."""
+
+    def numpy_view(self):
+        """numpy array sharing this view's memory."""
+        return np.ndarray(self.shape, self.dtype, buffer=self.buffer, offset=self.offset,
+                          strides=self.strides)
+
+
+class CPU(Backend):
+    """Factory of host tensors evaluated with numpy.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of ``rand()`` and of stochastic rounding.
+    stochastic_round : bool
+        Round float16/bfloat16 results stochastically by default.
+    """
+
+    tensor_class = CPUTensor
+
+    def __init__(self, seed=0, stochastic_round=False, **unused_gpu_options):
+        super().__init__(seed, stochastic_round)
+        self._rng = np.random.Generator(np.random.Philox(self.seed))
+
+    def __repr__(self):
+        return f"gpuarray.CPU(seed={self.seed})"
+
+    def _allocate(self, nbytes):
+        return np.empty(max(nbytes, 1), np.uint8)
+
+    def _upload(self, tensor, host):
+        tensor.numpy_view()[...] = host
+
+    def _download(self, tensor):
+        return tensor.numpy_view().copy()
+
+    def _execute(self, out, tree):
+        self._stats["kernels_launched"] += 1
+        with np.errstate(all="ignore"):
+            value = _Evaluator(self._rng).run(tree, out.shape)
+            store(out.numpy_view(), value, out.rounding, self._rng)
+
+
+def compute_dtype(dtype):
+    """dtype values of ``dtype`` are held in while computing (fp32 for fp16/bf16)."""
+    return dtypes.numpy_compute_dtype(dtype)
+
+
+class _Evaluator:
+    """Evaluates one tree bottom-up; shared subtrees are computed once."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.memo = {}
+
+    def run(self, tree, shape):
+        return self.value(tree, shape)
+
+    def value(self, node, shape):
+        if isinstance(node, Scalar):
+            return node.value
+        if isinstance(node, Tensor):
+            return node.numpy_view().astype(compute_dtype(node.dtype), copy=False)
+        key = id(node)
+        if key not in self.memo:
+            self.memo[key] = self.compute(node, shape)
+        return self.memo[key]
+
+    def compute(self, node, shape):
+        # rand() draws one number per element of the space it is evaluated in:
+        # the destination, or the operand of the reduction it sits under.
+        if node.op == "rand":
+            return self.rng.random(shape, dtype=np.float32)
+        if node.is_reduction:
+            x = node.args[0]
+            return reduce(node, self.value(x, x.shape))
+        args = [self.value(a, shape) for a in node.args]
+        if node.op == "squeeze":
+            return np.reshape(args[0], node.shape)
+        if node.op == "astype":
+            return cast(args[0], node.dtype)
+        if node.op == "where":
+            ct = compute_dtype(node.dtype)
+            return np.where(np.asarray(args[0]).astype(bool), np.asarray(args[1], ct),
+                            np.asarray(args[2], ct))
+        loop_in, out_dtype = ops.resolve(node.op, tuple(operand_type(a) for a in node.args))
+        inputs = [np.asarray(a).astype(compute_dtype(dt), copy=False) for a, dt in zip(args, loop_in)]
+        result = ops.OPS[node.op].numpy(*inputs)
+        return np.asarray(result).astype(compute_dtype(out_dtype), copy=False)
+
+
+def cast(value, dtype):
+    """Explicit conversion: rounds to ``dtype`` (fp16/bf16 stay held in fp32)."""
+    value = np.asarray(value)
+    if dtypes.is_low_precision(dtype):
+        return value.astype(dtype).astype(np.float32)
+    return value.astype(dtype)
+
+
+def reduce(node, x):
+    """Evaluate a reduction node on the numpy value of its operand."""
+    axes = node.attrs
+    ct = compute_dtype(node.dtype)
+    x = np.asarray(x)
+    if node.op in ("argmax", "argmin"):
+        func = ops.OPS[node.op].numpy
+        if len(axes) == x.ndim and x.ndim != 1:
+            return func(x).reshape(node.shape).astype(np.int64)
+        return func(x, axis=axes[0], keepdims=True).astype(np.int64)
+    if node.op in ("sum", "prod"):
+        x = x.astype(ct, copy=False)
+    return ops.OPS[node.op].numpy(x, axis=axes, keepdims=True).astype(ct, copy=False)
+
+
+def store(dest, value, rounding, rng):
+    """Write ``value`` into the numpy view ``dest`` with the factory's rounding."""
+    value = np.broadcast_to(np.asarray(value), dest.shape)
+    if rounding and dtypes.is_low_precision(dest.dtype):
+        value = stochastic_round(value.astype(np.float32), dest.dtype, rounding, rng)
+    np.copyto(dest, value, casting="unsafe")
+
+
+def stochastic_round(x, dtype, nbits, rng):
+    """Round float32 ``x`` to ``nbits`` mantissa bits of ``dtype``, stochastically.
+
+    Adds uniform random bits to the float32 bit pattern below the kept
+    mantissa bits and truncates: the magnitude rounds up with probability
+    equal to the discarded fraction, so the result is unbiased.  The kept
+    bit count shrinks for values in ``dtype``'s subnormal range.  Mirrors
+    ``ga_stochastic_round`` in the CUDA prelude.
+    """
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    drop = np.full(bits.shape, 23 - nbits, np.int64)
+    if dtype == np.float16:
+        exponent = ((bits >> 23) & 0xFF).astype(np.int64) - 127
+        drop += np.clip(-14 - exponent, 0, nbits)  # keep drop <= 23: never touch the exponent
+    finite = ((bits >> 23) & 0xFF) != 0xFF
+    noise = rng.integers(0, 2**32, size=bits.shape, dtype=np.uint64) & ((1 << drop.astype(np.uint64)) - 1)
+    rounded = ((bits + np.where(finite, noise, 0)) >> drop.astype(np.uint64)) << drop.astype(np.uint64)
+    rounded = np.where(finite, rounded, bits).astype(np.uint32).view(np.float32)
+    return rounded.astype(dtype)

@@ -1,0 +1,156 @@
+"""The numpy-style math API every factory offers (``ng.add``, ``ng.mean``...).
+
+In: tensors, op-trees and scalars of one factory, plus numpy's keyword
+arguments (``axis``, ``keepdims``, ``ddof``, ``out``).  Out: a lazy
+op-tree, or, when ``out=`` is given, ``out`` after the tree was evaluated
+into it.  Composite functions (mean, var, std, ptp, clip) are written in
+terms of the primitive ops so the fusion compiler sees through them.
+
+Reductions keep the reduced axes by default (``keepdims=True``), a
+documented difference from numpy kept from nervanagpu, so that
+``A - ng.mean(A, axis=1)`` broadcasts.
+"""
+import numpy as np
+
+from . import dtypes, ops, optree, shapes
+
+
+class MathFunctions:
+    """Mixin: the public math functions, built on ``self.elementwise``."""
+
+    def elementwise(self, name, *args, out=None):
+        """Apply elementwise op ``name`` (see :data:`gpuarray.ops.OPS`)."""
+        node = optree.elementwise(self, name, [self.operand(a) for a in args])
+        return self._finish(node, out)
+
+    def where(self, condition, x, y, out=None):
+        """``x`` where ``condition`` is true, else ``y`` (numpy.where)."""
+        args = [self.operand(a) for a in (condition, x, y)]
+        return self._finish(optree.elementwise(self, "where", args), out)
+
+    def clip(self, a, a_min, a_max, out=None):
+        """Limit values to [a_min, a_max]; either bound may be None."""
+        if a_min is None and a_max is None:
+            raise ValueError("One of max or min must be given")
+        node = self.operand(a)
+        if a_min is not None:
+            node = self.maximum(node, a_min)
+        if a_max is not None:
+            node = self.minimum(node, a_max)
+        return self._finish(node, out)
+
+    def astype(self, a, dtype, out=None):
+        """``a`` converted to ``dtype`` (lazy)."""
+        return self._finish(optree.astype(self, self.operand(a), dtypes.as_dtype(dtype)), out)
+
+    def rand(self):
+        """Uniform [0, 1) float32 numbers, a fresh one per element, from the seed."""
+        return optree.rand(self)
+
+    # -- reductions -----------------------------------------------------
+    def _reduction(self, name, a, axis, keepdims, out):
+        a = self.operand(a)
+        node = optree.reduction(self, name, a, shapes.normalize_axes(axis, a.ndim))
+        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+
+    def _keepdims(self, node, a, axis, keepdims):
+        if keepdims:
+            return node
+        axes = shapes.normalize_axes(axis, a.ndim)
+        shape = tuple(d for i, d in enumerate(node.shape) if i not in axes)
+        return optree.squeeze(self, node, shape)
+
+    def sum(self, a, axis=None, keepdims=True, out=None):
+        """Sum over ``axis`` (None, an int or a tuple)."""
+        return self._reduction("sum", a, axis, keepdims, out)
+
+    def prod(self, a, axis=None, keepdims=True, out=None):
+        """Product over ``axis``."""
+        return self._reduction("prod", a, axis, keepdims, out)
+
+    def max(self, a, axis=None, keepdims=True, out=None):
+        """Maximum over ``axis`` (NaN propagates, as numpy's)."""
+        return self._reduction("max", a, axis, keepdims, out)
+
+    def min(self, a, axis=None, keepdims=True, out=None):
+        """Minimum over ``axis`` (NaN propagates, as numpy's)."""
+        return self._reduction("min", a, axis, keepdims, out)
+
+    def any(self, a, axis=None, keepdims=True, out=None):
+        """True where any element over ``axis`` is nonzero."""
+        return self._reduction("any", a, axis, keepdims, out)
+
+    def all(self, a, axis=None, keepdims=True, out=None):
+        """True where every element over ``axis`` is nonzero."""
+        return self._reduction("all", a, axis, keepdims, out)
+
+    def argmax(self, a, axis=None, keepdims=True, out=None):
+        """Index of the first maximum along ``axis`` (flat index for None)."""
+        return self._arg_reduction("argmax", a, axis, keepdims, out)
+
+    def argmin(self, a, axis=None, keepdims=True, out=None):
+        """Index of the first minimum along ``axis`` (flat index for None)."""
+        return self._arg_reduction("argmin", a, axis, keepdims, out)
+
+    def _arg_reduction(self, name, a, axis, keepdims, out):
+        if isinstance(axis, (tuple, list)):
+            raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer")
+        return self._reduction(name, a, axis, keepdims, out)
+
+    def mean(self, a, axis=None, keepdims=True, out=None):
+        """Arithmetic mean over ``axis`` (float64 for integer input)."""
+        a = self._float_operand(a)
+        total = self.sum(a, axis)
+        node = self.divide(total, self._count(a, axis))
+        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+
+    def var(self, a, axis=None, keepdims=True, out=None, ddof=0):
+        """Variance over ``axis`` with ``ddof`` delta degrees of freedom."""
+        a = self._float_operand(a)
+        centred = self.subtract(a, self.mean(a, axis))
+        squares = self.sum(self.multiply(centred, centred), axis)
+        node = self.divide(squares, max(self._count(a, axis) - ddof, 0))
+        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+
+    def std(self, a, axis=None, keepdims=True, out=None, ddof=0):
+        """Standard deviation over ``axis``."""
+        a = self.operand(a)
+        node = self.sqrt(self.var(a, axis, ddof=ddof))
+        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+
+    def ptp(self, a, axis=None, keepdims=True, out=None):
+        """Range (max - min) over ``axis``."""
+        a = self.operand(a)
+        node = self.subtract(self.max(a, axis), self.min(a, axis))
+        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+
+    def _float_operand(self, a):
+        a = self.operand(a)
+        return a if dtypes.is_float(a.dtype) else self.astype(a, np.float64)
+
+    @staticmethod
+    def _count(a, axis):
+        return shapes.size_of(a.shape[i] for i in shapes.normalize_axes(axis, a.ndim))
+
+
+def _add_elementwise(name):
+    spec = ops.OPS[name]
+    params = ", ".join("abc"[:spec.arity])
+
+    def function(self, *args, out=None):
+        if len(args) != spec.arity:
+            raise TypeError(f"{name}() takes {spec.arity} operand(s) ({len(args)} given)")
+        return self.elementwise(name, *args, out=out)
+
+    function.__name__ = name
+    function.__doc__ = (f"Elementwise ``{name}({params})``, lazy; "
+                        f"numpy's dtype rules; ``out=`` evaluates at once.")
+    setattr(MathFunctions, name, function)
+
+
+for _name in ops.ELEMENTWISE:
+    _add_elementwise(_name)
+
+MathFunctions.abs = MathFunctions.absolute
+MathFunctions.true_divide = MathFunctions.divide
+MathFunctions.remainder = MathFunctions.mod

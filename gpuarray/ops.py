@@ -1,0 +1,199 @@
+"""The op table: every operation an op-tree node can hold.
+
+In: an op name and the dtypes (or weak Python scalar types) of its
+operands.  Out: an :class:`OpSpec` saying how many operands it takes,
+whether it is elementwise or a reduction, the numpy function that is its
+specification (the CPU evaluator runs it, and its type resolution decides
+result dtypes, so promotion and the TypeErrors for unsupported dtypes are
+numpy's own), and the name of the CUDA device function in
+``cuda/prelude.cuh`` that implements it.
+"""
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from . import dtypes
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One operation.
+
+    Attributes
+    ----------
+    name : str
+        Public name (``ng.<name>``) and op-tree label.
+    arity : int
+        Number of operands.
+    kind : str
+        ``"ew"`` elementwise, ``"red"`` reduction.
+    ufunc : callable
+        numpy ufunc whose type resolution gives the loop dtypes.
+    numpy : callable
+        numpy implementation used by the CPU evaluator.
+    """
+
+    name: str
+    arity: int
+    kind: str
+    ufunc: object
+    numpy: object
+
+    @property
+    def c_name(self):
+        """Device function implementing the op (an overload set in the prelude)."""
+        return "ga_" + self.name
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _special(func):
+    """numpy implementation for functions numpy lacks, exact in the input dtype."""
+    def run(x):
+        return func(x.astype(np.float64)).astype(np.float64).astype(x.dtype)
+    return run
+
+
+def _sigmoid(x):
+    return (1 / (1 + np.exp(-x))).astype(x.dtype)
+
+
+def _relu(x):
+    return np.maximum(x, x.dtype.type(0))
+
+
+def _rsqrt(x):
+    return (1 / np.sqrt(x)).astype(x.dtype)
+
+
+_UFUNC_OPS = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "divide": np.true_divide, "floor_divide": np.floor_divide, "mod": np.remainder,
+    "power": np.power, "negative": np.negative, "absolute": np.absolute,
+    "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+    "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+    "maximum": np.maximum, "minimum": np.minimum, "reciprocal": np.reciprocal,
+    "square": np.square, "sqrt": np.sqrt, "cbrt": np.cbrt, "exp": np.exp,
+    "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan,
+    "arctan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+    "arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh,
+    "sign": np.sign, "copysign": np.copysign, "hypot": np.hypot, "floor": np.floor,
+    "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "isnan": np.isnan,
+    "isinf": np.isinf, "isfinite": np.isfinite, "logical_and": np.logical_and,
+    "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "logical_not": np.logical_not, "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "invert": np.invert,
+    "left_shift": np.left_shift, "right_shift": np.right_shift,
+}
+
+#: functions numpy lacks: (type resolution borrowed from, implementation)
+_CUSTOM_OPS = {
+    "rsqrt": (np.sqrt, _rsqrt),
+    "erf": (np.sqrt, _special(_erf)),
+    "erfc": (np.sqrt, _special(_erfc)),
+    "sigmoid": (np.sqrt, _sigmoid),
+    "relu": (np.positive, _relu),
+}
+
+#: reductions: (numpy implementation taking axis= and keepdims=)
+_REDUCTIONS = {
+    "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
+    "argmax": np.argmax, "argmin": np.argmin, "any": np.any, "all": np.all,
+}
+
+OPS = {}
+for _name, _uf in _UFUNC_OPS.items():
+    OPS[_name] = OpSpec(_name, _uf.nin, "ew", _uf, _uf)
+for _name, (_uf, _impl) in _CUSTOM_OPS.items():
+    OPS[_name] = OpSpec(_name, 1, "ew", _uf, _impl)
+for _name, _impl in _REDUCTIONS.items():
+    OPS[_name] = OpSpec(_name, 1, "red", None, _impl)
+
+ELEMENTWISE = tuple(name for name, spec in OPS.items() if spec.kind == "ew")
+REDUCTIONS = tuple(_REDUCTIONS)
+
+
+def operand_type(dtype_or_scalar):
+    """What type resolution sees: a dtype, or ``int``/``float``/``bool`` for a weak scalar."""
+    if isinstance(dtype_or_scalar, type):
+        return dtype_or_scalar
+    return np.dtype(dtype_or_scalar)
+
+
+@lru_cache(maxsize=None)
+def resolve(name, operand_types):
+    """Loop dtypes of an elementwise op, numpy's way.
+
+    Parameters
+    ----------
+    name : str
+        Op name.
+    operand_types : tuple
+        ``numpy.dtype`` of each tensor operand, or the Python type
+        (``int``, ``float``, ``bool``) of a scalar operand, which numpy 2
+        treats as weakly typed.
+
+    Returns
+    -------
+    (tuple of numpy.dtype, numpy.dtype)
+        The dtypes the operands are cast to, and the result dtype.
+
+    Raises
+    ------
+    TypeError
+        numpy's own error when no loop exists for these dtypes.
+    """
+    spec = OPS[name]
+    types = operand_types
+    if name == "where":
+        raise ValueError("where is resolved by promote()")
+    if any(t is float for t in types) and any(t == dtypes.bfloat16 for t in types):
+        # ml_dtypes promotes bfloat16 with a Python float to float32; NEP 50 keeps bfloat16
+        types = tuple(dtypes.bfloat16 if t is float else t for t in types)
+    try:
+        loop = spec.ufunc.resolve_dtypes(types + (None,))
+    except np.exceptions.DTypePromotionError as err:
+        raise TypeError(str(err)) from err
+    except TypeError as err:
+        raise TypeError(f"{name}: {err}") from err
+    return tuple(loop[:-1]), loop[-1]
+
+
+@lru_cache(maxsize=None)
+def promote(*operand_types):
+    """Common dtype of several operands (numpy's ``result_type``, weak scalars included)."""
+    if all(t is bool or t == np.dtype(bool) for t in operand_types):
+        return np.dtype(bool)
+    result = operand_types[0]
+    for t in operand_types[1:]:
+        result = resolve("add", (result, t))[1] if not _both_weak(result, t) else _weak_join(result, t)
+    return np.dtype(result) if not isinstance(result, type) else np.dtype(result)
+
+
+def _both_weak(a, b):
+    return isinstance(a, type) and isinstance(b, type)
+
+
+def _weak_join(a, b):
+    order = [bool, int, float]
+    return order[max(order.index(a), order.index(b))]
+
+
+@lru_cache(maxsize=None)
+def reduction_dtype(name, dtype):
+    """Result dtype of a reduction of ``dtype`` values, as numpy gives it."""
+    if name in ("argmax", "argmin"):
+        return np.dtype(np.int64)
+    if name in ("any", "all"):
+        return np.dtype(bool)
+    if name in ("max", "min"):
+        return np.dtype(dtype)
+    if dtypes.is_low_precision(dtype):
+        return np.dtype(dtype)
+    return np.dtype(OPS[name].numpy(np.ones(1, dtype)).dtype)

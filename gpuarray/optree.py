@@ -1,0 +1,263 @@
+"""Lazy op-trees: what arithmetic on tensors builds instead of computing.
+
+In: tensors, Python/numpy scalars and other op-trees, combined through
+operators (``A + B * 2``) or factory functions (``ng.mean(A, axis=1)``).
+Out: an :class:`OpTreeNode` that knows its shape and dtype.  Every check a
+user can get wrong (broadcasting, dtypes numpy would reject, axes, mixing
+factories) runs here, when the tree is built, so a bad expression fails at
+the line that wrote it, never inside a kernel.
+
+Leaves are tensors (``array.Tensor``) and :class:`Scalar`; ``Rand`` is a
+leaf-like node drawing uniform numbers when evaluated.
+"""
+import itertools
+
+import numpy as np
+
+from . import dtypes, ops, shapes
+
+_rand_serial = itertools.count()
+
+
+class Scalar:
+    """A scalar operand.  Python scalars are weakly typed (numpy 2, NEP 50).
+
+    ``dtype`` is the dtype the value has on its own; ``weak_type`` is the
+    Python type (``bool``, ``int``, ``float``) for weak scalars, else None.
+    """
+
+    __slots__ = ("value", "dtype", "weak_type")
+    shape = ()
+    ndim = 0
+    backend = None
+
+    def __init__(self, value):
+        dtypes.check_scalar(value)
+        self.value = value
+        if isinstance(value, np.generic):
+            self.dtype, self.weak_type = dtypes.as_dtype(value.dtype), None
+        else:
+            self.weak_type = type(value) if type(value) in (bool, int, float) else float
+            self.dtype = np.dtype({bool: np.bool_, int: np.int64, float: np.float64}[self.weak_type])
+
+    @property
+    def operand_type(self):
+        """What numpy's type resolution sees for this operand."""
+        return self.weak_type or self.dtype
+
+    def __repr__(self):
+        return f"Scalar({self.value!r})"
+
+
+class Expression:
+    """Operators shared by tensors and op-tree nodes; each builds a node.
+
+    Subclasses provide ``backend``, ``shape`` and ``dtype``.
+    """
+
+    # numpy must not treat expressions as arrays: make it defer to our operators
+    __array_ufunc__ = None
+
+    def __hash__(self):
+        # __eq__ builds an expression, so hashing stays by identity
+        return id(self)
+
+    @property
+    def ndim(self):
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def size(self):
+        """Number of elements."""
+        return shapes.size_of(self.shape)
+
+    def _binary(self, name, other, reflected=False):
+        args = (other, self) if reflected else (self, other)
+        return self.backend.elementwise(name, *args)
+
+    def __add__(self, other): return self._binary("add", other)
+    def __radd__(self, other): return self._binary("add", other, True)
+    def __sub__(self, other): return self._binary("subtract", other)
+    def __rsub__(self, other): return self._binary("subtract", other, True)
+    def __mul__(self, other): return self._binary("multiply", other)
+    def __rmul__(self, other): return self._binary("multiply", other, True)
+    def __truediv__(self, other): return self._binary("divide", other)
+    def __rtruediv__(self, other): return self._binary("divide", other, True)
+    def __floordiv__(self, other): return self._binary("floor_divide", other)
+    def __rfloordiv__(self, other): return self._binary("floor_divide", other, True)
+    def __mod__(self, other): return self._binary("mod", other)
+    def __rmod__(self, other): return self._binary("mod", other, True)
+    def __pow__(self, other): return self._binary("power", other)
+    def __rpow__(self, other): return self._binary("power", other, True)
+    def __and__(self, other): return self._binary("bitwise_and", other)
+    def __rand__(self, other): return self._binary("bitwise_and", other, True)
+    def __or__(self, other): return self._binary("bitwise_or", other)
+    def __ror__(self, other): return self._binary("bitwise_or", other, True)
+    def __xor__(self, other): return self._binary("bitwise_xor", other)
+    def __rxor__(self, other): return self._binary("bitwise_xor", other, True)
+    def __lshift__(self, other): return self._binary("left_shift", other)
+    def __rlshift__(self, other): return self._binary("left_shift", other, True)
+    def __rshift__(self, other): return self._binary("right_shift", other)
+    def __rrshift__(self, other): return self._binary("right_shift", other, True)
+    def __eq__(self, other): return self._binary("equal", other)
+    def __ne__(self, other): return self._binary("not_equal", other)
+    def __lt__(self, other): return self._binary("less", other)
+    def __le__(self, other): return self._binary("less_equal", other)
+    def __gt__(self, other): return self._binary("greater", other)
+    def __ge__(self, other): return self._binary("greater_equal", other)
+    def __neg__(self): return self.backend.elementwise("negative", self)
+    def __pos__(self): return self
+    def __abs__(self): return self.backend.elementwise("absolute", self)
+    def __invert__(self): return self.backend.elementwise("invert", self)
+
+    def astype(self, dtype):
+        """This expression cast to ``dtype`` (lazy)."""
+        return self.backend.astype(self, dtype)
+
+    def get(self):
+        """Evaluate and copy the result to a new numpy array."""
+        return self.backend.evaluate(self).get()
+
+    def __array__(self, dtype=None, copy=None):
+        host = self.get()
+        return host if dtype is None else host.astype(dtype)
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element "
+                             "is ambiguous. Use a.any() or a.all()")
+        return bool(self.get().reshape(()))
+
+    def __float__(self):
+        return float(self._only_value())
+
+    def __int__(self):
+        return int(self._only_value())
+
+    def __index__(self):
+        if not (self.dtype.kind in "iub"):
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self._only_value())
+
+    def _only_value(self):
+        if self.size != 1:
+            raise TypeError("only length-1 arrays can be converted to Python scalars")
+        return self.get().reshape(())[()]
+
+    def _reduce(name):
+        def method(self, axis=None, keepdims=True, out=None, **kwargs):
+            return getattr(self.backend, name)(self, axis=axis, keepdims=keepdims, out=out, **kwargs)
+        method.__name__ = name
+        method.__doc__ = f"``ng.{name}`` of this expression (keepdims=True by default)."
+        return method
+
+    sum = _reduce("sum")
+    prod = _reduce("prod")
+    mean = _reduce("mean")
+    var = _reduce("var")
+    std = _reduce("std")
+    max = _reduce("max")
+    min = _reduce("min")
+    argmax = _reduce("argmax")
+    argmin = _reduce("argmin")
+    any = _reduce("any")
+    all = _reduce("all")
+    ptp = _reduce("ptp")
+    del _reduce
+
+
+class OpTreeNode(Expression):
+    """One operation applied to operands, evaluated lazily.
+
+    Attributes
+    ----------
+    op : str
+        Name in the op table (``ops.OPS``) or one of the structural ops
+        ``astype``, ``where``, ``rand``, ``squeeze``.
+    args : tuple
+        Operands: tensors, :class:`Scalar` or other nodes.
+    attrs : tuple
+        Hashable op parameters: reduced axes, target dtype, target shape.
+    shape, dtype
+        Result shape and dtype, computed when the node is built.
+    """
+
+    __slots__ = ("op", "args", "attrs", "shape", "dtype", "backend")
+
+    def __init__(self, backend, op, args, attrs, shape, dtype):
+        self.backend, self.op, self.args = backend, op, tuple(args)
+        self.attrs, self.shape, self.dtype = attrs, tuple(shape), np.dtype(dtype)
+
+    @property
+    def is_reduction(self):
+        """True for reduction nodes (sum, max, argmax...)."""
+        return self.op in ops.REDUCTIONS
+
+    def __repr__(self):
+        inner = ", ".join(repr(a) if not isinstance(a, Expression) else _short(a) for a in self.args)
+        return f"{self.op}({inner}{', ' if self.attrs and inner else ''}{_attrs(self.attrs)})"
+
+
+def _short(arg):
+    if isinstance(arg, OpTreeNode):
+        return repr(arg)
+    return f"<{type(arg).__name__} {shapes.shape_str(arg.shape)} {arg.dtype}>"
+
+
+def _attrs(attrs):
+    return ", ".join(map(str, attrs)) if attrs else ""
+
+
+def operand_type(arg):
+    """Dtype (or weak Python type) that type resolution sees for an operand."""
+    return arg.operand_type if isinstance(arg, Scalar) else arg.dtype
+
+
+def elementwise(backend, name, args):
+    """Build an elementwise node, checking shapes and dtypes numpy's way."""
+    shape = shapes.broadcast_shapes(*(a.shape for a in args))
+    if name == "where":
+        dtype = ops.promote(*(operand_type(a) for a in args[1:]))
+    else:
+        dtype = ops.resolve(name, tuple(operand_type(a) for a in args))[1]
+    return OpTreeNode(backend, name, args, (), shape, dtype)
+
+
+def reduction(backend, name, arg, axes):
+    """Build a reduction node over ``axes`` (keepdims shape)."""
+    if arg.size == 0 and name not in ("sum", "prod", "any", "all"):
+        if any(arg.shape[a] == 0 for a in axes):
+            what = {"max": "maximum", "min": "minimum"}.get(name)
+            if what:
+                raise ValueError(f"zero-size array to reduction operation {what} which has no identity")
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+    shape = tuple(1 if i in axes else d for i, d in enumerate(arg.shape))
+    dtype = ops.reduction_dtype(name, arg.dtype)
+    return OpTreeNode(backend, name, (arg,), tuple(axes), shape, dtype)
+
+
+def astype(backend, arg, dtype):
+    """Build a cast node."""
+    return OpTreeNode(backend, "astype", (arg,), (dtype,), arg.shape, dtype)
+
+
+def squeeze(backend, arg, shape):
+    """View a keepdims reduction result with its reduced axes dropped."""
+    return OpTreeNode(backend, "squeeze", (arg,), (tuple(shape),), shape, arg.dtype)
+
+
+def rand(backend):
+    """A uniform [0, 1) float32 draw, broadcast over whatever it meets."""
+    return OpTreeNode(backend, "rand", (), (next(_rand_serial),), (), np.float32)
+
+
+def walk(node, seen=None):
+    """Yield every node and leaf of a tree once, children before parents."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    for arg in getattr(node, "args", ()):
+        yield from walk(arg, seen)
+    yield node

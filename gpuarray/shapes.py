@@ -1,0 +1,263 @@
+"""Shape arithmetic shared by every factory: broadcasting, axis arguments,
+basic indexing, transposes and reshapes of strided views.
+
+In: shapes (tuples of ints), byte strides and offsets, user index keys and
+axis arguments.  Out: new (shape, strides, offset) triples describing views
+of the same memory, or numpy-worded exceptions.  Nothing here touches
+memory, so the CPU and GPU factories make identical views.
+"""
+import operator
+
+import numpy as np
+from numpy.exceptions import AxisError
+
+
+def as_shape(shape):
+    """Normalise an int or a sequence of ints into a shape tuple."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError as err:
+        raise TypeError(f"expected a sequence of integers for the shape, got {shape!r}") from err
+    if any(d < 0 for d in dims):
+        raise ValueError("negative dimensions are not allowed")
+    return dims
+
+
+def as_shape_allow_unknown(shape):
+    """Like :func:`as_shape` but keeps -1 entries (for reshape)."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError as err:
+        raise TypeError(f"expected a sequence of integers for the shape, got {shape!r}") from err
+
+
+def size_of(shape):
+    """Number of elements of a shape."""
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def contiguous_strides(shape, itemsize):
+    """Byte strides of a C-contiguous array."""
+    strides, step = [], itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def is_contiguous(shape, strides, itemsize):
+    """True when (shape, strides) walks memory in C order with no gaps."""
+    expected = itemsize
+    for d, s in zip(reversed(shape), reversed(strides)):
+        if d != 1 and s != expected:
+            return False
+        expected *= d
+    return True
+
+
+def broadcast_shapes(*shapes):
+    """numpy's broadcast of several shapes, with numpy's error message."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for axis in range(-ndim, 0):
+        dims = {s[axis] for s in shapes if len(s) >= -axis} - {1}
+        if len(dims) > 1:
+            listed = " ".join(shape_str(s) for s in shapes)
+            raise ValueError(
+                f"operands could not be broadcast together with shapes {listed} ")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def check_assignable(value_shape, target_shape):
+    """Raise numpy's error when a value cannot be broadcast into a target."""
+    ok = len(value_shape) <= len(target_shape) and all(
+        v in (1, t) for v, t in zip(reversed(value_shape), reversed(target_shape)))
+    if not ok:
+        raise ValueError(
+            f"could not broadcast input array from shape {shape_str(value_shape)} "
+            f"into shape {shape_str(target_shape)}")
+
+
+def broadcast_strides(shape, strides, target):
+    """Strides that read (shape, strides) broadcast to ``target`` (0 where repeated)."""
+    lead = len(target) - len(shape)
+    out = [0] * lead
+    for d, s, t in zip(shape, strides, target[lead:]):
+        out.append(s if d == t else 0)
+    return tuple(out)
+
+
+def normalize_axis(axis, ndim):
+    """Map a possibly negative axis into range, raising numpy's AxisError."""
+    try:
+        axis = operator.index(axis)
+    except TypeError as err:
+        raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer") from err
+    if not -ndim <= axis < ndim:
+        raise AxisError(axis, ndim)
+    return axis % ndim
+
+
+def normalize_axes(axis, ndim):
+    """Axis argument (None, int or tuple) -> sorted tuple of distinct axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = [normalize_axis(a, ndim) for a in axis]
+        if len(set(axes)) != len(axes):
+            raise ValueError("duplicate value in 'axis'")
+        return tuple(sorted(axes))
+    return (normalize_axis(axis, ndim),)
+
+
+def transpose(shape, strides, axes):
+    """Permute a view's axes; ``axes`` empty or None reverses them."""
+    ndim = len(shape)
+    if not axes or axes == (None,):
+        axes = tuple(reversed(range(ndim)))
+    elif len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    if len(axes) != ndim:
+        raise ValueError("axes don't match array")
+    axes = tuple(normalize_axis(a, ndim) for a in axes)
+    if len(set(axes)) != ndim:
+        raise ValueError("repeated axis in transpose")
+    return tuple(shape[a] for a in axes), tuple(strides[a] for a in axes)
+
+
+def reshape_shape(size, newshape):
+    """Resolve a single -1 in ``newshape`` and check the element count."""
+    newshape = list(newshape)
+    unknown = [i for i, d in enumerate(newshape) if d == -1]
+    if len(unknown) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if any(d < -1 for d in newshape):
+        raise ValueError("negative dimensions not allowed")
+    known = size_of(d for d in newshape if d != -1)
+    if unknown:
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {shape_str(newshape)}")
+        newshape[unknown[0]] = size // known
+    if size_of(newshape) != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {shape_str(newshape)}")
+    return tuple(newshape)
+
+
+def shape_str(shape):
+    """A shape written as numpy writes it in error messages: ``(5,3)``, ``(4,)``."""
+    shape = tuple(shape)
+    return f"({shape[0]},)" if len(shape) == 1 else "(" + ",".join(map(str, shape)) + ")"
+
+
+def reshape_strides(shape, strides, newshape, itemsize):
+    """Strides that view (shape, strides) as ``newshape`` without a copy, or None.
+
+    Works group by group: a run of old axes whose strides chain
+    contiguously (stride[k] == size[k+1] * stride[k+1]) holds the same
+    elements as the run of new axes of equal total size, so the new axes
+    can take strides stepping from the run's innermost stride.
+    """
+    if size_of(shape) <= 1:
+        return contiguous_strides(newshape, itemsize)
+    old = [(d, s) for d, s in zip(shape, strides) if d != 1]
+    new = [(axis, d) for axis, d in enumerate(newshape) if d != 1]
+    out = [itemsize] * len(newshape)  # size-1 axes may take any stride
+    i = j = 0
+    while i < len(old):
+        old_group, new_group = [old[i]], [new[j]]
+        old_size, new_size = old[i][0], new[j][1]
+        while old_size != new_size:
+            if old_size < new_size:
+                i += 1
+                old_group.append(old[i])
+                old_size *= old[i][0]
+            else:
+                j += 1
+                new_group.append(new[j])
+                new_size *= new[j][1]
+        if any(s0 != d1 * s1 for (_, s0), (d1, s1) in zip(old_group, old_group[1:])):
+            return None
+        step = old_group[-1][1]
+        for axis, d in reversed(new_group):
+            out[axis] = step
+            step *= d
+        i += 1
+        j += 1
+    return tuple(out)
+
+
+def index_view(shape, strides, offset, key):
+    """Apply a basic-indexing key to a view.
+
+    Parameters
+    ----------
+    shape, strides, offset : tuple, tuple, int
+        The view being indexed (strides and offset in bytes).
+    key : int, slice, Ellipsis, None or a tuple of them
+        numpy basic indexing.
+
+    Returns
+    -------
+    (shape, strides, offset) of the resulting view.
+    """
+    key = _expand_key(key, len(shape))
+    new_shape, new_strides = [], []
+    axis = 0
+    for item in key:
+        if item is None:
+            new_shape.append(1)
+            new_strides.append(0)
+            continue
+        size, stride = shape[axis], strides[axis]
+        if isinstance(item, slice):
+            start, stop, step = item.indices(size)
+            count = len(range(start, stop, step))
+            if count:
+                offset += start * stride
+            new_shape.append(count)
+            new_strides.append(stride * step)
+        else:
+            index = operator.index(item)
+            if not -size <= index < size:
+                raise IndexError(
+                    f"index {index} is out of bounds for axis {axis} with size {size}")
+            offset += (index % size) * stride
+        axis += 1
+    return tuple(new_shape), tuple(new_strides), offset
+
+
+def _expand_key(key, ndim):
+    """Turn a key into one entry per axis (plus Nones), Ellipsis expanded."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    for item in key:
+        _check_basic(item)
+    if sum(item is Ellipsis for item in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for item in key if item is not None and item is not Ellipsis)
+    if used > ndim:
+        raise IndexError(
+            f"too many indices for array: array is {ndim}-dimensional, "
+            f"but {used} were indexed")
+    fill = (slice(None),) * (ndim - used)
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        return key[:at] + fill + key[at + 1:]
+    return key + fill
+
+
+def _check_basic(item):
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return
+    if isinstance(item, (bool, np.bool_)) or not hasattr(item, "__index__"):
+        raise IndexError(
+            "gpuarray supports basic indexing only (integers, slices, '...', "
+            f"None); got an index of type {type(item).__name__}")
