@@ -43,6 +43,11 @@ class Tensor(Expression):
         self.rounding = rounding
 
     # -- attributes -----------------------------------------------------
+    def buffer_ptr(self):
+        """Address of the start of the underlying allocation (device or host)."""
+        ptr = getattr(self.buffer, "ptr", None)
+        return ptr if ptr is not None else self.buffer.ctypes.data
+
     @property
     def itemsize(self):
         """Bytes per element."""

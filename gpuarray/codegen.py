@@ -1,0 +1,243 @@
+"""Code generation: a kernel program and its layout class -> CUDA C source.
+
+In: a :class:`gpuarray.plan.Program` and a :class:`Layout` (how many
+collapsed outer/inner dimensions, vector width, cluster split).  Out: a
+:class:`Source` with the CUDA C text, the kernel name and the pycuda
+argument format.  Nothing here depends on sizes, pointers or scalar
+values: those are kernel arguments, so one source serves every shape of
+the same layout class.
+
+Kernel arguments, in order: out pointer, leaf pointers, outer sizes, inner
+sizes, the strides (in elements) of out then of each leaf over the outer
+and inner dimensions, scalars, seed, call counter, rounding bits, and
+threads per row.  The generated kernel for the reduction modes gives each
+row (one point of the non-reduced axes) a group of ``tpr`` threads, or a
+whole thread-block cluster when rows are few and long.
+"""
+from dataclasses import dataclass
+
+from . import dtypes
+
+_IDENTITY = {
+    "sum": "0", "prod": "1", "any": "false", "all": "true",
+}
+_FORMAT = {"double": "d", "unsigned long long": "Q", "long long": "q", "bool": "q"}
+CLUSTER = 8
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The layout class of a launch: part of the kernel cache key.
+
+    ``n_outer``/``n_inner``: collapsed dimensions over the kept and the
+    reduced axes; ``vec``: elements per vector access (0 = strided path);
+    ``bcast_leaves``: leaves read as a single element in the vector path;
+    ``cluster``: rows split across the blocks of a cluster.
+    """
+
+    n_outer: int
+    n_inner: int
+    vec: int = 0
+    bcast_leaves: tuple = ()
+    cluster: bool = False
+
+
+@dataclass(frozen=True)
+class Source:
+    """Generated kernel: CUDA C text, entry name and pycuda argument format."""
+
+    text: str
+    name: str
+    arg_format: str
+
+
+def generate(program, layout):
+    """Generate the CUDA C source of ``program`` for ``layout``."""
+    return _Generator(program, layout).source()
+
+
+class _Generator:
+    def __init__(self, program, layout):
+        self.p, self.lay = program, layout
+        self.nleaves = len(program.leaf_types)
+        self.lines = []
+        self.vector_scope = False
+
+    # -- signature --------------------------------------------------------
+    def params(self):
+        p, lay = self.p, self.lay
+        out = [f"{p.out_type.replace('__half', 'ga_half')}* __restrict__ out"]
+        out += [f"const {t}* __restrict__ p{k}" for k, t in enumerate(self._leaf_ctypes())]
+        dims = [f"n_o{d}" for d in range(lay.n_outer)] + [f"n_i{d}" for d in range(lay.n_inner)]
+        for name in ["out"] + [f"{k}" for k in range(self.nleaves)]:
+            dims += [f"so{name}_{d}" for d in range(lay.n_outer)]
+            dims += [f"si{name}_{d}" for d in range(lay.n_inner)]
+        out += [f"long long {d}" for d in dims]
+        out += [f"{t} s{k}" if t != "bool" else f"long long s{k}"
+                for k, t in enumerate(p.scalar_types)]
+        out += ["unsigned long long seed", "unsigned long long call", "long long nbits",
+                "long long tpr"]
+        fmt = "P" * (1 + self.nleaves) + "q" * len(dims)
+        fmt += "".join(_FORMAT[t] for t in p.scalar_types) + "QQqq"
+        return out, fmt
+
+    def _leaf_ctypes(self):
+        return [_storage(t) for t in self.p.leaf_types]
+
+    def source(self):
+        params, fmt = self.params()
+        name = "ga_kernel"
+        body = self.ew_body() if self.p.mode == "ew" else self.reduction_body()
+        bounds = f"__cluster_dims__({CLUSTER}, 1, 1) " if self.lay.cluster else ""
+        text = "\n".join([
+            f'#include "prelude.cuh"',
+            f"template <class T, int N> struct alignas(sizeof(T) * N) ga_vec {{ T v[N]; }};",
+            f'extern "C" __global__ void {bounds}__launch_bounds__(1024) {name}(',
+            "    " + ",\n    ".join(params) + ") {",
+            *body, "}", ""])
+        return Source(text, name, fmt)
+
+    # -- values -------------------------------------------------------------
+    def value(self, i, index):
+        """C expression computing instruction ``i`` from earlier variables."""
+        ins = self.p.instrs[i]
+        if ins.op == "load":
+            return f"ga_load<{ins.ctype}>({self.address(ins.arg, ins.level)})"
+        if ins.op == "scalar":
+            return f"s{ins.arg}"
+        if ins.op == "rand":
+            return f"ga_uniform(seed, {index}, {ins.arg}u, (unsigned)call)"
+        args = [f"({t})v{a}" for t, a in zip(ins.in_ctypes, ins.args)]
+        if ins.op == "astype":
+            return _cast(args[0], ins.dtype, ins.ctype)
+        if ins.op == "where":
+            return f"({args[0]} ? {args[1]} : {args[2]})"
+        return f"({ins.ctype})ga_{ins.op}({', '.join(args)})"
+
+    def address(self, leaf, level):
+        """Address of leaf ``leaf`` at the current element (strided path)."""
+        if self.vector_scope:
+            return f"b{leaf}" if leaf in self.lay.bcast_leaves else f"b{leaf} + j"
+        return f"p{leaf} + o{leaf}" if level == "row" else f"p{leaf} + o{leaf} + i{leaf}"
+
+    def emit(self, indices, index, indent):
+        for i in indices:
+            ins = self.p.instrs[i]
+            self.lines.append(f"{indent}{ins.ctype} v{i} = {self.value(i, index)};")
+
+    def needed_elem(self, roots):
+        """Elementwise-level instructions the ``roots`` depend on, in order."""
+        need, stack = set(), list(roots)
+        while stack:
+            i = stack.pop()
+            ins = self.p.instrs[i]
+            if ins.level == "row" or i in need:
+                continue
+            need.add(i)
+            stack.extend(ins.args)
+        return sorted(need)
+
+    # -- offsets --------------------------------------------------------------
+    def decompose(self, var, kind, ndim, operands, indent):
+        """Offsets of ``operands`` at linear index ``var`` over outer/inner dims."""
+        lines = [f"{indent}long long r_{kind} = {var};"]
+        for name in operands:
+            lines.append(f"{indent}long long {kind}{name} = 0;")
+        for d in reversed(range(ndim)):
+            idx = f"r_{kind}" if d == 0 else f"(r_{kind} % n_{kind}{d})"
+            lines.append(f"{indent}{{ long long x = {idx};")
+            for name in operands:
+                lines.append(f"{indent}  {kind}{name} += x * s{kind}{name}_{d};")
+            if d:
+                lines.append(f"{indent}  r_{kind} /= n_{kind}{d}; }}")
+            else:
+                lines.append(f"{indent}}}")
+        return lines
+
+    def store(self, index, indent, target):
+        if dtypes.is_low_precision(self.p.out_dtype):
+            half = "true" if self.p.out_dtype == "float16" else "false"
+            self.lines += [
+                f"{indent}if (nbits) ga_store({target}, ga_stochastic_round((float)v{self.p.root}, "
+                f"ga_philox(seed, {index}, 0xFFFFFFFFu, (unsigned)call).x, (int)nbits, {half}));",
+                f"{indent}else ga_store({target}, v{self.p.root});"]
+        else:
+            self.lines.append(f"{indent}ga_store({target}, ({_compute(self.p.out_dtype)})v{self.p.root});")
+
+    # -- elementwise kernels ----------------------------------------------------
+    def ew_body(self):
+        row_level = [i for i, ins in enumerate(self.p.instrs) if ins.level == "row"]
+        self.emit(row_level, "0", "  ")
+        self.lines += [
+            "  const long long nthreads = (long long)gridDim.x * blockDim.x;",
+            "  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+            "  long long n = 1;"]
+        self.lines += [f"  n *= n_o{d};" for d in range(self.lay.n_outer)]
+        if self.lay.vec:
+            self.vector_loop()
+            start = "(n / %d) * %d + tid" % (self.lay.vec, self.lay.vec)
+        else:
+            start = "tid"
+        self.lines.append(f"  for (long long e = {start}; e < n; e += nthreads) {{")
+        operands = ["out"] + [str(k) for k in range(self.nleaves)]
+        self.lines += self.decompose("e", "o", self.lay.n_outer, operands, "    ")
+        self.lines += [f"    const long long i{k} = 0;" for k in range(self.nleaves)]
+        self.emit(self.needed_elem([self.p.root]), "e", "    ")
+        self.store("e", "    ", "out + oout")
+        self.lines.append("  }")
+        return self.lines
+
+    def vector_loop(self):
+        vec = self.lay.vec
+        out_t = _storage(self.p.out_type)
+        self.lines += [f"  const long long nv = n / {vec};",
+                       "  for (long long q = tid; q < nv; q += nthreads) {",
+                       f"    const long long e0 = q * {vec};"]
+        for k, t in enumerate(self._leaf_ctypes()):
+            if k in self.lay.bcast_leaves:
+                self.lines.append(f"    const {t}* b{k} = p{k};")
+            else:
+                self.lines.append(
+                    f"    const ga_vec<{t}, {vec}> w{k} = *(const ga_vec<{t}, {vec}>*)(p{k} + e0);")
+                self.lines.append(f"    const {t}* b{k} = w{k}.v;")
+        if self.nleaves == 0:
+            self.lines.append("    (void)e0;")
+        self.lines += [f"    ga_vec<{out_t}, {vec}> wout;",
+                       "    #pragma unroll", f"    for (int j = 0; j < {vec}; ++j) {{",
+                       "      const long long e = e0 + j;"]
+        self.vector_scope = True
+        self.emit(self.needed_elem([self.p.root]), "e", "      ")
+        self.vector_scope = False
+        self.store("e", "      ", "&wout.v[j]")
+        self.lines += ["    }", f"    *(ga_vec<{out_t}, {vec}>*)(out + e0) = wout;", "  }"]
+
+    # -- reduction kernels ---------------------------------------------------------
+    def reduction_body(self):
+        from .codegen_reduce import ReductionWriter
+        return ReductionWriter(self).body()
+
+
+def _storage(ctype):
+    return {"__half": "ga_half", "__nv_bfloat16": "ga_bf16"}.get(ctype, ctype)
+
+
+def _compute(dtype_name):
+    return dtypes.compute_type(dtype_name if dtype_name != "bfloat16" else dtypes.bfloat16)
+
+
+def _cast(arg, dtype, ctype):
+    if dtype == "float16":
+        return f"ga_round_half((float){arg})"
+    if dtype == "bfloat16":
+        return f"ga_round_bf16((float){arg})"
+    if dtype == "bool":
+        return f"({arg} != 0)"
+    return f"({ctype}){arg}"
+
+
+def identity(op, ctype):
+    """Identity element of a reduction in C."""
+    if op in _IDENTITY:
+        return f"({ctype}){_IDENTITY[op]}"
+    want_max = op in ("max", "argmax")
+    return f"ga_lowest<{ctype}>()" if want_max else f"ga_highest<{ctype}>()"

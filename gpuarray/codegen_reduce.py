@@ -1,0 +1,187 @@
+"""Code generation for the reduction modes (``reduce`` and ``bcast``).
+
+In: the elementwise generator of :mod:`gpuarray.codegen` (program, layout,
+helpers).  Out: the body of a kernel in which each row -- one point of the
+kept axes -- is handled by a group of ``tpr`` threads, or by every block of
+a thread-block cluster when rows are few and long.
+
+Per row: row-level values that need no reduction are computed first; then
+each reduction pass loops over the row, accumulating one value per thread
+for every reduction of that pass, and combines the group's values --
+warp shuffles, then shared memory across warps, then distributed shared
+memory across the cluster.  Barriers: one after the partials are written,
+one after they are read, so the next pass (e.g. softmax's sum after its
+max) never overwrites partials still being read.  Last, ``bcast`` loops
+over the row again storing every element, ``reduce`` stores one value per
+row.
+"""
+from .codegen import CLUSTER, identity
+
+
+class ReductionWriter:
+    """Writes the body of a reduction-mode kernel into a generator's lines."""
+
+    def __init__(self, gen):
+        self.g, self.p, self.lay = gen, gen.p, gen.lay
+        self.reductions = [i for i, ins in enumerate(self.p.instrs) if ins.op in _COMBINE]
+
+    def body(self):
+        g = self.g
+        self.prologue()
+        g.lines += g.decompose("row", "o", self.lay.n_outer,
+                               ["out"] + [str(k) for k in range(g.nleaves)], "    ")
+        self.emit_row_level(0)
+        for stage in range(1, self.p.nstages + 1):
+            self.reduction_pass(stage)
+            self.emit_row_level(stage)
+        self.final()
+        g.lines.append("  }")
+        return g.lines
+
+    def prologue(self):
+        g = self.g
+        g.lines += ["  long long rows = 1, L = 1;"]
+        g.lines += [f"  rows *= n_o{d};" for d in range(self.lay.n_outer)]
+        g.lines += [f"  L *= n_i{d};" for d in range(self.lay.n_inner)]
+        for r in self.reductions:
+            ins = self.p.instrs[r]
+            g.lines.append(f"  __shared__ {self.acc_type(r)} sm{r}[32];")
+            if ins.op in ("argmax", "argmin"):
+                g.lines.append(f"  __shared__ long long smi{r}[32];")
+            if self.lay.cluster:
+                g.lines.append(f"  __shared__ unsigned long long cl{r}[2];")
+        if self.lay.cluster:
+            g.lines += [
+                "  const int tpr_i = blockDim.x, group = 0;",
+                f"  const long long lane = (long long)ga_cluster_rank() * blockDim.x + threadIdx.x;",
+                f"  const long long step = (long long)blockDim.x * {CLUSTER};",
+                "  for (long long row = ga_cluster_id(); row < rows; row += ga_cluster_count()) {",
+                "    const bool active = true;"]
+        else:
+            g.lines += [
+                "  const int tpr_i = (int)tpr, group = threadIdx.x / tpr_i;",
+                "  const long long lane = threadIdx.x % tpr_i, step = tpr_i;",
+                "  const long long rpb = blockDim.x / tpr_i;",
+                "  for (long long row0 = blockIdx.x * rpb; row0 < rows; row0 += (long long)gridDim.x * rpb) {",
+                "    const bool active = row0 + group < rows;",
+                "    const long long row = active ? row0 + group : 0;"]
+
+    def acc_type(self, r):
+        ins = self.p.instrs[r]
+        return ins.in_ctypes[0] if ins.op in ("argmax", "argmin") else ins.ctype
+
+    def emit_row_level(self, stage):
+        chosen = [i for i, ins in enumerate(self.p.instrs)
+                  if ins.level == "row" and ins.stage == stage and ins.op not in _COMBINE]
+        self.g.emit(chosen, "row", "    ")
+
+    def inner_offsets(self, with_out):
+        operands = (["out"] if with_out else []) + [str(k) for k in range(self.g.nleaves)]
+        return self.g.decompose("i", "i", self.lay.n_inner, operands, "      ")
+
+    def reduction_pass(self, stage):
+        g = self.g
+        members = [r for r in self.reductions if self.p.instrs[r].stage == stage]
+        for r in members:
+            ins = self.p.instrs[r]
+            g.lines.append(f"    {self.acc_type(r)} acc{r} = {identity(ins.op, self.acc_type(r))};")
+            if ins.op in ("argmax", "argmin"):
+                g.lines.append(f"    long long idx{r} = 0;")
+        g.lines.append("    if (active) for (long long i = lane; i < L; i += step) {")
+        g.lines += self.inner_offsets(False)
+        g.emit(g.needed_elem([self.p.instrs[r].args[0] for r in members]), "row * L + i", "      ")
+        for r in members:
+            g.lines.append("      " + self.accumulate(r))
+        g.lines.append("    }")
+        self.combine_group(members)
+        for r in members:
+            ins = self.p.instrs[r]
+            result = f"idx{r}" if ins.op in ("argmax", "argmin") else f"acc{r}"
+            g.lines.append(f"    const {ins.ctype} v{r} = ({ins.ctype}){result};")
+
+    def accumulate(self, r):
+        ins = self.p.instrs[r]
+        x = f"({ins.in_ctypes[0]})v{ins.args[0]}"
+        if ins.op in ("argmax", "argmin"):
+            better = f"ga_arg_better({x}, i, acc{r}, idx{r}, {str(ins.op == 'argmax').lower()})"
+            return f"if ({better}) {{ acc{r} = {x}; idx{r} = i; }}"
+        if ins.op in ("any", "all"):
+            return f"acc{r} = ga_red_{ins.op}(acc{r}, {x} != 0);"
+        return f"acc{r} = ga_red_{ins.op}(acc{r}, ({ins.ctype}){x});"
+
+    def merge(self, r, value, index):
+        """C statement merging a partial (``value``, ``index``) into acc r."""
+        ins = self.p.instrs[r]
+        if ins.op in ("argmax", "argmin"):
+            want = str(ins.op == "argmax").lower()
+            return (f"{{ {self.acc_type(r)} ov = {value}; long long oi = {index}; "
+                    f"if (ga_arg_better(ov, oi, acc{r}, idx{r}, {want})) {{ acc{r} = ov; idx{r} = oi; }} }}")
+        return f"acc{r} = {_COMBINE[ins.op]}(acc{r}, {value});"
+
+    def combine_group(self, members):
+        g = self.g
+        g.lines.append("    for (int m = (tpr_i < 32 ? tpr_i : 32) / 2; m > 0; m >>= 1) {")
+        for r in members:
+            g.lines.append("      " + self.merge(r, f"ga_shfl_xor(acc{r}, m)", f"ga_shfl_xor(idx{r}, m)"))
+        g.lines += ["    }", "    if (tpr_i > 32) {",
+                    "      const int wpg = tpr_i >> 5, first = group * wpg;",
+                    "      if ((threadIdx.x & 31) == 0) {"]
+        for r in members:
+            g.lines.append(f"        sm{r}[threadIdx.x >> 5] = acc{r};")
+            if self.p.instrs[r].op in ("argmax", "argmin"):
+                g.lines.append(f"        smi{r}[threadIdx.x >> 5] = idx{r};")
+        g.lines += ["      }", "      __syncthreads();"]
+        for r in members:
+            g.lines.append(f"      acc{r} = sm{r}[first];")
+            if self.p.instrs[r].op in ("argmax", "argmin"):
+                g.lines.append(f"      idx{r} = smi{r}[first];")
+        g.lines.append("      for (int w = first + 1; w < first + wpg; ++w) {")
+        for r in members:
+            g.lines.append("        " + self.merge(r, f"sm{r}[w]", f"smi{r}[w]" if self.is_arg(r) else "0"))
+        g.lines += ["      }", "      __syncthreads();", "    }"]
+        if self.lay.cluster:
+            self.combine_cluster(members)
+
+    def is_arg(self, r):
+        return self.p.instrs[r].op in ("argmax", "argmin")
+
+    def combine_cluster(self, members):
+        g = self.g
+        g.lines.append("    if (threadIdx.x == 0) {")
+        for r in members:
+            g.lines.append(f"      __builtin_memcpy(&cl{r}[0], &acc{r}, sizeof(acc{r}));")
+            if self.is_arg(r):
+                g.lines.append(f"      cl{r}[1] = (unsigned long long)idx{r};")
+        g.lines += ["    }", "    ga_cluster_sync();"]
+        for r in members:
+            g.lines.append(f"    acc{r} = ga_cluster_read(({self.acc_type(r)}*)&cl{r}[0], 0u);")
+            if self.is_arg(r):
+                g.lines.append(f"    idx{r} = ga_cluster_read((long long*)&cl{r}[1], 0u);")
+        g.lines.append(f"    for (unsigned rk = 1; rk < {CLUSTER}; ++rk) {{")
+        for r in members:
+            index = f"ga_cluster_read((long long*)&cl{r}[1], rk)" if self.is_arg(r) else "0"
+            value = f"ga_cluster_read(({self.acc_type(r)}*)&cl{r}[0], rk)"
+            g.lines.append("      " + self.merge(r, value, index))
+        g.lines += ["    }", "    ga_cluster_sync();"]
+
+    def final(self):
+        g = self.g
+        root = self.p.root
+        if self.p.mode == "bcast":
+            g.lines.append("    if (active) for (long long i = lane; i < L; i += step) {")
+            g.lines += self.inner_offsets(True)
+            g.emit(g.needed_elem([root]), "row * L + i", "      ")
+            g.store("row * L + i", "      ", "out + oout + iout")
+            g.lines.append("    }")
+        else:
+            g.lines.append("    if (active && lane == 0) {")
+            g.lines += [f"      const long long i{k} = 0;" for k in range(g.nleaves)]
+            g.emit(g.needed_elem([root]), "row", "      ")
+            g.store("row", "      ", "out + oout")
+            g.lines.append("    }")
+
+
+_COMBINE = {
+    "sum": "ga_red_sum", "prod": "ga_red_prod", "max": "ga_red_max", "min": "ga_red_min",
+    "any": "ga_red_any", "all": "ga_red_all", "argmax": None, "argmin": None,
+}

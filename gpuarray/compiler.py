@@ -1,0 +1,132 @@
+"""Compilation and caching: CUDA C source -> cubin bytes.
+
+In: a :class:`gpuarray.codegen.Source` and a target architecture
+(``sm_90``).  Out: cubin bytes, ready for pycuda's ``module_from_buffer``.
+
+Compiles with NVRTC (the ``cuda-bindings`` package) when it is importable
+-- tens of milliseconds per kernel -- and otherwise with ``nvcc -cubin``.
+Cubins are kept on disk under ``$GPUARRAY_CACHE_DIR`` (default
+``~/.cache/gpuarray``), named by a hash of the source, the architecture
+and the prelude, so a new process compiles nothing it compiled before.
+The in-memory cache of loaded kernels, keyed by program structure and
+layout class, lives with the factory (:mod:`gpuarray.gpu`).
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+PRELUDE_PATH = Path(__file__).with_name("cuda") / "prelude.cuh"
+PRELUDE = PRELUDE_PATH.read_text()
+_OPTIONS = ("-std=c++17", "-default-device")
+
+
+class CompileError(RuntimeError):
+    """A generated kernel failed to compile; the message names its saved source."""
+
+
+def cache_dir():
+    """Directory of the on-disk cubin cache."""
+    root = os.environ.get("GPUARRAY_CACHE_DIR") or Path.home() / ".cache" / "gpuarray"
+    return Path(root)
+
+
+def source_hash(text, arch):
+    """Hash naming a cubin: the source, the prelude and the target."""
+    h = hashlib.sha256()
+    for part in (text, PRELUDE, arch, " ".join(_OPTIONS)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def compile_source(text, arch="sm_90"):
+    """Return cubin bytes for ``text``, from the disk cache when possible.
+
+    Raises
+    ------
+    CompileError
+        With the compiler's log and the path where the source was saved.
+    """
+    path = cache_dir() / f"{source_hash(text, arch)}.cubin"
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    cubin = _compile(text, arch)
+    _write_atomic(path, cubin)
+    return cubin
+
+
+def _compile(text, arch):
+    nvrtc = _nvrtc()
+    if nvrtc is not None:
+        return _compile_nvrtc(nvrtc, text, arch)
+    return _compile_nvcc(text, arch)
+
+
+def _nvrtc():
+    """The NVRTC bindings, or None when the library is missing."""
+    try:
+        from cuda.bindings import nvrtc
+        err, _, _ = nvrtc.nvrtcVersion()
+        return nvrtc if err == nvrtc.nvrtcResult.NVRTC_SUCCESS else None
+    except Exception:  # ImportError, or the shared library is not installed
+        return None
+
+
+def _compile_nvrtc(nvrtc, text, arch):
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
+    err, prog = nvrtc.nvrtcCreateProgram(text.encode(), b"kernel.cu", 1,
+                                         [PRELUDE.encode()], [b"prelude.cuh"])
+    try:
+        opts = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in _OPTIONS]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if err != ok:
+            _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            _fail(text, arch, log.decode(errors="replace"))
+        _, size = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = b" " * size
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+        return cubin
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _compile_nvcc(text, arch):
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.cubin"
+        src.write_text(text)
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-I", str(PRELUDE_PATH.parent),
+               "-o", str(out), str(src)]
+        try:
+            result = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError:
+            raise CompileError("neither NVRTC (cuda-bindings) nor nvcc is available") from None
+        if result.returncode:
+            _fail(text, arch, result.stderr)
+        return out.read_bytes()
+
+
+def _fail(text, arch, log):
+    path = cache_dir() / "failed" / f"{source_hash(text, arch)}.cu"
+    _write_atomic(path, text.encode())
+    raise CompileError(f"generated kernel failed to compile for {arch}; "
+                       f"source saved at {path}\n{log}")
+
+
+def _write_atomic(path, data):
+    """Write so that concurrent processes never see a partial file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache only costs recompiles

@@ -1,0 +1,133 @@
+"""Launch: a planned step -> layout class, kernel arguments, grid and block.
+
+In: a :class:`gpuarray.plan.Step` and the device's multiprocessor count.
+Out: a :class:`Launch` holding the :class:`gpuarray.codegen.Layout` (which,
+with the program, picks the compiled kernel), the packed argument values
+and the launch shape.  This is where sizes and strides enter: adjacent
+axes that every operand walks contiguously are collapsed, so most kernels
+see one or two dimensions; contiguous, aligned elementwise operands get
+16-byte vector accesses.
+"""
+from dataclasses import dataclass
+
+from .codegen import CLUSTER, Layout
+
+_EW_THREADS = 256
+
+
+@dataclass
+class Launch:
+    """Everything needed to launch one compiled kernel."""
+
+    layout: Layout
+    args: list
+    grid: tuple
+    block: tuple
+
+
+def prepare(step, sms, seed, call):
+    """Compute the layout class, arguments and launch shape of ``step``."""
+    program = step.program
+    operands = [step.out] + list(step.leaves)
+    strides = [_element_strides(t, step.shape) for t in operands]
+    outer = [a for a in range(len(step.shape)) if a not in step.axes]
+    inner = list(step.axes)
+    outer_dims = _collapse(step.shape, outer, strides)
+    inner_dims = _collapse(step.shape, inner, strides) if program.mode != "ew" else []
+    if not outer_dims:
+        outer_dims = [(1, [0] * len(operands))]
+    if program.mode != "ew" and not inner_dims:
+        inner_dims = [(1, [0] * len(operands))]
+    rows = _product(d for d, _ in outer_dims)
+    length = _product(d for d, _ in inner_dims)
+    if program.mode == "ew":
+        vec, bcast = _vector_width(step, outer_dims)
+        layout = Layout(len(outer_dims), 0, vec, bcast)
+        grid, block, tpr = _ew_shape(rows, vec, sms), (_EW_THREADS, 1, 1), 0
+    else:
+        cluster = rows < sms and length >= 8192
+        layout = Layout(len(outer_dims), len(inner_dims), cluster=cluster)
+        grid, block, tpr = _reduction_shape(rows, length, sms, cluster)
+    args = [step.out.buffer_ptr() + step.out.offset]
+    args += [t.buffer_ptr() + t.offset for t in step.leaves]
+    args += [d for d, _ in outer_dims] + [d for d, _ in inner_dims]
+    for k in range(len(operands)):
+        args += [s[k] for _, s in outer_dims] + [s[k] for _, s in inner_dims]
+    args += [_scalar_arg(v) for v in step.scalars]
+    args += [seed, call, step.out.rounding or 0, tpr]
+    return Launch(layout, args, grid, block)
+
+
+def _element_strides(t, shape):
+    lead = len(shape) - t.ndim
+    out = [0] * lead
+    for d, s, full in zip(t.shape, t.strides, shape[lead:]):
+        out.append(s // t.itemsize if d == full and d != 1 else 0)
+    return out
+
+
+def _collapse(shape, axes, strides):
+    """Merge adjacent axes walked contiguously by every operand.
+
+    Returns ``[(size, [stride of each operand]), ...]``, outermost first;
+    size-1 axes are dropped.
+    """
+    dims = []
+    for a in axes:
+        if shape[a] == 1:
+            continue
+        cur = [s[a] for s in strides]
+        if dims and all(prev == shape[a] * c for prev, c in zip(dims[-1][1], cur)):
+            dims[-1] = (dims[-1][0] * shape[a], cur)
+        else:
+            dims.append((shape[a], cur))
+    return dims
+
+
+def _vector_width(step, dims):
+    """Elements per vector access for a 1-D contiguous elementwise launch, or 0."""
+    if len(dims) != 1:
+        return 0, ()
+    strides = dims[0][1]
+    if strides[0] != 1 or any(s not in (0, 1) for s in strides[1:]):
+        return 0, ()
+    streamed = [step.out] + [t for t, s in zip(step.leaves, strides[1:]) if s == 1]
+    vec = max(1, min(8, 16 // max(t.itemsize for t in streamed)))
+    if vec < 2 or any((t.buffer_ptr() + t.offset) % (vec * t.itemsize) for t in streamed):
+        return 0, ()
+    return vec, tuple(k for k, s in enumerate(strides[1:]) if s == 0)
+
+
+def _ew_shape(n, vec, sms):
+    work = -(-n // max(vec, 1))
+    blocks = max(1, min(-(-work // _EW_THREADS), sms * 16))
+    return (blocks, 1, 1), (_EW_THREADS, 1, 1), 0
+
+
+def _reduction_shape(rows, length, sms, cluster):
+    """Threads per row and grid for a reduction kernel."""
+    if cluster:
+        threads = min(1024, max(128, _pow2_ceil(-(-length // (CLUSTER * 8)))))
+        return (rows * CLUSTER, 1, 1), (threads, 1, 1), threads * CLUSTER
+    tpr = min(512, _pow2_ceil(-(-length // 16)))
+    threads = max(256, tpr)
+    rows_per_block = threads // tpr
+    blocks = max(1, min(-(-rows // rows_per_block), sms * 32))
+    return (blocks, 1, 1), (threads, 1, 1), tpr
+
+
+def _pow2_ceil(n):
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def _product(values):
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def _scalar_arg(value):
+    if isinstance(value, bool):
+        return int(value)
+    return value.item() if hasattr(value, "item") else value
