@@ -149,18 +149,18 @@ class ReductionWriter:
         g = self.g
         g.lines.append("    if (threadIdx.x == 0) {")
         for r in members:
-            g.lines.append(f"      __builtin_memcpy(&cl{r}[0], &acc{r}, sizeof(acc{r}));")
+            g.lines.append(f"      cl{r}[0] = ga_to_word(acc{r});")
             if self.is_arg(r):
                 g.lines.append(f"      cl{r}[1] = (unsigned long long)idx{r};")
         g.lines += ["    }", "    ga_cluster_sync();"]
         for r in members:
-            g.lines.append(f"    acc{r} = ga_cluster_read(({self.acc_type(r)}*)&cl{r}[0], 0u);")
+            g.lines.append(f"    acc{r} = ga_cluster_read<{self.acc_type(r)}>(&cl{r}[0], 0u);")
             if self.is_arg(r):
-                g.lines.append(f"    idx{r} = ga_cluster_read((long long*)&cl{r}[1], 0u);")
+                g.lines.append(f"    idx{r} = ga_cluster_read<long long>(&cl{r}[1], 0u);")
         g.lines.append(f"    for (unsigned rk = 1; rk < {CLUSTER}; ++rk) {{")
         for r in members:
-            index = f"ga_cluster_read((long long*)&cl{r}[1], rk)" if self.is_arg(r) else "0"
-            value = f"ga_cluster_read(({self.acc_type(r)}*)&cl{r}[0], rk)"
+            index = f"ga_cluster_read<long long>(&cl{r}[1], rk)" if self.is_arg(r) else "0"
+            value = f"ga_cluster_read<{self.acc_type(r)}>(&cl{r}[0], rk)"
             g.lines.append("      " + self.merge(r, value, index))
         g.lines += ["    }", "    ga_cluster_sync();"]
 

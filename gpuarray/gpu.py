@@ -10,6 +10,8 @@ arguments (:mod:`gpuarray.launch`) -> kernel from the cache, else generate
 pycuda is imported lazily, so the package imports (and the CPU factory
 works) on machines without CUDA.
 """
+import atexit
+
 import numpy as np
 
 from . import codegen, compiler, interop, launch, plan
@@ -92,6 +94,8 @@ class GPU(Backend):
         if self.context is None:
             self.context = drv.Device(device_id).retain_primary_context()
             self.context.push()
+            # pycuda aborts at exit if a pushed context is left on the stack
+            atexit.register(self.context.pop)
         device = self.context.get_device()
         self.device_id = next(i for i in range(drv.Device.count()) if drv.Device(i) == device)
         major, minor = device.compute_capability()

@@ -33,8 +33,7 @@ def _struct(name, fields):
 _u8, _u16, _i32, _u32, _u64 = (ctypes.c_uint8, ctypes.c_uint16, ctypes.c_int32,
                                ctypes.c_uint32, ctypes.c_uint64)
 DLPackVersion = _struct("DLPackVersion", [("major", _u32), ("minor", _u32)])
-# DLDeviceType is a C enum, i.e. int-sized.
-DLDevice = _struct("DLDevice", [("device_type", _i32), ("device_id", _i32)])
+DLDevice = _struct("DLDevice", [("device_type", _i32), ("device_id", _i32)])  # enum: int
 DLDataType = _struct("DLDataType", [("code", _u8), ("bits", _u8), ("lanes", _u16)])
 DLTensor = _struct("DLTensor", [
     ("data", _P), ("device", DLDevice), ("ndim", _i32), ("dtype", DLDataType),
@@ -76,13 +75,13 @@ _NAMES = {n: ctypes.addressof(_immortal(ctypes.create_string_buffer(n))) for n i
 
 
 # -- producer side -----------------------------------------------------------
-# _exported: manager-struct address -> [structs, owner, capsule]; keeps owner
-# alive until the consumer calls the deleter or the capsule dies unconsumed.
-# We hold each capsule until _sweep() (run on export, import and after GC)
-# sees no one else does: a consumer rejecting one (numpy given CUDA memory)
-# sets its exception, then drops it, and our destructor -- Python code -- run
-# then would lose that exception (ctypes callbacks cannot keep it).
-_exported = {}
+# _exported: manager-struct address -> (structs, owner); keeps owner alive
+# until the consumer calls the deleter or the capsule dies unconsumed.
+# _held: address -> capsule, until _sweep() (run on export, import and after
+# GC) sees no one else holds it: a consumer rejecting a capsule (numpy given
+# CUDA memory) sets its exception, then drops it, and our destructor (Python
+# code) run then would lose that exception: ctypes callbacks cannot keep it.
+_exported, _held = {}, {}
 
 
 @_immortal
@@ -91,6 +90,7 @@ def _managed_deleter(address):
     # The consumer is done.  Any thread may call this: ctypes takes the GIL.
     try:
         _exported.pop(address, None)
+        _held.pop(address, None)
     except BaseException:  # noqa: BLE001 - must not raise into C
         pass
 
@@ -111,10 +111,10 @@ def _capsule_destructor(capsule):
 def _sweep(phase="stop", info=None):
     """Drop our reference to capsules no one else holds (also a gc callback)."""
     try:
-        for entry in list(_exported.values()) if phase == "stop" else ():
-            # 2 = the entry's reference + getrefcount's argument.
-            if entry[2] is not None and sys.getrefcount(entry[2]) <= 2:
-                entry[2] = None  # the capsule destructor runs here, safely
+        for address in list(_held) if phase == "stop" else ():
+            # 2 = _held's reference + getrefcount's argument.
+            if sys.getrefcount(_held[address]) <= 2:
+                del _held[address]  # the capsule destructor runs here, safely
     except Exception:  # noqa: BLE001 - module globals are gone at shutdown
         pass
 
@@ -138,8 +138,8 @@ def to_dlpack(ptr, shape, strides_bytes, dtype, device_type, device_id,
     device_type, device_id : int
         e.g. ``kDLCUDA, 0`` or ``kDLCPU, 0``.
     owner : object
-        Kept alive until the consumer calls the deleter, or until the
-        capsule is dropped unconsumed.
+        Kept alive until the consumer calls the deleter, or, for a capsule
+        dropped unconsumed, until the next export, import or GC pass.
     versioned, readonly : bool, optional
         Make a ``"dltensor_versioned"`` capsule, which can be flagged
         read-only, instead of a ``"dltensor"`` one.
@@ -160,15 +160,16 @@ def to_dlpack(ptr, shape, strides_bytes, dtype, device_type, device_id,
     structs = _build_managed(ptr, shape, strides, _dl_dtype_of(dtype),
                              (device_type, device_id), versioned, readonly)
     address = ctypes.addressof(structs[0])
-    entry = _exported[address] = [structs, owner, None]
+    _exported[address] = (structs, owner)
     name = b"dltensor_versioned" if versioned else b"dltensor"
     try:
-        entry[2] = _PyCapsule_New(address, _NAMES[name],
-                                  ctypes.cast(_capsule_destructor, _P))
+        capsule = _PyCapsule_New(address, _NAMES[name],
+                                 ctypes.cast(_capsule_destructor, _P))
     except BaseException:
         del _exported[address]
         raise
-    return entry[2]
+    _held[address] = capsule
+    return capsule
 
 
 def _build_managed(ptr, shape, strides, dl_dtype, device, versioned, readonly):
@@ -351,8 +352,7 @@ def from_dlpack(obj, stream=None):
         if _PyCapsule_IsValid(id(capsule), _NAMES[name]):
             break
     else:
-        raise BufferError("not a DLPack capsule, or one already consumed "
-                          "(a capsule can be imported only once)")
+        raise BufferError("not a DLPack capsule, or one already consumed")
     address = _PyCapsule_GetPointer(id(capsule), _NAMES[name])
     buf = ExternalBuffer(address, name == b"dltensor_versioned")  # may raise
     # Renaming transfers ownership: the producer's destructor now leaves the

@@ -43,7 +43,7 @@ def prepare(step, sms, seed, call):
     if program.mode == "ew":
         vec, bcast = _vector_width(step, outer_dims)
         layout = Layout(len(outer_dims), 0, vec, bcast)
-        grid, block, tpr = _ew_shape(rows, vec, sms), (_EW_THREADS, 1, 1), 0
+        grid, block, tpr = _ew_shape(rows, vec, sms)
     else:
         cluster = rows < sms and length >= 8192
         layout = Layout(len(outer_dims), len(inner_dims), cluster=cluster)

@@ -88,8 +88,8 @@ class PooledBuffer:
     -----
     ``free()`` (or garbage collection) hands the block back to the pool's
     cache; the device pointer must not be used afterwards.  Returning only
-    appends to a deque, which is atomic and allocation-free, so it is safe
-    from ``__del__``, from any thread and during interpreter shutdown.
+    appends to a deque (atomic, no lock), so it is safe from ``__del__``,
+    from any thread and during interpreter shutdown.
     """
 
     __slots__ = ("ptr", "nbytes", "capacity", "_raw", "_returns", "__weakref__")
@@ -151,7 +151,9 @@ class DeviceMemoryPool:
         # Buffers returned by free()/GC land here first; the pool moves them
         # into the cache under its lock, so finalizers never take the lock.
         self._returns = collections.deque()
-        self._lock = threading.Lock()
+        # Reentrant: gc.collect() on the out-of-memory path runs arbitrary
+        # finalizers inside the lock, and one may allocate.
+        self._lock = threading.RLock()
         self._device_allocations = 0
         self._device_frees = 0
         self._bytes_in_use = 0
@@ -247,15 +249,14 @@ class DeviceMemoryPool:
             self._blocks_cached += 1
 
     def _release_cache(self):
-        released = 0
+        # Empty the cache first: if a free() raises, the blocks not yet
+        # freed are dropped and their own finalizers release them.
         cache, self._cache = self._cache, {}
-        for capacity, blocks in cache.items():
+        released, self._bytes_cached, self._blocks_cached = self._bytes_cached, 0, 0
+        for blocks in cache.values():
             for raw in blocks:
                 raw.free()
                 self._device_frees += 1
-                released += capacity
-        self._bytes_cached = 0
-        self._blocks_cached = 0
         return released
 
     def _alloc_with_retry(self, nbytes, capacity):

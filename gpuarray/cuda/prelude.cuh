@@ -266,13 +266,14 @@ GA_D void ga_cluster_sync() {
 GA_D unsigned ga_cluster_rank() { unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r; }
 GA_D unsigned ga_cluster_id() { unsigned r; asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r)); return r; }
 GA_D unsigned ga_cluster_count() { unsigned r; asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r)); return r; }
-// Read a value from the shared memory of block `rank` of this cluster.
-template <class T> GA_D T ga_cluster_read(T* local, unsigned rank) {
+// Accumulators travel between blocks as 64-bit words.
+template <class T> union ga_word { T value; unsigned long long bits; };
+template <class T> GA_D unsigned long long ga_to_word(T v) { ga_word<T> w; w.bits = 0; w.value = v; return w.bits; }
+// Read the word in slot `local` of block `rank` of this cluster, as a T.
+template <class T> GA_D T ga_cluster_read(unsigned long long* local, unsigned rank) {
     unsigned addr = (unsigned)__cvta_generic_to_shared(local), remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-    unsigned long long bits;
-    asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(bits) : "r"(remote) : "memory");
-    T v;
-    __builtin_memcpy(&v, &bits, sizeof(T));
-    return v;
+    ga_word<T> w;
+    asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(w.bits) : "r"(remote) : "memory");
+    return w.value;
 }
