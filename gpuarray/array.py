@@ -43,6 +43,16 @@ class Tensor(Expression):
         self.rounding = rounding
 
     # -- attributes -----------------------------------------------------
+    @property
+    def sig(self):
+        """Structural signature of this view as an op-tree leaf."""
+        return ("T", self.shape, self.strides, self.dtype)
+
+    @property
+    def leaves(self):
+        """This tensor, as the only leaf of itself."""
+        return (self,)
+
     def buffer_ptr(self):
         """Address of the start of the underlying allocation (device or host)."""
         ptr = getattr(self.buffer, "ptr", None)

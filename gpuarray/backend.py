@@ -145,8 +145,10 @@ class Backend(MathFunctions):
         """Return the lazy node, or evaluate it into ``out`` (numpy's out= rules)."""
         if out is None:
             return node
-        if not isinstance(out, Tensor) or out.backend is not self:
-            raise TypeError("out must be a tensor of this factory")
+        if not isinstance(out, Tensor):
+            raise TypeError(f"out must be a tensor, not {type(out).__name__}")
+        if out.backend is not self:
+            raise ValueError("out belongs to a different factory (backend) than the operands")
         try:
             shapes.check_assignable(node.shape, out.shape)
         except ValueError:

@@ -23,6 +23,10 @@ _IDENTITY = {
 }
 _FORMAT = {"double": "d", "unsigned long long": "Q", "long long": "q", "bool": "q"}
 CLUSTER = 8
+#: threads of an elementwise block, and the most of a reduction block; the
+#: bound lets each thread keep up to 128 registers
+EW_THREADS = 256
+MAX_THREADS = 512
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,9 @@ class Layout:
     ``n_outer``/``n_inner``: collapsed dimensions over the kept and the
     reduced axes; ``vec``: elements per vector access (0 = strided path);
     ``bcast_leaves``: leaves read as a single element in the vector path;
-    ``cluster``: rows split across the blocks of a cluster.
+    ``cluster``: rows split across the blocks of a cluster; ``cache``: row
+    elements each thread keeps in registers across reduction passes (0:
+    none, the passes re-read memory).
     """
 
     n_outer: int
@@ -40,6 +46,7 @@ class Layout:
     vec: int = 0
     bcast_leaves: tuple = ()
     cluster: bool = False
+    cache: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,10 +96,11 @@ class _Generator:
         name = "ga_kernel"
         body = self.ew_body() if self.p.mode == "ew" else self.reduction_body()
         bounds = f"__cluster_dims__({CLUSTER}, 1, 1) " if self.lay.cluster else ""
+        bounds += f"__launch_bounds__({MAX_THREADS if self.p.mode != 'ew' else EW_THREADS})"
         text = "\n".join([
             f'#include "prelude.cuh"',
             f"template <class T, int N> struct alignas(sizeof(T) * N) ga_vec {{ T v[N]; }};",
-            f'extern "C" __global__ void {bounds}__launch_bounds__(1024) {name}(',
+            f'extern "C" __global__ void {bounds} {name}(',
             "    " + ",\n    ".join(params) + ") {",
             *body, "}", ""])
         return Source(text, name, fmt)
@@ -101,6 +109,8 @@ class _Generator:
     def value(self, i, index):
         """C expression computing instruction ``i`` from earlier variables."""
         ins = self.p.instrs[i]
+        if ins.op == "load" and ins.level == "elem" and self.lay.cache:
+            return f"x{ins.arg}[c]"
         if ins.op == "load":
             return f"ga_load<{ins.ctype}>({self.address(ins.arg, ins.level)})"
         if ins.op == "scalar":

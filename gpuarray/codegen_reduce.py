@@ -31,6 +31,8 @@ class ReductionWriter:
         g.lines += g.decompose("row", "o", self.lay.n_outer,
                                ["out"] + [str(k) for k in range(g.nleaves)], "    ")
         self.emit_row_level(0)
+        if self.lay.cache:
+            self.load_cache()
         for stage in range(1, self.p.nstages + 1):
             self.reduction_pass(stage)
             self.emit_row_level(stage)
@@ -75,9 +77,31 @@ class ReductionWriter:
                   if ins.level == "row" and ins.stage == stage and ins.op not in _COMBINE]
         self.g.emit(chosen, "row", "    ")
 
-    def inner_offsets(self, with_out):
-        operands = (["out"] if with_out else []) + [str(k) for k in range(self.g.nleaves)]
+    def inner_offsets(self, with_out, with_leaves=True):
+        operands = (["out"] if with_out else []) + (
+            [str(k) for k in range(self.g.nleaves)] if with_leaves else [])
         return self.g.decompose("i", "i", self.lay.n_inner, operands, "      ")
+
+    def row_loop(self):
+        """Opening of a loop over this thread's elements of the row."""
+        if self.lay.cache:
+            return ["    #pragma unroll",
+                    f"    for (int c = 0; c < {self.lay.cache}; ++c) {{",
+                    "      const int i = (int)lane + c * (int)step;",
+                    "      if (!active || i >= L) continue;"]
+        return ["    if (active) for (long long i = lane; i < L; i += step) {"]
+
+    def load_cache(self):
+        """Read each elementwise leaf of the row once into registers."""
+        g = self.g
+        loads = [ins for ins in self.p.instrs if ins.op == "load" and ins.level == "elem"]
+        for ins in loads:
+            g.lines.append(f"    {ins.ctype} x{ins.arg}[{self.lay.cache}];")
+        g.lines += self.row_loop()
+        g.lines += self.inner_offsets(False)
+        for ins in loads:
+            g.lines.append(f"      x{ins.arg}[c] = ga_load<{ins.ctype}>(p{ins.arg} + o{ins.arg} + i{ins.arg});")
+        g.lines.append("    }")
 
     def reduction_pass(self, stage):
         g = self.g
@@ -87,8 +111,9 @@ class ReductionWriter:
             g.lines.append(f"    {self.acc_type(r)} acc{r} = {identity(ins.op, self.acc_type(r))};")
             if ins.op in ("argmax", "argmin"):
                 g.lines.append(f"    long long idx{r} = 0;")
-        g.lines.append("    if (active) for (long long i = lane; i < L; i += step) {")
-        g.lines += self.inner_offsets(False)
+        g.lines += self.row_loop()
+        if not self.lay.cache:
+            g.lines += self.inner_offsets(False)
         g.emit(g.needed_elem([self.p.instrs[r].args[0] for r in members]), "row * L + i", "      ")
         for r in members:
             g.lines.append("      " + self.accumulate(r))
@@ -168,8 +193,8 @@ class ReductionWriter:
         g = self.g
         root = self.p.root
         if self.p.mode == "bcast":
-            g.lines.append("    if (active) for (long long i = lane; i < L; i += step) {")
-            g.lines += self.inner_offsets(True)
+            g.lines += self.row_loop()
+            g.lines += self.inner_offsets(True, with_leaves=not self.lay.cache)
             g.emit(g.needed_elem([root]), "row * L + i", "      ")
             g.store("row * L + i", "      ", "out + oout + iout")
             g.lines.append("    }")

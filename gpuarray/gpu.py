@@ -3,9 +3,11 @@
 In: user calls (through :class:`gpuarray.backend.Backend`) and, for each
 assignment, a destination view and an op-tree.  Out: device work queued
 on the current CUDA context.  The path of one assignment reads top to
-bottom in :meth:`GPU._execute`: plan (:mod:`gpuarray.plan`) -> layout and
-arguments (:mod:`gpuarray.launch`) -> kernel from the cache, else generate
-(:mod:`gpuarray.codegen`) and compile (:mod:`gpuarray.compiler`) -> launch.
+bottom: :meth:`GPU._execute` -> :mod:`gpuarray.dispatch` (replays a
+recorded recipe, or records one:) -> plan (:mod:`gpuarray.plan`) -> layout
+and arguments (:mod:`gpuarray.launch`) -> :meth:`GPU._kernel`: from the
+cache, else generate (:mod:`gpuarray.codegen`) and compile
+(:mod:`gpuarray.compiler`) -> launch.
 
 pycuda is imported lazily, so the package imports (and the CPU factory
 works) on machines without CUDA.
@@ -14,7 +16,7 @@ import atexit
 
 import numpy as np
 
-from . import codegen, compiler, interop, launch, plan
+from . import codegen, compiler, dispatch, interop
 from .array import Tensor
 from .backend import Backend
 from .mempool import DeviceMemoryPool
@@ -104,6 +106,7 @@ class GPU(Backend):
         self.pool = DeviceMemoryPool()
         self._kernels = {}
         self._calls = 0
+        self._dispatcher = dispatch.Dispatcher(self)
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
@@ -144,12 +147,7 @@ class GPU(Backend):
 
     # -- evaluation ---------------------------------------------------------
     def _execute(self, out, tree):
-        for step in plan.plan(self, out, tree):
-            self._calls += 1
-            spec = launch.prepare(step, self.sms, self.seed, self._calls)
-            kernel = self._kernel(step.program, spec.layout)
-            kernel.prepared_async_call(spec.grid, spec.block, None, *spec.args)
-            self._stats["kernels_launched"] += 1
+        self._dispatcher.execute(out, tree)
 
     def _kernel(self, program, layout):
         """Compiled kernel for (program, layout), generating it on first use."""

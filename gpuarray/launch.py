@@ -10,9 +10,7 @@ see one or two dimensions; contiguous, aligned elementwise operands get
 """
 from dataclasses import dataclass
 
-from .codegen import CLUSTER, Layout
-
-_EW_THREADS = 256
+from .codegen import CLUSTER, EW_THREADS as _EW_THREADS, MAX_THREADS, Layout
 
 
 @dataclass
@@ -23,6 +21,12 @@ class Launch:
     args: list
     grid: tuple
     block: tuple
+    first_scalar: int
+
+    @property
+    def call_index(self):
+        """Position of the call-counter argument (seed, call, nbits, tpr end the list)."""
+        return len(self.args) - 3
 
 
 def prepare(step, sms, seed, call):
@@ -46,16 +50,18 @@ def prepare(step, sms, seed, call):
         grid, block, tpr = _ew_shape(rows, vec, sms)
     else:
         cluster = rows < sms and length >= 8192
-        layout = Layout(len(outer_dims), len(inner_dims), cluster=cluster)
         grid, block, tpr = _reduction_shape(rows, length, sms, cluster)
+        cache = _cache_items(program, length, tpr)
+        layout = Layout(len(outer_dims), len(inner_dims), cluster=cluster, cache=cache)
     args = [step.out.buffer_ptr() + step.out.offset]
     args += [t.buffer_ptr() + t.offset for t in step.leaves]
     args += [d for d, _ in outer_dims] + [d for d, _ in inner_dims]
     for k in range(len(operands)):
         args += [s[k] for _, s in outer_dims] + [s[k] for _, s in inner_dims]
-    args += [_scalar_arg(v) for v in step.scalars]
+    first_scalar = len(args)
+    args += [_scalar_arg(s.value) for s in step.scalars]
     args += [seed, call, step.out.rounding or 0, tpr]
-    return Launch(layout, args, grid, block)
+    return Launch(layout, args, grid, block, first_scalar)
 
 
 def _element_strides(t, shape):
@@ -107,13 +113,26 @@ def _ew_shape(n, vec, sms):
 def _reduction_shape(rows, length, sms, cluster):
     """Threads per row and grid for a reduction kernel."""
     if cluster:
-        threads = min(1024, max(128, _pow2_ceil(-(-length // (CLUSTER * 8)))))
+        threads = min(MAX_THREADS, max(128, _pow2_ceil(-(-length // (CLUSTER * 16)))))
         return (rows * CLUSTER, 1, 1), (threads, 1, 1), threads * CLUSTER
-    tpr = min(512, _pow2_ceil(-(-length // 16)))
+    tpr = min(MAX_THREADS, _pow2_ceil(-(-length // 16)))
     threads = max(256, tpr)
     rows_per_block = threads // tpr
     blocks = max(1, min(-(-rows // rows_per_block), sms * 32))
     return (blocks, 1, 1), (threads, 1, 1), tpr
+
+
+def _cache_items(program, length, step):
+    """Row elements per thread to keep in registers, or 0 when too many.
+
+    Reduction kernels are bounded to 512 threads, which leaves 128
+    registers a thread: at most 32 of them hold cached values.
+    """
+    loads = sum(1 for ins in program.instrs if ins.op == "load" and ins.level == "elem")
+    items = _pow2_ceil(-(-length // step))
+    if not loads or items * loads > 32:
+        return 0
+    return items
 
 
 def _pow2_ceil(n):

@@ -37,13 +37,25 @@ class Scalar:
         if isinstance(value, np.generic):
             self.dtype, self.weak_type = dtypes.as_dtype(value.dtype), None
         else:
-            self.weak_type = type(value) if type(value) in (bool, int, float) else float
-            self.dtype = np.dtype({bool: np.bool_, int: np.int64, float: np.float64}[self.weak_type])
+            # Python int and float are weakly typed; a Python bool is simply bool
+            kind = type(value) if type(value) in (bool, int, float) else float
+            self.weak_type = None if kind is bool else kind
+            self.dtype = np.dtype({bool: np.bool_, int: np.int64, float: np.float64}[kind])
 
     @property
     def operand_type(self):
         """What numpy's type resolution sees for this operand."""
         return self.weak_type or self.dtype
+
+    @property
+    def sig(self):
+        """Structural signature: the type, never the value."""
+        return ("S", self.operand_type)
+
+    @property
+    def leaves(self):
+        """This scalar, as the only leaf of itself."""
+        return (self,)
 
     def __repr__(self):
         return f"Scalar({self.value!r})"
@@ -183,11 +195,16 @@ class OpTreeNode(Expression):
         Result shape and dtype, computed when the node is built.
     """
 
-    __slots__ = ("op", "args", "attrs", "shape", "dtype", "backend")
+    __slots__ = ("op", "args", "attrs", "shape", "dtype", "backend", "sig", "leaves")
 
     def __init__(self, backend, op, args, attrs, shape, dtype):
         self.backend, self.op, self.args = backend, op, tuple(args)
         self.attrs, self.shape, self.dtype = attrs, tuple(shape), np.dtype(dtype)
+        # Built here, once per node, so dispatching a tree needs no extra walk:
+        # ``sig`` is the structure with leaf layouts (rand's serial left out),
+        # ``leaves`` the tensors and scalars in the order ``sig`` meets them.
+        self.sig = (op, attrs if op != "rand" else (), self.dtype) + tuple(a.sig for a in self.args)
+        self.leaves = tuple(leaf for a in self.args for leaf in a.leaves)
 
     @property
     def is_reduction(self):

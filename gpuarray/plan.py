@@ -79,14 +79,22 @@ class Step:
 
 
 def plan(backend, out, tree):
-    """Cut the assignment ``out[...] = tree`` into kernel steps, in launch order."""
-    return _Planner(backend).assign(out, tree)
+    """Cut ``out[...] = tree`` into kernel steps, in launch order.
+
+    Returns
+    -------
+    (list of Step, list of Tensor)
+        The steps, and the temporaries they use, in allocation order.
+    """
+    planner = _Planner(backend)
+    return planner.assign(out, tree), planner.temps
 
 
 class _Planner:
     def __init__(self, backend):
         self.backend = backend
         self.steps = []
+        self.temps = []
 
     def assign(self, out, tree):
         if _overlaps(out, tree):
@@ -104,6 +112,7 @@ class _Planner:
         """
         storage = np.float32 if dtypes.is_low_precision(node.dtype) else node.dtype
         temp = self.backend.empty(node.shape, storage)
+        self.temps.append(temp)
         self.kernel(temp, node)
         return _Logical(temp, node.dtype)
 
@@ -282,7 +291,7 @@ class _ProgramBuilder:
                      (), "row" if row else "elem", 0)
 
     def _scalar(self, s):
-        self.scalars.append(s.value)
+        self.scalars.append(s)
         self.scalar_types.append(dtypes.scalar_c_type(s.value))
         return Instr("scalar", (), len(self.scalars) - 1, str(s.dtype),
                      dtypes.scalar_c_type(s.value), (), "row", 0)

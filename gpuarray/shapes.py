@@ -248,8 +248,8 @@ def _expand_key(key, ndim):
             f"too many indices for array: array is {ndim}-dimensional, "
             f"but {used} were indexed")
     fill = (slice(None),) * (ndim - used)
-    if Ellipsis in key:
-        at = key.index(Ellipsis)
+    at = next((k for k, item in enumerate(key) if item is Ellipsis), None)
+    if at is not None:
         return key[:at] + fill + key[at + 1:]
     return key + fill
 
@@ -257,7 +257,8 @@ def _expand_key(key, ndim):
 def _check_basic(item):
     if item is None or item is Ellipsis or isinstance(item, slice):
         return
-    if isinstance(item, (bool, np.bool_)) or not hasattr(item, "__index__"):
+    array_like = getattr(item, "shape", ()) != ()
+    if isinstance(item, (bool, np.bool_)) or array_like or not hasattr(item, "__index__"):
         raise IndexError(
             "gpuarray supports basic indexing only (integers, slices, '...', "
             f"None); got an index of type {type(item).__name__}")
