@@ -73,8 +73,8 @@ class _Generator:
     # -- signature --------------------------------------------------------
     def params(self):
         p, lay = self.p, self.lay
-        out = [f"{p.out_type.replace('__half', 'ga_half')}* __restrict__ out"]
-        out += [f"const {t}* __restrict__ p{k}" for k, t in enumerate(self._leaf_ctypes())]
+        out = [f"{p.out_type}* __restrict__ out"]
+        out += [f"const {t}* __restrict__ p{k}" for k, t in enumerate(p.leaf_types)]
         dims = [f"n_o{d}" for d in range(lay.n_outer)] + [f"n_i{d}" for d in range(lay.n_inner)]
         for name in ["out"] + [f"{k}" for k in range(self.nleaves)]:
             dims += [f"so{name}_{d}" for d in range(lay.n_outer)]
@@ -88,15 +88,13 @@ class _Generator:
         fmt += "".join(_FORMAT[t] for t in p.scalar_types) + "QQqq"
         return out, fmt
 
-    def _leaf_ctypes(self):
-        return [_storage(t) for t in self.p.leaf_types]
-
     def source(self):
         params, fmt = self.params()
         name = "ga_kernel"
         body = self.ew_body() if self.p.mode == "ew" else self.reduction_body()
         bounds = f"__cluster_dims__({CLUSTER}, 1, 1) " if self.lay.cluster else ""
-        bounds += f"__launch_bounds__({MAX_THREADS if self.p.mode != 'ew' else EW_THREADS})"
+        # min blocks 1: let the compiler use the registers it needs (no spills)
+        bounds += f"__launch_bounds__({MAX_THREADS if self.p.mode != 'ew' else EW_THREADS}, 1)"
         text = "\n".join([
             f'#include "prelude.cuh"',
             f"template <class T, int N> struct alignas(sizeof(T) * N) ga_vec {{ T v[N]; }};",
@@ -112,7 +110,7 @@ class _Generator:
         if ins.op == "load" and ins.level == "elem" and self.lay.cache:
             return f"x{ins.arg}[c]"
         if ins.op == "load":
-            return f"ga_load<{ins.ctype}>({self.address(ins.arg, ins.level)})"
+            return f"ga_value<{ins.ctype}>({self.element(ins.arg, ins.level)})"
         if ins.op == "scalar":
             return f"s{ins.arg}"
         if ins.op == "rand":
@@ -124,11 +122,11 @@ class _Generator:
             return f"({args[0]} ? {args[1]} : {args[2]})"
         return f"({ins.ctype})ga_{ins.op}({', '.join(args)})"
 
-    def address(self, leaf, level):
-        """Address of leaf ``leaf`` at the current element (strided path)."""
+    def element(self, leaf, level):
+        """The stored element of ``leaf`` at the current position."""
         if self.vector_scope:
-            return f"b{leaf}" if leaf in self.lay.bcast_leaves else f"b{leaf} + j"
-        return f"p{leaf} + o{leaf}" if level == "row" else f"p{leaf} + o{leaf} + i{leaf}"
+            return f"p{leaf}[0]" if leaf in self.lay.bcast_leaves else f"w{leaf}.v[j]"
+        return f"p{leaf}[o{leaf}]" if level == "row" else f"p{leaf}[o{leaf} + i{leaf}]"
 
     def emit(self, indices, index, indent):
         for i in indices:
@@ -165,14 +163,17 @@ class _Generator:
         return lines
 
     def store(self, index, indent, target):
+        """Assign the root value to the lvalue ``target``, rounding as asked."""
+        conv = f"ga_conv<{self.p.out_type}>::to"
+        value = f"({_compute(self.p.out_dtype)})v{self.p.root}"
         if dtypes.is_low_precision(self.p.out_dtype):
             half = "true" if self.p.out_dtype == "float16" else "false"
-            self.lines += [
-                f"{indent}if (nbits) ga_store({target}, ga_stochastic_round((float)v{self.p.root}, "
-                f"ga_philox(seed, {index}, 0xFFFFFFFFu, (unsigned)call).x, (int)nbits, {half}));",
-                f"{indent}else ga_store({target}, v{self.p.root});"]
+            noise = f"ga_philox(seed, {index}, 0xFFFFFFFFu, (unsigned)call).x"
+            value = (f"nbits ? {conv}(ga_stochastic_round((float){value}, {noise}, (int)nbits, "
+                     f"{half})) : {conv}({value})")
+            self.lines.append(f"{indent}{target} = {value};")
         else:
-            self.lines.append(f"{indent}ga_store({target}, ({_compute(self.p.out_dtype)})v{self.p.root});")
+            self.lines.append(f"{indent}{target} = {conv}({value});")
 
     # -- elementwise kernels ----------------------------------------------------
     def ew_body(self):
@@ -193,23 +194,21 @@ class _Generator:
         self.lines += self.decompose("e", "o", self.lay.n_outer, operands, "    ")
         self.lines += [f"    const long long i{k} = 0;" for k in range(self.nleaves)]
         self.emit(self.needed_elem([self.p.root]), "e", "    ")
-        self.store("e", "    ", "out + oout")
+        self.store("e", "    ", "out[oout]")
         self.lines.append("  }")
         return self.lines
 
     def vector_loop(self):
         vec = self.lay.vec
-        out_t = _storage(self.p.out_type)
+        out_t = self.p.out_type
         self.lines += [f"  const long long nv = n / {vec};",
                        "  for (long long q = tid; q < nv; q += nthreads) {",
                        f"    const long long e0 = q * {vec};"]
-        for k, t in enumerate(self._leaf_ctypes()):
+        for k, t in enumerate(self.p.leaf_types):
             if k in self.lay.bcast_leaves:
-                self.lines.append(f"    const {t}* b{k} = p{k};")
-            else:
-                self.lines.append(
-                    f"    const ga_vec<{t}, {vec}> w{k} = *(const ga_vec<{t}, {vec}>*)(p{k} + e0);")
-                self.lines.append(f"    const {t}* b{k} = w{k}.v;")
+                continue
+            self.lines.append(
+                f"    const ga_vec<{t}, {vec}> w{k} = *(const ga_vec<{t}, {vec}>*)(p{k} + e0);")
         if self.nleaves == 0:
             self.lines.append("    (void)e0;")
         self.lines += [f"    ga_vec<{out_t}, {vec}> wout;",
@@ -218,17 +217,13 @@ class _Generator:
         self.vector_scope = True
         self.emit(self.needed_elem([self.p.root]), "e", "      ")
         self.vector_scope = False
-        self.store("e", "      ", "&wout.v[j]")
+        self.store("e", "      ", "wout.v[j]")
         self.lines += ["    }", f"    *(ga_vec<{out_t}, {vec}>*)(out + e0) = wout;", "  }"]
 
     # -- reduction kernels ---------------------------------------------------------
     def reduction_body(self):
         from .codegen_reduce import ReductionWriter
         return ReductionWriter(self).body()
-
-
-def _storage(ctype):
-    return {"__half": "ga_half", "__nv_bfloat16": "ga_bf16"}.get(ctype, ctype)
 
 
 def _compute(dtype_name):

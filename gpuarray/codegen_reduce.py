@@ -100,7 +100,7 @@ class ReductionWriter:
         g.lines += self.row_loop()
         g.lines += self.inner_offsets(False)
         for ins in loads:
-            g.lines.append(f"      x{ins.arg}[c] = ga_load<{ins.ctype}>(p{ins.arg} + o{ins.arg} + i{ins.arg});")
+            g.lines.append(f"      x{ins.arg}[c] = ga_value<{ins.ctype}>(p{ins.arg}[o{ins.arg} + i{ins.arg}]);")
         g.lines.append("    }")
 
     def reduction_pass(self, stage):
@@ -196,13 +196,13 @@ class ReductionWriter:
             g.lines += self.row_loop()
             g.lines += self.inner_offsets(True, with_leaves=not self.lay.cache)
             g.emit(g.needed_elem([root]), "row * L + i", "      ")
-            g.store("row * L + i", "      ", "out + oout + iout")
+            g.store("row * L + i", "      ", "out[oout + iout]")
             g.lines.append("    }")
         else:
             g.lines.append("    if (active && lane == 0) {")
             g.lines += [f"      const long long i{k} = 0;" for k in range(g.nleaves)]
             g.emit(g.needed_elem([root]), "row", "      ")
-            g.store("row", "      ", "out + oout")
+            g.store("row", "      ", "out[oout]")
             g.lines.append("    }")
 
 

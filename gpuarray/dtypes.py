@@ -16,8 +16,8 @@ bfloat16 = np.dtype(ml_dtypes.bfloat16)
 
 #: dtype -> (C storage type, C compute type)
 _C_TYPES = {
-    np.dtype(np.float16): ("__half", "float"),
-    bfloat16: ("__nv_bfloat16", "float"),
+    np.dtype(np.float16): ("ga_half", "float"),
+    bfloat16: ("ga_bf16", "float"),
     np.dtype(np.float32): ("float", "float"),
     np.dtype(np.float64): ("double", "double"),
     np.dtype(np.int8): ("signed char", "int"),

@@ -117,13 +117,13 @@ class GPU(Backend):
 
     def _upload(self, tensor, host):
         if host.size:
-            self._drv.memcpy_htod(tensor.ptr, host.view(np.uint8))
+            self._drv.memcpy_htod(tensor.ptr, host.reshape(-1).view(np.uint8))
 
     def _download(self, tensor):
         host = np.empty(tensor.shape, tensor.dtype)
         if host.size:
             self.synchronize()
-            self._drv.memcpy_dtoh(host.view(np.uint8), tensor.ptr)
+            self._drv.memcpy_dtoh(host.reshape(-1).view(np.uint8), tensor.ptr)
         return host
 
     def from_dlpack(self, obj):

@@ -98,7 +98,7 @@ _CUSTOM_OPS = {
     "erf": (np.sqrt, _special(_erf)),
     "erfc": (np.sqrt, _special(_erfc)),
     "sigmoid": (np.sqrt, _sigmoid),
-    "relu": (np.positive, _relu),
+    "relu": (np.maximum, _relu),
 }
 
 #: reductions: (numpy implementation taking axis= and keepdims=)
@@ -156,8 +156,11 @@ def resolve(name, operand_types):
     if any(t is float for t in types) and any(t == dtypes.bfloat16 for t in types):
         # ml_dtypes promotes bfloat16 with a Python float to float32; NEP 50 keeps bfloat16
         types = tuple(dtypes.bfloat16 if t is float else t for t in types)
+    if spec.ufunc.nin != spec.arity:
+        # relu resolves as maximum(x, x): it keeps the input dtype
+        types = types * spec.ufunc.nin
     try:
-        loop = spec.ufunc.resolve_dtypes(types + (None,))
+        loop = spec.ufunc.resolve_dtypes(types + (None,))[-spec.arity - 1:]
     except np.exceptions.DTypePromotionError as err:
         raise TypeError(str(err)) from err
     except TypeError as err:

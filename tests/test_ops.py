@@ -117,7 +117,7 @@ class Ref:
 UNARY = {
     "negative": (Ref(np.negative), D_DEFAULT),
     "absolute": (Ref(np.absolute), Dom(-4, 4, -100, 100)),
-    "reciprocal": (Ref(lambda x: 1.0 / x, _sqrt_rule), D_NZ),
+    "reciprocal": (Ref(np.reciprocal), D_NZ),
     "square": (Ref(np.square), D_SMALLINT),
     "sqrt": (Ref(np.sqrt, transcendental=True), D_POS),
     "rsqrt": (Ref(lambda x: 1.0 / np.sqrt(x), _sqrt_rule, True), D_POS1),

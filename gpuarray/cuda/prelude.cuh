@@ -16,15 +16,15 @@ struct __align__(2) ga_half { unsigned short bits; };
 struct __align__(2) ga_bf16 { unsigned short bits; };
 
 // ---- loads and stores ------------------------------------------------------
-template <class C, class S> GA_D C ga_load(const S* p) { return (C)*p; }
-template <class C> GA_D C ga_load(const ga_half* p) {
+// Conversions work on values, never on addresses, so that vector loads and
+// stores staged in register arrays stay in registers.
+template <class C, class S> GA_D C ga_value(S v) { return (C)v; }
+template <class C> GA_D C ga_value(ga_half h) {
     float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(p->bits));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
     return (C)f;
 }
-template <class C> GA_D C ga_load(const ga_bf16* p) {
-    return (C)__uint_as_float(((unsigned)p->bits) << 16);
-}
+template <class C> GA_D C ga_value(ga_bf16 h) { return (C)__uint_as_float(((unsigned)h.bits) << 16); }
 
 GA_D unsigned short ga_f2h_bits(float f) {
     unsigned short h;
@@ -37,13 +37,18 @@ GA_D unsigned short ga_f2bf_bits(float f) {
     return h;
 }
 
-template <class S, class C> GA_D void ga_store(S* p, C v) { *p = (S)v; }
-template <class C> GA_D void ga_store(ga_half* p, C v) { p->bits = ga_f2h_bits((float)v); }
-template <class C> GA_D void ga_store(ga_bf16* p, C v) { p->bits = ga_f2bf_bits((float)v); }
+// Storage value of a computed value (round to nearest even for fp16/bf16).
+template <class S> struct ga_conv { template <class C> static GA_D S to(C v) { return (S)v; } };
+template <> struct ga_conv<ga_half> {
+    template <class C> static GA_D ga_half to(C v) { ga_half h; h.bits = ga_f2h_bits((float)v); return h; }
+};
+template <> struct ga_conv<ga_bf16> {
+    template <class C> static GA_D ga_bf16 to(C v) { ga_bf16 h; h.bits = ga_f2bf_bits((float)v); return h; }
+};
 
 // An explicit astype to fp16/bf16 rounds even when the value stays in float.
-GA_D float ga_round_half(float v) { ga_half h; h.bits = ga_f2h_bits(v); return ga_load<float>(&h); }
-GA_D float ga_round_bf16(float v) { ga_bf16 h; h.bits = ga_f2bf_bits(v); return ga_load<float>(&h); }
+GA_D float ga_round_half(float v) { return ga_value<float>(ga_conv<ga_half>::to(v)); }
+GA_D float ga_round_bf16(float v) { return ga_value<float>(ga_conv<ga_bf16>::to(v)); }
 
 // ---- Philox4x32-10 ---------------------------------------------------------
 struct ga_u4 { unsigned x, y, z, w; };
@@ -148,6 +153,20 @@ template <class T> GA_D bool ga_less(T a, T b) { return a < b; }
 template <class T> GA_D bool ga_less_equal(T a, T b) { return a <= b; }
 template <class T> GA_D bool ga_greater(T a, T b) { return a > b; }
 template <class T> GA_D bool ga_greater_equal(T a, T b) { return a >= b; }
+// numpy compares int64 with uint64 exactly, without a common type
+#define GA_MIXED_COMPARE(name, op)                                                           \
+    GA_D bool name(long long a, unsigned long long b) {                                      \
+        return a < 0 ? (0 op 1) : ((unsigned long long)a op b);                              \
+    }                                                                                        \
+    GA_D bool name(unsigned long long a, long long b) {                                      \
+        return b < 0 ? (1 op 0) : (a op (unsigned long long)b);                              \
+    }
+GA_MIXED_COMPARE(ga_equal, ==)
+GA_MIXED_COMPARE(ga_not_equal, !=)
+GA_MIXED_COMPARE(ga_less, <)
+GA_MIXED_COMPARE(ga_less_equal, <=)
+GA_MIXED_COMPARE(ga_greater, >)
+GA_MIXED_COMPARE(ga_greater_equal, >=)
 template <class T> GA_D bool ga_logical_and(T a, T b) { return (a != (T)0) && (b != (T)0); }
 template <class T> GA_D bool ga_logical_or(T a, T b) { return (a != (T)0) || (b != (T)0); }
 template <class T> GA_D bool ga_logical_xor(T a, T b) { return (a != (T)0) != (b != (T)0); }
