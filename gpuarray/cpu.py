@@ -134,7 +134,10 @@ def reduce(node, x):
 
 def store(dest, value, rounding, rng):
     """Write ``value`` into the numpy view ``dest`` with the factory's rounding."""
-    value = np.broadcast_to(np.asarray(value), dest.shape)
+    value = np.asarray(value)
+    if np.may_share_memory(dest, value):
+        value = value.copy()  # the source is read as if copied first
+    value = np.broadcast_to(value, dest.shape)
     if rounding and dtypes.is_low_precision(dest.dtype):
         value = stochastic_round(value.astype(np.float32), dest.dtype, rounding, rng)
     np.copyto(dest, value, casting="unsafe")

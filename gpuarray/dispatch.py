@@ -15,6 +15,8 @@ and a fresh call counter (so ``rand()`` draws new numbers).
 The recipe cache keys on sizes (a new shape is a new situation), but the
 kernel cache behind it does not: a new shape reuses the compiled kernel.
 """
+from functools import partial
+
 from . import launch, plan
 from .array import Tensor
 from .optree import Scalar
@@ -45,7 +47,10 @@ class Dispatcher:
             kernel = self.gpu._kernel(step.program, spec.layout)
             holes = [(0, sources.pointer(step.out))]
             holes += [(1 + k, sources.pointer(t)) for k, t in enumerate(step.leaves)]
-            holes += [(spec.first_scalar + k, sources.scalar(s)) for k, s in enumerate(step.scalars)]
+            holes += [(spec.first_scalar + k, sources.scalar(s, t))
+                      for k, (s, t) in enumerate(zip(step.scalars, step.program.scalar_types))]
+            if step.out.buffer is out.buffer:
+                holes.append((spec.call_index + 1, ("rounding", 0, None)))
             kernels.append((kernel, spec.grid, spec.block, spec.args, holes, spec.call_index))
         return _Recipe([t.nbytes for t in temps], kernels)
 
@@ -59,12 +64,16 @@ class _Recipe:
     def replay(self, gpu, out, leaves):
         temps = [gpu.pool.allocate(n) for n in self.temp_sizes]
         values = {"out": (out.buffer.ptr + out.offset,),
-                  "leaf": [_value(x) for x in leaves],
-                  "temp": [t.ptr for t in temps]}
+                  "leaf": [x.value if isinstance(x, Scalar) else x.buffer.ptr + x.offset
+                           for x in leaves],
+                  "temp": [t.ptr for t in temps],
+                  "rounding": (out.rounding or 0,)}
         for kernel, grid, block, args, holes, call_index in self.kernels:
             args = list(args)
-            for position, (kind, index, delta) in holes:
-                args[position] = values[kind][index] + delta if delta is not None else values[kind][index]
+            for position, (kind, index, adjust) in holes:
+                value = values[kind][index]
+                args[position] = value + adjust if isinstance(adjust, int) else (
+                    adjust(value) if adjust else value)
             gpu._calls += 1
             args[call_index] = gpu._calls
             kernel.prepared_async_call(grid, block, None, *args)
@@ -74,12 +83,6 @@ class _Recipe:
         # runs after these kernels, so reusing the memory is safe
         for t in temps:
             t.free()
-
-
-def _value(leaf):
-    if isinstance(leaf, Scalar):
-        return launch._scalar_arg(leaf.value)
-    return leaf.buffer.ptr + leaf.offset
 
 
 def _aliasing(out, leaves):
@@ -117,5 +120,5 @@ class _Sources:
         delta = (t.buffer.ptr + t.offset) - (source.buffer.ptr + source.offset)
         return kind, index, delta
 
-    def scalar(self, s):
-        return "leaf", self.scalars[id(s)], None
+    def scalar(self, s, ctype):
+        return "leaf", self.scalars[id(s)], partial(launch.scalar_arg, ctype=ctype)

@@ -114,6 +114,15 @@ def scalar_c_type(value):
     return "double"
 
 
+def scalar_arg_type(ctype):
+    """C type a scalar is passed as when it feeds arithmetic in ``ctype``."""
+    if ctype in ("float", "double"):
+        return "double"
+    if ctype.startswith("unsigned"):
+        return "unsigned long long"
+    return "long long"
+
+
 def check_scalar(value):
     """Reject scalars gpuarray cannot put into an expression (complex, str...)."""
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):

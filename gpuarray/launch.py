@@ -59,7 +59,7 @@ def prepare(step, sms, seed, call):
     for k in range(len(operands)):
         args += [s[k] for _, s in outer_dims] + [s[k] for _, s in inner_dims]
     first_scalar = len(args)
-    args += [_scalar_arg(s.value) for s in step.scalars]
+    args += [scalar_arg(s.value, t) for s, t in zip(step.scalars, step.program.scalar_types)]
     args += [seed, call, step.out.rounding or 0, tpr]
     return Launch(layout, args, grid, block, first_scalar)
 
@@ -146,7 +146,12 @@ def _product(values):
     return n
 
 
-def _scalar_arg(value):
-    if isinstance(value, bool):
-        return int(value)
-    return value.item() if hasattr(value, "item") else value
+def scalar_arg(value, ctype):
+    """A scalar's value converted for the kernel argument type ``ctype``."""
+    if ctype == "double":
+        return float(value)
+    if ctype == "unsigned long long":
+        return int(value) % 2**64
+    if ctype == "bool":
+        return int(bool(value))
+    return int(value)

@@ -206,7 +206,8 @@ def _key(node):
     if isinstance(node, Tensor):
         return ("T", node.buffer_ptr(), node.offset, node.shape, node.strides, str(node.dtype))
     if isinstance(node, Scalar):
-        return ("S", type(node.value), node.value, str(node.dtype))
+        # by identity: merging equal values would make the program depend on them
+        return ("S", id(node))
     return None
 
 
@@ -296,6 +297,20 @@ class _ProgramBuilder:
         return Instr("scalar", (), len(self.scalars) - 1, str(s.dtype),
                      dtypes.scalar_c_type(s.value), (), "row", 0)
 
+    def _type_scalars(self, args, in_ctypes):
+        """Pass scalars in the kind of C type their consumer computes in.
+
+        ``B * 2`` and ``B * 3.5`` on a float tensor then give one program
+        (the constant travels as a double either way); a scalar's own
+        Python type only decides when the op has no loop type for it.
+        """
+        for a, ct in zip(args, in_ctypes):
+            ins = self.instrs[a]
+            if ins.op == "scalar" and ins.ctype == dtypes.scalar_c_type(self.scalars[ins.arg].value):
+                arg_type = dtypes.scalar_arg_type(ct)
+                self.instrs[a] = Instr("scalar", (), ins.arg, ins.dtype, arg_type, (), "row", 0)
+                self.scalar_types[ins.arg] = arg_type
+
     def _op(self, node, args):
         operands = [self.instrs[a] for a in args]
         ready = max((i.stage for i in operands), default=0)
@@ -309,8 +324,9 @@ class _ProgramBuilder:
             return Instr(node.op, args, None, str(node.dtype), ctype,
                          (dtypes.compute_type(in_dtype),), "row", ready + 1)
         level = "row" if all(i.level == "row" for i in operands) else "elem"
-        return Instr(node.op, args, _attr(node), str(node.dtype), ctype,
-                     _in_ctypes(node), level, ready)
+        in_ctypes = _in_ctypes(node)
+        self._type_scalars(args, in_ctypes)
+        return Instr(node.op, args, _attr(node), str(node.dtype), ctype, in_ctypes, level, ready)
 
 
 def _attr(node):
