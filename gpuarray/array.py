@@ -120,7 +120,8 @@ class Tensor(Expression):
         return self._view(shape, strides, offset)
 
     def __setitem__(self, key, value):
-        self.backend.assign(self[key], value)
+        whole = key is Ellipsis or (type(key) is slice and key == slice(None))
+        self.backend.assign(self if whole else self[key], value)
 
     def transpose(self, *axes):
         """View with permuted axes (reversed when none are given)."""

@@ -99,6 +99,8 @@ class Backend(MathFunctions):
     # -- evaluation -----------------------------------------------------
     def operand(self, value):
         """Check and wrap one operand: a tensor or tree of this factory, or a scalar."""
+        if getattr(value, "backend", None) is self:
+            return value
         if isinstance(value, Expression):
             if value.backend is not self:
                 raise ValueError(

@@ -38,7 +38,8 @@ class Layout:
     ``bcast_leaves``: leaves read as a single element in the vector path;
     ``cluster``: rows split across the blocks of a cluster; ``cache``: row
     elements each thread keeps in registers across reduction passes (0:
-    none, the passes re-read memory).
+    none, the passes re-read memory); ``wide``: 64-bit index arithmetic,
+    needed only when an index or offset can reach 2**31.
     """
 
     n_outer: int
@@ -47,6 +48,7 @@ class Layout:
     bcast_leaves: tuple = ()
     cluster: bool = False
     cache: int = 0
+    wide: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,12 +81,12 @@ class _Generator:
         for name in ["out"] + [f"{k}" for k in range(self.nleaves)]:
             dims += [f"so{name}_{d}" for d in range(lay.n_outer)]
             dims += [f"si{name}_{d}" for d in range(lay.n_inner)]
-        out += [f"long long {d}" for d in dims]
+        out += [f"ga_idx {d}" for d in dims]
         out += [f"{t} s{k}" if t != "bool" else f"long long s{k}"
                 for k, t in enumerate(p.scalar_types)]
         out += ["unsigned long long seed", "unsigned long long call", "long long nbits",
                 "long long tpr"]
-        fmt = "P" * (1 + self.nleaves) + "q" * len(dims)
+        fmt = "P" * (1 + self.nleaves) + ("q" if lay.wide else "i") * len(dims)
         fmt += "".join(_FORMAT[t] for t in p.scalar_types) + "QQqq"
         return out, fmt
 
@@ -97,6 +99,7 @@ class _Generator:
         bounds += f"__launch_bounds__({MAX_THREADS if self.p.mode != 'ew' else EW_THREADS}, 1)"
         text = "\n".join([
             f'#include "prelude.cuh"',
+            f"typedef {'long long' if self.lay.wide else 'int'} ga_idx;",
             f"template <class T, int N> struct alignas(sizeof(T) * N) ga_vec {{ T v[N]; }};",
             f'extern "C" __global__ void {bounds} {name}(',
             "    " + ",\n    ".join(params) + ") {",
@@ -148,12 +151,12 @@ class _Generator:
     # -- offsets --------------------------------------------------------------
     def decompose(self, var, kind, ndim, operands, indent):
         """Offsets of ``operands`` at linear index ``var`` over outer/inner dims."""
-        lines = [f"{indent}long long r_{kind} = {var};"]
+        lines = [f"{indent}ga_idx r_{kind} = {var};"]
         for name in operands:
-            lines.append(f"{indent}long long {kind}{name} = 0;")
+            lines.append(f"{indent}ga_idx {kind}{name} = 0;")
         for d in reversed(range(ndim)):
             idx = f"r_{kind}" if d == 0 else f"(r_{kind} % n_{kind}{d})"
-            lines.append(f"{indent}{{ long long x = {idx};")
+            lines.append(f"{indent}{{ ga_idx x = {idx};")
             for name in operands:
                 lines.append(f"{indent}  {kind}{name} += x * s{kind}{name}_{d};")
             if d:
@@ -180,19 +183,19 @@ class _Generator:
         row_level = [i for i, ins in enumerate(self.p.instrs) if ins.level == "row"]
         self.emit(row_level, "0", "  ")
         self.lines += [
-            "  const long long nthreads = (long long)gridDim.x * blockDim.x;",
-            "  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
-            "  long long n = 1;"]
+            "  const ga_idx nthreads = (ga_idx)gridDim.x * blockDim.x;",
+            "  const ga_idx tid = (ga_idx)blockIdx.x * blockDim.x + threadIdx.x;",
+            "  ga_idx n = 1;"]
         self.lines += [f"  n *= n_o{d};" for d in range(self.lay.n_outer)]
         if self.lay.vec:
             self.vector_loop()
             start = "(n / %d) * %d + tid" % (self.lay.vec, self.lay.vec)
         else:
             start = "tid"
-        self.lines.append(f"  for (long long e = {start}; e < n; e += nthreads) {{")
+        self.lines.append(f"  for (ga_idx e = {start}; e < n; e += nthreads) {{")
         operands = ["out"] + [str(k) for k in range(self.nleaves)]
         self.lines += self.decompose("e", "o", self.lay.n_outer, operands, "    ")
-        self.lines += [f"    const long long i{k} = 0;" for k in range(self.nleaves)]
+        self.lines += [f"    const ga_idx i{k} = 0;" for k in range(self.nleaves)]
         self.emit(self.needed_elem([self.p.root]), "e", "    ")
         self.store("e", "    ", "out[oout]")
         self.lines.append("  }")
@@ -201,9 +204,9 @@ class _Generator:
     def vector_loop(self):
         vec = self.lay.vec
         out_t = self.p.out_type
-        self.lines += [f"  const long long nv = n / {vec};",
-                       "  for (long long q = tid; q < nv; q += nthreads) {",
-                       f"    const long long e0 = q * {vec};"]
+        self.lines += [f"  const ga_idx nv = n / {vec};",
+                       "  for (ga_idx q = tid; q < nv; q += nthreads) {",
+                       f"    const ga_idx e0 = q * {vec};"]
         for k, t in enumerate(self.p.leaf_types):
             if k in self.lay.bcast_leaves:
                 continue
@@ -213,7 +216,7 @@ class _Generator:
             self.lines.append("    (void)e0;")
         self.lines += [f"    ga_vec<{out_t}, {vec}> wout;",
                        "    #pragma unroll", f"    for (int j = 0; j < {vec}; ++j) {{",
-                       "      const long long e = e0 + j;"]
+                       "      const ga_idx e = e0 + j;"]
         self.vector_scope = True
         self.emit(self.needed_elem([self.p.root]), "e", "      ")
         self.vector_scope = False

@@ -42,7 +42,7 @@ class ReductionWriter:
 
     def prologue(self):
         g = self.g
-        g.lines += ["  long long rows = 1, L = 1;"]
+        g.lines += ["  ga_idx rows = 1, L = 1;"]
         g.lines += [f"  rows *= n_o{d};" for d in range(self.lay.n_outer)]
         g.lines += [f"  L *= n_i{d};" for d in range(self.lay.n_inner)]
         for r in self.reductions:
@@ -55,18 +55,18 @@ class ReductionWriter:
         if self.lay.cluster:
             g.lines += [
                 "  const int tpr_i = blockDim.x, group = 0;",
-                f"  const long long lane = (long long)ga_cluster_rank() * blockDim.x + threadIdx.x;",
-                f"  const long long step = (long long)blockDim.x * {CLUSTER};",
-                "  for (long long row = ga_cluster_id(); row < rows; row += ga_cluster_count()) {",
+                f"  const ga_idx lane = (ga_idx)ga_cluster_rank() * blockDim.x + threadIdx.x;",
+                f"  const ga_idx step = (ga_idx)blockDim.x * {CLUSTER};",
+                "  for (ga_idx row = ga_cluster_id(); row < rows; row += ga_cluster_count()) {",
                 "    const bool active = true;"]
         else:
             g.lines += [
                 "  const int tpr_i = (int)tpr, group = threadIdx.x / tpr_i;",
-                "  const long long lane = threadIdx.x % tpr_i, step = tpr_i;",
-                "  const long long rpb = blockDim.x / tpr_i;",
-                "  for (long long row0 = blockIdx.x * rpb; row0 < rows; row0 += (long long)gridDim.x * rpb) {",
+                "  const ga_idx lane = threadIdx.x % tpr_i, step = tpr_i;",
+                "  const ga_idx rpb = blockDim.x / tpr_i;",
+                "  for (ga_idx row0 = blockIdx.x * rpb; row0 < rows; row0 += (ga_idx)gridDim.x * rpb) {",
                 "    const bool active = row0 + group < rows;",
-                "    const long long row = active ? row0 + group : 0;"]
+                "    const ga_idx row = active ? row0 + group : 0;"]
 
     def acc_type(self, r):
         ins = self.p.instrs[r]
@@ -89,7 +89,7 @@ class ReductionWriter:
                     f"    for (int c = 0; c < {self.lay.cache}; ++c) {{",
                     "      const int i = (int)lane + c * (int)step;",
                     "      if (!active || i >= L) continue;"]
-        return ["    if (active) for (long long i = lane; i < L; i += step) {"]
+        return ["    if (active) for (ga_idx i = lane; i < L; i += step) {"]
 
     def load_cache(self):
         """Read each elementwise leaf of the row once into registers."""
@@ -200,7 +200,7 @@ class ReductionWriter:
             g.lines.append("    }")
         else:
             g.lines.append("    if (active && lane == 0) {")
-            g.lines += [f"      const long long i{k} = 0;" for k in range(g.nleaves)]
+            g.lines += [f"      const ga_idx i{k} = 0;" for k in range(g.nleaves)]
             g.emit(g.needed_elem([root]), "row", "      ")
             g.store("row", "      ", "out[oout]")
             g.lines.append("    }")

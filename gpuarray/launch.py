@@ -44,15 +44,16 @@ def prepare(step, sms, seed, call):
         inner_dims = [(1, [0] * len(operands))]
     rows = _product(d for d, _ in outer_dims)
     length = _product(d for d, _ in inner_dims)
+    wide = _needs_wide_index(outer_dims + inner_dims, rows * length)
     if program.mode == "ew":
         vec, bcast = _vector_width(step, outer_dims)
-        layout = Layout(len(outer_dims), 0, vec, bcast)
+        layout = Layout(len(outer_dims), 0, vec, bcast, wide=wide)
         grid, block, tpr = _ew_shape(rows, vec, sms)
     else:
         cluster = rows < sms and length >= 8192
         grid, block, tpr = _reduction_shape(rows, length, sms, cluster)
         cache = _cache_items(program, length, tpr)
-        layout = Layout(len(outer_dims), len(inner_dims), cluster=cluster, cache=cache)
+        layout = Layout(len(outer_dims), len(inner_dims), cluster=cluster, cache=cache, wide=wide)
     args = [step.out.buffer_ptr() + step.out.offset]
     args += [t.buffer_ptr() + t.offset for t in step.leaves]
     args += [d for d, _ in outer_dims] + [d for d, _ in inner_dims]
@@ -88,6 +89,23 @@ def _collapse(shape, axes, strides):
         else:
             dims.append((shape[a], cur))
     return dims
+
+
+def _needs_wide_index(dims, count):
+    """True when an element index or offset may pass 2**30.
+
+    Kernels index with 32-bit ints when they can (fewer registers, cheaper
+    arithmetic); the margin below 2**31 keeps grid-stride loops from
+    overflowing on their last step.
+    """
+    limit = 1 << 30
+    if count >= limit:
+        return True
+    extents = [0] * len(dims[0][1]) if dims else []
+    for size, strides in dims:
+        for k, s in enumerate(strides):
+            extents[k] += abs(s) * (size - 1)
+    return any(e >= limit for e in extents)
 
 
 def _vector_width(step, dims):

@@ -17,6 +17,8 @@ import numpy as np
 from . import dtypes, ops, shapes
 
 _rand_serial = itertools.count()
+_WEAK = {int: (int, np.dtype(np.int64)), float: (float, np.dtype(np.float64)),
+         bool: (None, np.dtype(np.bool_))}
 
 
 class Scalar:
@@ -26,31 +28,27 @@ class Scalar:
     Python type (``bool``, ``int``, ``float``) for weak scalars, else None.
     """
 
-    __slots__ = ("value", "dtype", "weak_type")
+    __slots__ = ("value", "dtype", "weak_type", "operand_type", "sig")
     shape = ()
     ndim = 0
     backend = None
 
     def __init__(self, value):
-        dtypes.check_scalar(value)
-        self.value = value
-        if isinstance(value, np.generic):
-            self.dtype, self.weak_type = dtypes.as_dtype(value.dtype), None
-        else:
+        kind = type(value)
+        if kind in _WEAK:
             # Python int and float are weakly typed; a Python bool is simply bool
-            kind = type(value) if type(value) in (bool, int, float) else float
-            self.weak_type = None if kind is bool else kind
-            self.dtype = np.dtype({bool: np.bool_, int: np.int64, float: np.float64}[kind])
-
-    @property
-    def operand_type(self):
-        """What numpy's type resolution sees for this operand."""
-        return self.weak_type or self.dtype
-
-    @property
-    def sig(self):
-        """Structural signature: the type, never the value."""
-        return ("S", self.operand_type)
+            self.weak_type, self.dtype = _WEAK[kind]
+        else:
+            dtypes.check_scalar(value)
+            if isinstance(value, np.generic):
+                self.dtype, self.weak_type = dtypes.as_dtype(value.dtype), None
+            else:  # a subclass of int or float
+                self.weak_type, self.dtype = _WEAK[float if isinstance(value, float) else int]
+        self.value = value
+        #: what numpy's type resolution sees for this operand
+        self.operand_type = self.weak_type or self.dtype
+        #: structural signature: the type, never the value
+        self.sig = ("S", self.operand_type)
 
     @property
     def leaves(self):
@@ -122,6 +120,11 @@ class Expression:
     def __pos__(self): return self
     def __abs__(self): return self.backend.elementwise("absolute", self)
     def __invert__(self): return self.backend.elementwise("invert", self)
+
+    @property
+    def operand_type(self):
+        """What numpy's type resolution sees: the dtype."""
+        return self.dtype
 
     def astype(self, dtype):
         """This expression cast to ``dtype`` (lazy)."""
@@ -195,16 +198,21 @@ class OpTreeNode(Expression):
         Result shape and dtype, computed when the node is built.
     """
 
-    __slots__ = ("op", "args", "attrs", "shape", "dtype", "backend", "sig", "leaves")
+    __slots__ = ("op", "args", "attrs", "shape", "dtype", "backend", "sig", "leaves",
+                 "operand_type")
 
     def __init__(self, backend, op, args, attrs, shape, dtype):
         self.backend, self.op, self.args = backend, op, tuple(args)
-        self.attrs, self.shape, self.dtype = attrs, tuple(shape), np.dtype(dtype)
+        self.attrs, self.shape, self.dtype = attrs, tuple(shape), dtype
+        self.operand_type = dtype
         # Built here, once per node, so dispatching a tree needs no extra walk:
         # ``sig`` is the structure with leaf layouts (rand's serial left out),
         # ``leaves`` the tensors and scalars in the order ``sig`` meets them.
-        self.sig = (op, attrs if op != "rand" else (), self.dtype) + tuple(a.sig for a in self.args)
-        self.leaves = tuple(leaf for a in self.args for leaf in a.leaves)
+        sig, leaves = [op, attrs if op != "rand" else (), self.dtype], ()
+        for a in self.args:
+            sig.append(a.sig)
+            leaves += a.leaves
+        self.sig, self.leaves = tuple(sig), leaves
 
     @property
     def is_reduction(self):
@@ -228,17 +236,30 @@ def _attrs(attrs):
 
 def operand_type(arg):
     """Dtype (or weak Python type) that type resolution sees for an operand."""
-    return arg.operand_type if isinstance(arg, Scalar) else arg.dtype
+    return arg.operand_type
 
 
 def elementwise(backend, name, args):
     """Build an elementwise node, checking shapes and dtypes numpy's way."""
-    shape = shapes.broadcast_shapes(*(a.shape for a in args))
+    shape = _common_shape(args)
     if name == "where":
-        dtype = ops.promote(*(operand_type(a) for a in args[1:]))
+        dtype = ops.promote(*[a.operand_type for a in args[1:]])
     else:
-        dtype = ops.resolve(name, tuple(operand_type(a) for a in args))[1]
+        dtype = ops.resolve(name, tuple([a.operand_type for a in args]))[1]
     return OpTreeNode(backend, name, args, (), shape, dtype)
+
+
+def _common_shape(args):
+    """Broadcast shape of the operands; scalars and equal shapes take a shortcut."""
+    shape = None
+    for a in args:
+        if a.shape == () and type(a) is Scalar:
+            continue
+        if shape is None:
+            shape = a.shape
+        elif a.shape != shape:
+            return shapes.broadcast_shapes(*(a.shape for a in args))
+    return () if shape is None else shape
 
 
 def reduction(backend, name, arg, axes):
@@ -266,7 +287,7 @@ def squeeze(backend, arg, shape):
 
 def rand(backend):
     """A uniform [0, 1) float32 draw, broadcast over whatever it meets."""
-    return OpTreeNode(backend, "rand", (), (next(_rand_serial),), (), np.float32)
+    return OpTreeNode(backend, "rand", (), (next(_rand_serial),), (), np.dtype(np.float32))
 
 
 def walk(node, seen=None):
