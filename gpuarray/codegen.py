@@ -24,9 +24,9 @@ _IDENTITY = {
 _FORMAT = {"double": "d", "unsigned long long": "Q", "long long": "q", "bool": "q"}
 CLUSTER = 8
 #: threads of an elementwise block, and the most of a reduction block; the
-#: bound lets each thread keep up to 128 registers
+#: bound lets each thread keep up to 255 registers
 EW_THREADS = 256
-MAX_THREADS = 512
+MAX_THREADS = 256
 
 
 @dataclass(frozen=True)

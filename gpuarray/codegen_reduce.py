@@ -83,13 +83,27 @@ class ReductionWriter:
         return self.g.decompose("i", "i", self.lay.n_inner, operands, "      ")
 
     def row_loop(self):
-        """Opening of a loop over this thread's elements of the row."""
+        """Opening of a loop over this thread's elements of the row.
+
+        With a register cache, element ``c`` of a thread is row element
+        ``i``: chunks of ``vec`` consecutive elements (1 without vector
+        access), the thread's chunks ``step`` chunks apart.
+        """
         if self.lay.cache:
+            vec = max(self.lay.vec, 1)
             return ["    #pragma unroll",
                     f"    for (int c = 0; c < {self.lay.cache}; ++c) {{",
-                    "      const int i = (int)lane + c * (int)step;",
+                    f"      const int i = ((int)lane + (c / {vec}) * (int)step) * {vec} + c % {vec};",
                     "      if (!active || i >= L) continue;"]
         return ["    if (active) for (ga_idx i = lane; i < L; i += step) {"]
+
+    def chunk_loop(self):
+        """Opening of a loop over this thread's vector chunks of the row."""
+        vec = self.lay.vec
+        return ["    #pragma unroll",
+                f"    for (int cv = 0; cv < {self.lay.cache // vec}; ++cv) {{",
+                f"      const int i0 = ((int)lane + cv * (int)step) * {vec};",
+                "      if (!active || i0 >= L) continue;"]
 
     def load_cache(self):
         """Read each elementwise leaf of the row once into registers."""
@@ -97,6 +111,17 @@ class ReductionWriter:
         loads = [ins for ins in self.p.instrs if ins.op == "load" and ins.level == "elem"]
         for ins in loads:
             g.lines.append(f"    {ins.ctype} x{ins.arg}[{self.lay.cache}];")
+        if self.lay.vec:
+            vec = self.lay.vec
+            g.lines += self.chunk_loop()
+            for ins in loads:
+                t, k = self.p.leaf_types[ins.arg], ins.arg
+                g.lines += [
+                    f"      const ga_vec<{t}, {vec}> w{k} = *(const ga_vec<{t}, {vec}>*)(p{k} + o{k} + i0);",
+                    "      #pragma unroll",
+                    f"      for (int v = 0; v < {vec}; ++v) x{k}[cv * {vec} + v] = ga_value<{ins.ctype}>(w{k}.v[v]);"]
+            g.lines.append("    }")
+            return
         g.lines += self.row_loop()
         g.lines += self.inner_offsets(False)
         for ins in loads:
@@ -192,7 +217,9 @@ class ReductionWriter:
     def final(self):
         g = self.g
         root = self.p.root
-        if self.p.mode == "bcast":
+        if self.p.mode == "bcast" and self.lay.vec:
+            self.vector_store()
+        elif self.p.mode == "bcast":
             g.lines += self.row_loop()
             g.lines += self.inner_offsets(True, with_leaves=not self.lay.cache)
             g.emit(g.needed_elem([root]), "row * L + i", "      ")
@@ -204,6 +231,18 @@ class ReductionWriter:
             g.emit(g.needed_elem([root]), "row", "      ")
             g.store("row", "      ", "out[oout]")
             g.lines.append("    }")
+
+
+    def vector_store(self):
+        """Final loop of ``bcast`` storing whole vector chunks of the row."""
+        g, vec, out_t = self.g, self.lay.vec, self.p.out_type
+        g.lines += self.chunk_loop()
+        g.lines += [f"      ga_vec<{out_t}, {vec}> wout;", "      #pragma unroll",
+                    f"      for (int v = 0; v < {vec}; ++v) {{",
+                    f"        const int c = cv * {vec} + v, i = i0 + v;"]
+        g.emit(g.needed_elem([self.p.root]), "row * L + i", "        ")
+        g.store("row * L + i", "        ", "wout.v[v]")
+        g.lines += ["      }", f"      *(ga_vec<{out_t}, {vec}>*)(out + oout + i0) = wout;", "    }"]
 
 
 _COMBINE = {

@@ -12,6 +12,11 @@ from dataclasses import dataclass
 
 from .codegen import CLUSTER, EW_THREADS as _EW_THREADS, MAX_THREADS, Layout
 
+#: row elements a thread of a reduction kernel aims to handle
+ITEMS_PER_THREAD = 64
+#: registers a thread may spend caching row elements
+CACHE_REGISTERS = 64
+
 
 @dataclass
 class Launch:
@@ -51,9 +56,15 @@ def prepare(step, sms, seed, call):
         grid, block, tpr = _ew_shape(rows, vec, sms)
     else:
         cluster = rows < sms and length >= 8192
-        grid, block, tpr = _reduction_shape(rows, length, sms, cluster)
-        cache = _cache_items(program, length, tpr)
-        layout = Layout(len(outer_dims), len(inner_dims), cluster=cluster, cache=cache, wide=wide)
+        # vector access needs fewer registers for indexing, leaving room to
+        # cache twice as many row elements
+        vec = _row_vector_width(step, outer_dims, inner_dims, length)
+        share = 1 if vec else 2
+        grid, block, tpr = _reduction_shape(rows, length, sms, cluster, ITEMS_PER_THREAD // share)
+        cache = _cache_items(program, length, tpr, CACHE_REGISTERS // share)
+        vec = vec if cache else 0
+        layout = Layout(len(outer_dims), len(inner_dims), vec=vec, cluster=cluster,
+                        cache=max(cache, vec), wide=wide)
     args = [step.out.buffer_ptr() + step.out.offset]
     args += [t.buffer_ptr() + t.offset for t in step.leaves]
     args += [d for d, _ in outer_dims] + [d for d, _ in inner_dims]
@@ -122,33 +133,64 @@ def _vector_width(step, dims):
     return vec, tuple(k for k, s in enumerate(strides[1:]) if s == 0)
 
 
+def _row_vector_width(step, outer_dims, inner_dims, length):
+    """Elements per vector access along cached rows, or 0.
+
+    Needs one contiguous inner dimension for every operand read per element
+    (and for ``out`` when rows are written back), rows a multiple of the
+    width, and every row start aligned to 16 bytes.
+    """
+    program = step.program
+    if len(inner_dims) != 1:
+        return 0
+    operands = [0] if program.mode == "bcast" else []
+    operands += [1 + i.arg for i in program.instrs if i.op == "load" and i.level == "elem"]
+    tensors = [step.out] + list(step.leaves)
+    streamed = [tensors[k] for k in operands]
+    if not streamed or any(inner_dims[0][1][k] != 1 for k in operands):
+        return 0
+    vec = min(8, 16 // max(t.itemsize for t in streamed))
+    if vec < 2 or length % vec:
+        return 0
+    aligned = all((t.buffer_ptr() + t.offset) % (vec * t.itemsize) == 0 for t in streamed)
+    strides_ok = all(s[k] % vec == 0 for _, s in outer_dims for k in operands)
+    return vec if aligned and strides_ok else 0
+
+
 def _ew_shape(n, vec, sms):
     work = -(-n // max(vec, 1))
     blocks = max(1, min(-(-work // _EW_THREADS), sms * 16))
     return (blocks, 1, 1), (_EW_THREADS, 1, 1), 0
 
 
-def _reduction_shape(rows, length, sms, cluster):
-    """Threads per row and grid for a reduction kernel."""
+def _reduction_shape(rows, length, sms, cluster, items):
+    """Grid, block and threads per row for a reduction kernel.
+
+    Aims at ``items`` row elements per thread; rows too long for one
+    block go to a cluster when there are fewer rows than multiprocessors.
+    """
     if cluster:
-        threads = min(MAX_THREADS, max(128, _pow2_ceil(-(-length // (CLUSTER * 16)))))
+        threads = min(MAX_THREADS, max(128, _pow2_ceil(-(-length // (CLUSTER * items)))))
         return (rows * CLUSTER, 1, 1), (threads, 1, 1), threads * CLUSTER
-    tpr = min(MAX_THREADS, _pow2_ceil(-(-length // 16)))
+    tpr = min(MAX_THREADS, _pow2_ceil(-(-length // items)))
     threads = max(256, tpr)
     rows_per_block = threads // tpr
     blocks = max(1, min(-(-rows // rows_per_block), sms * 32))
     return (blocks, 1, 1), (threads, 1, 1), tpr
 
 
-def _cache_items(program, length, step):
+def _cache_items(program, length, step, budget):
     """Row elements per thread to keep in registers, or 0 when too many.
 
-    Reduction kernels are bounded to 512 threads, which leaves 128
-    registers a thread: at most 32 of them hold cached values.
+    Reduction kernels are bounded to 256 threads, which leaves 255
+    registers a thread: at most ``budget`` of them hold cached values
+    (8-byte values take two).
     """
-    loads = sum(1 for ins in program.instrs if ins.op == "load" and ins.level == "elem")
+    wide_types = ("double", "long long", "unsigned long long")
+    loads = sum(2 if ins.ctype in wide_types else 1
+                for ins in program.instrs if ins.op == "load" and ins.level == "elem")
     items = _pow2_ceil(-(-length // step))
-    if not loads or items * loads > 32:
+    if not loads or items * loads > budget:
         return 0
     return items
 

@@ -294,7 +294,8 @@ class _ProgramBuilder:
     def _scalar(self, s):
         self.scalars.append(s)
         self.scalar_types.append(dtypes.scalar_c_type(s.value))
-        return Instr("scalar", (), len(self.scalars) - 1, str(s.dtype),
+        # no dtype: the value's own type must not reach the cache key
+        return Instr("scalar", (), len(self.scalars) - 1, "",
                      dtypes.scalar_c_type(s.value), (), "row", 0)
 
     def _type_scalars(self, args, in_ctypes):
@@ -308,7 +309,7 @@ class _ProgramBuilder:
             ins = self.instrs[a]
             if ins.op == "scalar" and ins.ctype == dtypes.scalar_c_type(self.scalars[ins.arg].value):
                 arg_type = dtypes.scalar_arg_type(ct)
-                self.instrs[a] = Instr("scalar", (), ins.arg, ins.dtype, arg_type, (), "row", 0)
+                self.instrs[a] = Instr("scalar", (), ins.arg, "", arg_type, (), "row", 0)
                 self.scalar_types[ins.arg] = arg_type
 
     def _op(self, node, args):
