@@ -23,10 +23,13 @@ _IDENTITY = {
 }
 _FORMAT = {"double": "d", "unsigned long long": "Q", "long long": "q", "bool": "q"}
 CLUSTER = 8
-#: threads of an elementwise block, and the most of a reduction block; the
-#: bound lets each thread keep up to 255 registers
+#: threads of an elementwise block, and the most of a reduction block
 EW_THREADS = 256
 MAX_THREADS = 256
+#: blocks per multiprocessor the register allocation must allow (2: at
+#: most 128 registers a thread), so that the rows of one block stream in
+#: while another reduces
+MIN_BLOCKS = 2
 
 
 @dataclass(frozen=True)
@@ -95,8 +98,8 @@ class _Generator:
         name = "ga_kernel"
         body = self.ew_body() if self.p.mode == "ew" else self.reduction_body()
         bounds = f"__cluster_dims__({CLUSTER}, 1, 1) " if self.lay.cluster else ""
-        # min blocks 1: let the compiler use the registers it needs (no spills)
-        bounds += f"__launch_bounds__({MAX_THREADS if self.p.mode != 'ew' else EW_THREADS}, 1)"
+        threads = MAX_THREADS if self.p.mode != "ew" else EW_THREADS
+        bounds += f"__launch_bounds__({threads}, {MIN_BLOCKS})"
         text = "\n".join([
             f'#include "prelude.cuh"',
             f"typedef {'long long' if self.lay.wide else 'int'} ga_idx;",

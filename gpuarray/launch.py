@@ -172,7 +172,9 @@ def _reduction_shape(rows, length, sms, cluster, items):
     if cluster:
         threads = min(MAX_THREADS, max(128, _pow2_ceil(-(-length // (CLUSTER * items)))))
         return (rows * CLUSTER, 1, 1), (threads, 1, 1), threads * CLUSTER
-    tpr = min(MAX_THREADS, _pow2_ceil(-(-length // items)))
+    # at least a warp per row (one thread per element for rows shorter than
+    # that): neighbouring threads then read neighbouring elements
+    tpr = min(MAX_THREADS, max(_pow2_ceil(-(-length // items)), min(32, _pow2_ceil(length))))
     threads = max(256, tpr)
     rows_per_block = threads // tpr
     blocks = max(1, min(-(-rows // rows_per_block), sms * 32))
@@ -182,9 +184,8 @@ def _reduction_shape(rows, length, sms, cluster, items):
 def _cache_items(program, length, step, budget):
     """Row elements per thread to keep in registers, or 0 when too many.
 
-    Reduction kernels are bounded to 256 threads, which leaves 255
-    registers a thread: at most ``budget`` of them hold cached values
-    (8-byte values take two).
+    Reduction kernels are bounded to 128 registers a thread: at most
+    ``budget`` of them hold cached values (8-byte values take two).
     """
     wide_types = ("double", "long long", "unsigned long long")
     loads = sum(2 if ins.ctype in wide_types else 1
