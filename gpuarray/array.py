@@ -25,10 +25,6 @@ class Tensor(Expression):
         The factory that owns the memory.
     shape, dtype, strides
         As numpy's.
-    rounding : int or None
-        For float16/bfloat16 tensors, stochastic rounding on store:
-        None rounds to nearest-even; an int keeps that many mantissa bits
-        and rounds the rest away stochastically (unbiased).
     """
 
     def __init__(self, backend, buffer, shape, dtype, strides=None, offset=0, rounding=None):
@@ -75,7 +71,12 @@ class Tensor(Expression):
 
     @property
     def rounding(self):
-        """Mantissa bits kept by stochastic rounding on store, or None."""
+        """Stochastic rounding on store, for float16/bfloat16 tensors.
+
+        None rounds to nearest-even.  An int keeps that many mantissa bits
+        and rounds the rest away stochastically (unbiased: the mean of many
+        rounded copies of x is x); True keeps all of the format's bits.
+        """
         return self._rounding
 
     @rounding.setter

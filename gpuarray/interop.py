@@ -15,6 +15,8 @@ import sys
 import ml_dtypes
 import numpy as np
 
+from .shapes import contiguous_strides
+
 __all__ = ["cuda_array_interface", "to_dlpack", "from_dlpack", "ExternalBuffer",
            "kDLCPU", "kDLCUDA", "kDLCUDAHost", "kDLCUDAManaged"]
 
@@ -196,7 +198,7 @@ def _build_managed(ptr, shape, strides, dl_dtype, device, versioned, readonly):
 def _element_strides(shape, strides_bytes, itemsize):
     """Byte strides -> element strides (C-contiguous ones for None)."""
     if strides_bytes is None:
-        return _c_strides(shape, 1)
+        return contiguous_strides(shape, 1)
     strides_bytes = tuple(int(s) for s in strides_bytes)
     if len(strides_bytes) != len(shape):
         raise ValueError(f"strides {strides_bytes} do not match shape {shape}")
@@ -204,14 +206,6 @@ def _element_strides(shape, strides_bytes, itemsize):
         raise ValueError(f"strides {strides_bytes} are not multiples of the item "
                          f"size {itemsize}; DLPack counts strides in elements")
     return tuple(s // itemsize for s in strides_bytes)
-
-
-def _c_strides(shape, itemsize):
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 # -- dtypes ------------------------------------------------------------------
@@ -287,7 +281,7 @@ def cuda_array_interface(ptr, shape, strides, dtype, readonly=False, stream=None
 def _is_c_contiguous(shape, strides, itemsize):
     """numpy's rule: extent-1 axes and zero-size arrays ignore strides."""
     return 0 in shape or all(n == 1 or s == c for n, s, c in zip(
-        shape, strides, _c_strides(shape, itemsize), strict=True))
+        shape, strides, contiguous_strides(shape, itemsize), strict=True))
 
 
 # -- consumer side -----------------------------------------------------------
@@ -393,7 +387,7 @@ def _parse_managed(buf, address, versioned):
     if t.strides:
         buf.strides = tuple(t.strides[i] * buf.dtype.itemsize for i in range(t.ndim))
     else:
-        buf.strides = _c_strides(buf.shape, buf.dtype.itemsize)
+        buf.strides = contiguous_strides(buf.shape, buf.dtype.itemsize)
     buf.ptr = (t.data or 0) + t.byte_offset
     buf.device_type, buf.device_id = t.device.device_type, t.device.device_id
     return managed

@@ -11,6 +11,7 @@ see one or two dimensions; contiguous, aligned elementwise operands get
 from dataclasses import dataclass
 
 from .codegen import CLUSTER, EW_THREADS as _EW_THREADS, MAX_THREADS, Layout
+from .shapes import size_of
 
 #: row elements a thread of a reduction kernel aims to handle
 ITEMS_PER_THREAD = 64
@@ -47,8 +48,8 @@ def prepare(step, sms, seed, call):
         outer_dims = [(1, [0] * len(operands))]
     if program.mode != "ew" and not inner_dims:
         inner_dims = [(1, [0] * len(operands))]
-    rows = _product(d for d, _ in outer_dims)
-    length = _product(d for d, _ in inner_dims)
+    rows = size_of(d for d, _ in outer_dims)
+    length = size_of(d for d, _ in inner_dims)
     wide = _needs_wide_index(outer_dims + inner_dims, rows * length)
     if program.mode == "ew":
         vec, bcast = _vector_width(step, outer_dims)
@@ -198,13 +199,6 @@ def _cache_items(program, length, step, budget):
 
 def _pow2_ceil(n):
     return 1 << max(0, (int(n) - 1).bit_length())
-
-
-def _product(values):
-    n = 1
-    for v in values:
-        n *= v
-    return n
 
 
 def scalar_arg(value, ctype):

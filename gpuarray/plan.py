@@ -26,7 +26,7 @@ import numpy as np
 
 from . import dtypes, ops
 from .array import Tensor
-from .optree import OpTreeNode, Scalar, operand_type
+from .optree import OpTreeNode, Scalar, operand_type, walk
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class _Planner:
 
     def _choose_space(self, out, tree):
         """Pick the (shape, axes) of the reductions fused here; hoist the rest."""
-        reductions = [n for n in _nodes(tree) if isinstance(n, OpTreeNode) and n.is_reduction]
+        reductions = [n for n in walk(tree) if isinstance(n, OpTreeNode) and n.is_reduction]
         if not reductions:
             return out.shape, (), tree
         outer = reductions[-1]  # postorder: the last one is outermost
@@ -191,17 +191,6 @@ def _rebuild_if_changed(node, args):
     return _rebuild(node, args)
 
 
-def _nodes(tree, seen=None):
-    """Every node once, children first."""
-    seen = set() if seen is None else seen
-    if id(tree) in seen:
-        return
-    seen.add(id(tree))
-    for arg in getattr(tree, "args", ()):
-        yield from _nodes(arg, seen)
-    yield tree
-
-
 def _key(node):
     if isinstance(node, Tensor):
         return ("T", node.buffer_ptr(), node.offset, node.shape, node.strides, str(node.dtype))
@@ -236,7 +225,7 @@ def _span(t):
 def _overlaps(out, tree):
     """True when an operand shares memory with ``out`` through another view."""
     lo, hi = _span(out)
-    for leaf in _nodes(tree):
+    for leaf in walk(tree):
         if not isinstance(leaf, Tensor):
             continue
         same = (leaf.buffer_ptr() == out.buffer_ptr() and leaf.offset == out.offset
