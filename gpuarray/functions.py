@@ -20,7 +20,9 @@ class MathFunctions:
 
     def elementwise(self, name, *args, out=None):
         """Apply elementwise op ``name`` (see :data:`gpuarray.ops.OPS`)."""
-        node = optree.elementwise(self, name, [self.operand(a) for a in args])
+        # tensors and trees of this factory need no wrapping: skip the call
+        node = optree.elementwise(self, name, [
+            a if getattr(a, "backend", None) is self else self.operand(a) for a in args])
         return self._finish(node, out)
 
     def where(self, condition, x, y, out=None):

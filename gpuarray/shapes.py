@@ -64,6 +64,10 @@ def is_contiguous(shape, strides, itemsize):
 
 def broadcast_shapes(*shapes):
     """numpy's broadcast of several shapes, with numpy's error message."""
+    if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]):
+        a, b = shapes
+        if all(x == y or x == 1 or y == 1 for x, y in zip(a, b)):
+            return tuple(y if x == 1 else x for x, y in zip(a, b))
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for axis in range(-ndim, 0):
