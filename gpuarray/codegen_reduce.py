@@ -5,6 +5,9 @@ helpers).  Out: the body of a kernel in which each row -- one point of the
 kept axes -- is handled by a group of ``tpr`` threads, or by every block of
 a thread-block cluster when rows are few and long.
 
+A ``partial`` kernel (see :mod:`gpuarray.split`) gives each row several
+blocks and stores one partial result per block.
+
 Per row: row-level values that need no reduction are computed first; then
 each reduction pass loops over the row, accumulating one value per thread
 for every reduction of that pass, and combines the group's values --
@@ -52,7 +55,16 @@ class ReductionWriter:
                 g.lines.append(f"  __shared__ long long smi{r}[32];")
             if self.lay.cluster:
                 g.lines.append(f"  __shared__ unsigned long long cl{r}[2];")
-        if self.lay.cluster:
+        if self.p.mode == "partial":
+            # the tpr argument carries the number of blocks (chunks) per row
+            g.lines += [
+                "  const int tpr_i = blockDim.x, group = 0;",
+                "  const ga_idx chunks = (ga_idx)tpr, chunk = blockIdx.x % chunks;",
+                "  const ga_idx lane = chunk * blockDim.x + threadIdx.x;",
+                "  const ga_idx step = (ga_idx)blockDim.x * chunks;",
+                "  for (ga_idx row = blockIdx.x / chunks; row < rows; row += gridDim.x / chunks) {",
+                "    const bool active = true;"]
+        elif self.lay.cluster:
             g.lines += [
                 "  const int tpr_i = blockDim.x, group = 0;",
                 f"  const ga_idx lane = (ga_idx)ga_cluster_rank() * blockDim.x + threadIdx.x;",
@@ -217,7 +229,11 @@ class ReductionWriter:
     def final(self):
         g = self.g
         root = self.p.root
-        if self.p.mode == "bcast" and self.lay.vec:
+        if self.p.mode == "partial":
+            g.lines.append("    if (threadIdx.x == 0) {")
+            g.store("row", "      ", "out[row * chunks + chunk]")
+            g.lines.append("    }")
+        elif self.p.mode == "bcast" and self.lay.vec:
             self.vector_store()
         elif self.p.mode == "bcast":
             g.lines += self.row_loop()

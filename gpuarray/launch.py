@@ -51,7 +51,10 @@ def prepare(step, sms, seed, call):
     rows = size_of(d for d, _ in outer_dims)
     length = size_of(d for d, _ in inner_dims)
     wide = _needs_wide_index(outer_dims + inner_dims, rows * length)
-    if program.mode == "ew":
+    if program.mode == "partial":
+        layout = Layout(len(outer_dims), len(inner_dims), wide=wide)
+        grid, block, tpr = (rows * step.chunks, 1, 1), (MAX_THREADS, 1, 1), step.chunks
+    elif program.mode == "ew":
         vec, bcast = _vector_width(step, outer_dims)
         layout = Layout(len(outer_dims), 0, vec, bcast, wide=wide)
         grid, block, tpr = _ew_shape(rows, vec, sms)

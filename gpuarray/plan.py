@@ -20,13 +20,14 @@ How a tree is cut into kernels:
 * a destination that overlaps an operand read through a different view
   (``A[1:] = A[:-1]``) is computed into a temporary first, as numpy does.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import dtypes, ops
 from .array import Tensor
 from .optree import OpTreeNode, Scalar, operand_type, walk
+from .split import SplitMixin, should_split
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class Step:
     scalars: list
     shape: tuple
     axes: tuple
-    temps: list = field(default_factory=list)
+    chunks: int = 0
 
 
 def plan(backend, out, tree):
@@ -90,9 +91,10 @@ def plan(backend, out, tree):
     return planner.assign(out, tree), planner.temps
 
 
-class _Planner:
+class _Planner(SplitMixin):
     def __init__(self, backend):
         self.backend = backend
+        self.sms = getattr(backend, "sms", 132)
         self.steps = []
         self.temps = []
 
@@ -122,8 +124,27 @@ class _Planner:
         tree = self._replace_inner_squeezes(tree)
         tree = _cse(tree, {})
         shape, axes, tree = self._choose_space(out, tree)
+        if axes and should_split(shape, axes, self.sms):
+            tree = self.split_reductions(tree, shape, axes, {})
+            shape, axes, tree = self._choose_space(out, tree)
         mode = "ew" if not axes else ("bcast" if out.shape == shape else "reduce")
-        self.steps.append(_build(mode, out, tree, shape, axes))
+        self.add_step(mode, out, tree, shape, axes)
+
+    def add_step(self, mode, out, tree, shape, axes, chunks=0):
+        """Queue one kernel computing ``tree`` into ``out``."""
+        step = _build(mode, out, tree, shape, axes)
+        step.chunks = chunks
+        self.steps.append(step)
+
+    @staticmethod
+    def rebuild(node, args):
+        """``node`` with new operands (the same node when they are unchanged)."""
+        return _rebuild_if_changed(node, args)
+
+    @staticmethod
+    def logical(tensor, dtype):
+        """A float32 temporary read as holding ``dtype`` values."""
+        return _Logical(tensor, dtype)
 
     def _unsqueeze_root(self, out, squeeze):
         child = squeeze.args[0]
