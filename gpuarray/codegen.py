@@ -74,6 +74,7 @@ class _Generator:
         self.nleaves = len(program.leaf_types)
         self.lines = []
         self.vector_scope = False
+        self.stochastic = False
 
     # -- signature --------------------------------------------------------
     def params(self):
@@ -172,14 +173,27 @@ class _Generator:
         """Assign the root value to the lvalue ``target``, rounding as asked."""
         conv = f"ga_conv<{self.p.out_type}>::to"
         value = f"({_compute(self.p.out_dtype)})v{self.p.root}"
-        if dtypes.is_low_precision(self.p.out_dtype):
+        if self.stochastic:
             half = "true" if self.p.out_dtype == "float16" else "false"
             noise = f"ga_philox(seed, {index}, 0xFFFFFFFFu, (unsigned)call).x"
-            value = (f"nbits ? {conv}(ga_stochastic_round((float){value}, {noise}, (int)nbits, "
-                     f"{half})) : {conv}({value})")
-            self.lines.append(f"{indent}{target} = {value};")
-        else:
-            self.lines.append(f"{indent}{target} = {conv}({value});")
+            value = f"ga_stochastic_round((float){value}, {noise}, (int)nbits, {half})"
+        self.lines.append(f"{indent}{target} = {conv}({value});")
+
+    def rounding_variants(self, emit_stores):
+        """Emit the storing code once, or, for float16/bfloat16 outputs, twice:
+        with stochastic rounding under ``if (nbits)`` and with round-to-nearest
+        otherwise.  A branch per element would keep Philox's registers live
+        through the whole unrolled loop."""
+        if not dtypes.is_low_precision(self.p.out_dtype):
+            emit_stores()
+            return
+        self.lines.append("  if (nbits) {")
+        self.stochastic = True
+        emit_stores()
+        self.lines.append("  } else {")
+        self.stochastic = False
+        emit_stores()
+        self.lines.append("  }")
 
     # -- elementwise kernels ----------------------------------------------------
     def ew_body(self):
@@ -190,6 +204,10 @@ class _Generator:
             "  const ga_idx tid = (ga_idx)blockIdx.x * blockDim.x + threadIdx.x;",
             "  ga_idx n = 1;"]
         self.lines += [f"  n *= n_o{d};" for d in range(self.lay.n_outer)]
+        self.rounding_variants(self.ew_loops)
+        return self.lines
+
+    def ew_loops(self):
         if self.lay.vec:
             self.vector_loop()
             start = "(n / %d) * %d + tid" % (self.lay.vec, self.lay.vec)
@@ -202,7 +220,6 @@ class _Generator:
         self.emit(self.needed_elem([self.p.root]), "e", "    ")
         self.store("e", "    ", "out[oout]")
         self.lines.append("  }")
-        return self.lines
 
     def vector_loop(self):
         vec = self.lay.vec

@@ -102,9 +102,12 @@ class ReductionWriter:
         access), the thread's chunks ``step`` chunks apart.
         """
         if self.lay.cache:
+            # the cache has room for the longest rows of the layout class;
+            # shorter rows leave the unrolled loop early, uniformly
             vec = max(self.lay.vec, 1)
             return ["    #pragma unroll",
                     f"    for (int c = 0; c < {self.lay.cache}; ++c) {{",
+                    f"      if ((c / {vec}) * (int)step * {vec} >= L) break;",
                     f"      const int i = ((int)lane + (c / {vec}) * (int)step) * {vec} + c % {vec};",
                     "      if (!active || i >= L) continue;"]
         return ["    if (active) for (ga_idx i = lane; i < L; i += step) {"]
@@ -114,6 +117,7 @@ class ReductionWriter:
         vec = self.lay.vec
         return ["    #pragma unroll",
                 f"    for (int cv = 0; cv < {self.lay.cache // vec}; ++cv) {{",
+                f"      if (cv * (int)step * {vec} >= L) break;",
                 f"      const int i0 = ((int)lane + cv * (int)step) * {vec};",
                 "      if (!active || i0 >= L) continue;"]
 
@@ -227,6 +231,9 @@ class ReductionWriter:
         g.lines += ["    }", "    ga_cluster_sync();"]
 
     def final(self):
+        self.g.rounding_variants(self.final_stores)
+
+    def final_stores(self):
         g = self.g
         root = self.p.root
         if self.p.mode == "partial":

@@ -64,8 +64,10 @@ def prepare(step, sms, seed, call):
         # cache twice as many row elements
         vec = _row_vector_width(step, outer_dims, inner_dims, length)
         share = 1 if vec else 2
-        grid, block, tpr = _reduction_shape(rows, length, sms, cluster, ITEMS_PER_THREAD // share)
-        cache = _cache_items(program, length, tpr, CACHE_REGISTERS // share)
+        slots = _cache_slots(program, CACHE_REGISTERS // share)
+        items = min(ITEMS_PER_THREAD // share, slots) if slots else ITEMS_PER_THREAD // share
+        grid, block, tpr = _reduction_shape(rows, length, sms, cluster, items)
+        cache = slots if slots and length <= tpr * slots else 0
         vec = vec if cache else 0
         layout = Layout(len(outer_dims), len(inner_dims), vec=vec, cluster=cluster,
                         cache=max(cache, vec), wide=wide)
@@ -185,8 +187,11 @@ def _reduction_shape(rows, length, sms, cluster, items):
     return (blocks, 1, 1), (threads, 1, 1), tpr
 
 
-def _cache_items(program, length, step, budget):
-    """Row elements per thread to keep in registers, or 0 when too many.
+def _cache_slots(program, budget):
+    """Row elements a thread can keep in registers (a power of two), or 0.
+
+    The count depends on the program alone, not on the row length, so one
+    compiled kernel serves every row length that fits.
 
     Reduction kernels are bounded to 128 registers a thread: at most
     ``budget`` of them hold cached values (8-byte values take two).
@@ -194,10 +199,9 @@ def _cache_items(program, length, step, budget):
     wide_types = ("double", "long long", "unsigned long long")
     loads = sum(2 if ins.ctype in wide_types else 1
                 for ins in program.instrs if ins.op == "load" and ins.level == "elem")
-    items = _pow2_ceil(-(-length // step))
-    if not loads or items * loads > budget:
+    if not loads or loads > budget:
         return 0
-    return items
+    return 1 << (budget // loads).bit_length() - 1
 
 
 def _pow2_ceil(n):
