@@ -102,12 +102,10 @@ class ReductionWriter:
         access), the thread's chunks ``step`` chunks apart.
         """
         if self.lay.cache:
-            # the cache has room for the longest rows of the layout class;
-            # shorter rows leave the unrolled loop early, uniformly
+            # a guard, not a loop exit: the unrolled loads can all be in flight
             vec = max(self.lay.vec, 1)
             return ["    #pragma unroll",
                     f"    for (int c = 0; c < {self.lay.cache}; ++c) {{",
-                    f"      if ((c / {vec}) * (int)step * {vec} >= L) break;",
                     f"      const int i = ((int)lane + (c / {vec}) * (int)step) * {vec} + c % {vec};",
                     "      if (!active || i >= L) continue;"]
         return ["    if (active) for (ga_idx i = lane; i < L; i += step) {"]
@@ -117,7 +115,6 @@ class ReductionWriter:
         vec = self.lay.vec
         return ["    #pragma unroll",
                 f"    for (int cv = 0; cv < {self.lay.cache // vec}; ++cv) {{",
-                f"      if (cv * (int)step * {vec} >= L) break;",
                 f"      const int i0 = ((int)lane + cv * (int)step) * {vec};",
                 "      if (!active || i0 >= L) continue;"]
 

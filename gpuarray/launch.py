@@ -17,6 +17,8 @@ from .shapes import size_of
 ITEMS_PER_THREAD = 64
 #: registers a thread may spend caching row elements
 CACHE_REGISTERS = 64
+#: fewest cache slots compiled into a kernel (one class for all short rows)
+SHORT_ROW_CACHE = 16
 
 
 @dataclass
@@ -67,7 +69,7 @@ def prepare(step, sms, seed, call):
         slots = _cache_slots(program, CACHE_REGISTERS // share)
         items = min(ITEMS_PER_THREAD // share, slots) if slots else ITEMS_PER_THREAD // share
         grid, block, tpr = _reduction_shape(rows, length, sms, cluster, items)
-        cache = slots if slots and length <= tpr * slots else 0
+        cache = _cache_class(slots, -(-length // tpr))
         vec = vec if cache else 0
         layout = Layout(len(outer_dims), len(inner_dims), vec=vec, cluster=cluster,
                         cache=max(cache, vec), wide=wide)
@@ -190,9 +192,6 @@ def _reduction_shape(rows, length, sms, cluster, items):
 def _cache_slots(program, budget):
     """Row elements a thread can keep in registers (a power of two), or 0.
 
-    The count depends on the program alone, not on the row length, so one
-    compiled kernel serves every row length that fits.
-
     Reduction kernels are bounded to 128 registers a thread: at most
     ``budget`` of them hold cached values (8-byte values take two).
     """
@@ -202,6 +201,18 @@ def _cache_slots(program, budget):
     if not loads or loads > budget:
         return 0
     return 1 << (budget // loads).bit_length() - 1
+
+
+def _cache_class(slots, needed):
+    """Cache size compiled into the kernel, or 0 when the row does not fit.
+
+    The power of two above ``needed``, but never below ``SHORT_ROW_CACHE``:
+    a few classes keep recompiles rare (most new row lengths reuse a
+    kernel), and no row pays for many more guarded slots than it uses.
+    """
+    if not slots or needed > slots:
+        return 0
+    return min(slots, max(SHORT_ROW_CACHE, _pow2_ceil(needed)))
 
 
 def _pow2_ceil(n):
