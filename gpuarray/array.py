@@ -37,18 +37,12 @@ class Tensor(Expression):
         self.offset = offset
         self._rounding = None
         self.rounding = rounding
+        #: structural signature as an op-tree leaf, and the leaves (itself);
+        #: a view's layout never changes, so both are made once
+        self.sig = ("T", self.shape, self.strides, self.dtype)
+        self.leaves = (self,)
 
     # -- attributes -----------------------------------------------------
-    @property
-    def sig(self):
-        """Structural signature of this view as an op-tree leaf."""
-        return ("T", self.shape, self.strides, self.dtype)
-
-    @property
-    def leaves(self):
-        """This tensor, as the only leaf of itself."""
-        return (self,)
-
     def buffer_ptr(self):
         """Address of the start of the underlying allocation (device or host)."""
         ptr = getattr(self.buffer, "ptr", None)

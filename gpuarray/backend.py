@@ -128,13 +128,17 @@ class Backend(MathFunctions):
         """Store ``value`` (tree, tensor, scalar or host array) into the view ``target``."""
         if not isinstance(target, Tensor) or target.backend is not self:
             raise ValueError("assignment target must be a tensor of this factory")
-        if isinstance(value, (np.ndarray, list, tuple)) and np.ndim(value) > 0:
+        if getattr(value, "backend", None) is self:
+            tree = value  # a tensor or tree of this factory: the common case
+        elif isinstance(value, (np.ndarray, list, tuple)) and np.ndim(value) > 0:
             host = np.asarray(value)
             shapes.check_assignable(host.shape, target.shape)
-            value = self.array(host)
-        tree = self.operand(value)
-        shapes.check_assignable(tree.shape, target.shape)
-        if target.size:
+            tree = self.array(host)
+        else:
+            tree = self.operand(value)
+        if tree.shape != target.shape:
+            shapes.check_assignable(tree.shape, target.shape)
+        if 0 not in target.shape:
             self._execute(target, tree)
 
     def to_host(self, tensor):

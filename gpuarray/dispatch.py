@@ -15,6 +15,7 @@ and a fresh call counter (so ``rand()`` draws new numbers).
 The recipe cache keys on sizes (a new shape is a new situation), but the
 kernel cache behind it does not: a new shape reuses the compiled kernel.
 """
+import struct
 from functools import partial
 
 from . import launch, plan
@@ -32,11 +33,12 @@ class Dispatcher:
     def execute(self, out, tree):
         """Queue the kernels computing ``out[...] = tree``."""
         leaves = tree.leaves
-        key = (tree.sig, out.sig, _aliasing(out, leaves))
+        slots, pattern = _slots(out, leaves)
+        key = (tree.sig, out.sig, pattern)
         recipe = self.recipes.get(key)
         if recipe is None:
             recipe = self.recipes[key] = self._record(out, tree, leaves)
-        recipe.replay(self.gpu, out, leaves)
+        recipe.replay(self.gpu, slots)
 
     def _record(self, out, tree, leaves):
         steps, temps = plan.plan(self.gpu, out, tree)
@@ -45,80 +47,110 @@ class Dispatcher:
         for step in steps:
             spec = launch.prepare(step, self.gpu.sms, self.gpu.seed, 0)
             kernel = self.gpu._kernel(step.program, spec.layout)
-            holes = [(0, sources.pointer(step.out))]
-            holes += [(1 + k, sources.pointer(t)) for k, t in enumerate(step.leaves)]
-            holes += [(spec.first_scalar + k, sources.scalar(s, t))
+            holes = [(0, *sources.pointer(step.out))]
+            holes += [(1 + k, *sources.pointer(t)) for k, t in enumerate(step.leaves)]
+            holes += [(spec.first_scalar + k, *sources.scalar(s, t))
                       for k, (s, t) in enumerate(zip(step.scalars, step.program.scalar_types))]
             if step.out.buffer is out.buffer:
-                holes.append((spec.call_index + 1, ("rounding", 0, None)))
-            kernels.append((kernel, spec.grid, spec.block, spec.args, holes, spec.call_index))
-        return _Recipe([t.nbytes for t in temps], kernels)
+                holes.append((spec.call_index + 1, _ROUNDING_SLOT, None))
+            kernels.append(_Launcher(kernel, spec, holes))
+        return _Recipe([t.nbytes for t in temps], len(leaves), kernels)
+
+
+#: slot layout of one assignment: out pointer, rounding bits, then the leaves
+_OUT_SLOT, _ROUNDING_SLOT, _FIRST_LEAF = 0, 1, 2
+
+
+def _slots(out, leaves):
+    """The values a replay fills holes from, and the memory-sharing pattern.
+
+    Slots: out's address, its rounding bits, each leaf's address (tensors)
+    or value (scalars).  Pattern, for ``out`` and each tensor leaf: the
+    index of the first of them with the same buffer, the byte distance from
+    it, and the address modulo 16.
+    """
+    out_ptr = out.buffer.ptr + out.offset
+    slots = [out_ptr, out.rounding or 0]
+    first = {id(out.buffer): (0, out_ptr)}
+    pattern = [(0, 0, out_ptr % 16)]
+    for t in leaves:
+        if type(t) is Scalar:
+            slots.append(t.value)
+            continue
+        ptr = t.buffer.ptr + t.offset
+        slots.append(ptr)
+        group, base = first.setdefault(id(t.buffer), (len(first), ptr))
+        pattern.append((group, ptr - base, ptr % 16))
+    return slots, tuple(pattern)
+
+
+class _Launcher:
+    """One recorded kernel launch: constant arguments plus holes."""
+
+    def __init__(self, kernel, spec, holes):
+        self.kernel, self.grid, self.block = kernel, spec.grid, spec.block
+        self.args, self.holes, self.call_index = spec.args, holes, spec.call_index
+        self.pack = struct.Struct(kernel.arg_format).pack
+        # pycuda's own launch entry point, skipping its per-call argument parsing
+        self.launch = getattr(kernel, "_launch_kernel", None)
+
+    def __call__(self, slots, call):
+        args = list(self.args)
+        for position, slot, adjust in self.holes:
+            value = slots[slot]
+            if adjust is None:
+                args[position] = value
+            elif type(adjust) is int:
+                args[position] = value + adjust
+            else:
+                args[position] = adjust(value)
+        args[self.call_index] = call
+        if self.launch is None:
+            self.kernel.prepared_async_call(self.grid, self.block, None, *args)
+        else:
+            self.launch(self.grid, self.block, self.pack(*args), 0, None)
 
 
 class _Recipe:
     """Recorded kernels of one situation, with holes for pointers and scalars."""
 
-    def __init__(self, temp_sizes, kernels):
-        self.temp_sizes, self.kernels = temp_sizes, kernels
+    def __init__(self, temp_sizes, nleaves, launchers):
+        self.temp_sizes, self.launchers = temp_sizes, launchers
+        self.first_temp = _FIRST_LEAF + nleaves
 
-    def replay(self, gpu, out, leaves):
+    def replay(self, gpu, slots):
         temps = [gpu.pool.allocate(n) for n in self.temp_sizes]
-        values = {"out": (out.buffer.ptr + out.offset,),
-                  "leaf": [x.value if isinstance(x, Scalar) else x.buffer.ptr + x.offset
-                           for x in leaves],
-                  "temp": [t.ptr for t in temps],
-                  "rounding": (out.rounding or 0,)}
-        for kernel, grid, block, args, holes, call_index in self.kernels:
-            args = list(args)
-            for position, (kind, index, adjust) in holes:
-                value = values[kind][index]
-                args[position] = value + adjust if isinstance(adjust, int) else (
-                    adjust(value) if adjust else value)
+        slots.extend(t.ptr for t in temps)
+        for launcher in self.launchers:
             gpu._calls += 1
-            args[call_index] = gpu._calls
-            kernel.prepared_async_call(grid, block, None, *args)
-        gpu._stats["kernels_launched"] += len(self.kernels)
-        gpu.last_kernel = self.kernels[-1][0]
+            launcher(slots, gpu._calls)
+        gpu._stats["kernels_launched"] += len(self.launchers)
+        gpu.last_kernel = self.launchers[-1].kernel
         # temporaries go back to the pool now: later work on the same stream
         # runs after these kernels, so reusing the memory is safe
         for t in temps:
             t.free()
 
 
-def _aliasing(out, leaves):
-    """How the tensors of an assignment share memory, and their alignment.
-
-    For ``out`` and each tensor leaf: the index of the first of them with
-    the same buffer, the byte distance from it, and the address modulo 16.
-    """
-    first = {}
-    pattern = []
-    for t in (out,) + leaves:
-        if isinstance(t, Scalar):
-            continue
-        ptr = t.buffer.ptr + t.offset
-        group, base = first.setdefault(id(t.buffer), (len(first), ptr))
-        pattern.append((group, ptr - base, ptr % 16))
-    return tuple(pattern)
-
-
 class _Sources:
-    """Maps a step's tensors and scalars back to the assignment's own."""
+    """Maps a step's tensors and scalars back to slots of the assignment."""
 
     def __init__(self, out, leaves, temps):
-        self.scalars = {id(x): k for k, x in enumerate(leaves) if isinstance(x, Scalar)}
+        self.scalars = {id(x): _FIRST_LEAF + k for k, x in enumerate(leaves)
+                        if isinstance(x, Scalar)}
         self.buffers = {}
         for k, t in reversed(list(enumerate(leaves))):
             if isinstance(t, Tensor):
-                self.buffers[id(t.buffer)] = ("leaf", k, t)
+                self.buffers[id(t.buffer)] = (_FIRST_LEAF + k, t)
         for k, t in enumerate(temps):
-            self.buffers[id(t.buffer)] = ("temp", k, t)
-        self.buffers[id(out.buffer)] = ("out", 0, out)
+            self.buffers[id(t.buffer)] = (_FIRST_LEAF + len(leaves) + k, t)
+        self.buffers[id(out.buffer)] = (_OUT_SLOT, out)
 
     def pointer(self, t):
-        kind, index, source = self.buffers[id(t.buffer)]
-        delta = (t.buffer.ptr + t.offset) - (source.buffer.ptr + source.offset)
-        return kind, index, delta
+        """(slot, byte delta) giving the address of tensor ``t``."""
+        slot, source = self.buffers[id(t.buffer)]
+        return slot, (t.buffer.ptr + t.offset) - (source.buffer.ptr + source.offset)
 
     def scalar(self, s, ctype):
-        return "leaf", self.scalars[id(s)], partial(launch.scalar_arg, ctype=ctype)
+        """(slot, converter) giving scalar ``s`` as a ``ctype`` argument."""
+        return self.scalars[id(s)], partial(launch.scalar_arg, ctype=ctype)

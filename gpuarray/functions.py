@@ -142,7 +142,9 @@ def _add_elementwise(name):
     def function(self, *args, out=None):
         if len(args) != spec.arity:
             raise TypeError(f"{name}() takes {spec.arity} operand(s) ({len(args)} given)")
-        return self.elementwise(name, *args, out=out)
+        node = optree.elementwise(self, name, tuple(
+            a if getattr(a, "backend", None) is self else self.operand(a) for a in args))
+        return node if out is None else self._finish(node, out)
 
     function.__name__ = name
     function.__doc__ = (f"Elementwise ``{name}({params})``, lazy; "

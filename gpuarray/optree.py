@@ -83,8 +83,11 @@ class Expression:
         return shapes.size_of(self.shape)
 
     def _binary(self, name, other, reflected=False):
-        args = (other, self) if reflected else (self, other)
-        return self.backend.elementwise(name, *args)
+        # the hot path of expression building: no out=, so straight to the node
+        backend = self.backend
+        if getattr(other, "backend", None) is not backend:
+            other = backend.operand(other)
+        return elementwise(backend, name, (other, self) if reflected else (self, other))
 
     def __add__(self, other): return self._binary("add", other)
     def __radd__(self, other): return self._binary("add", other, True)
@@ -202,17 +205,20 @@ class OpTreeNode(Expression):
                  "operand_type")
 
     def __init__(self, backend, op, args, attrs, shape, dtype):
-        self.backend, self.op, self.args = backend, op, tuple(args)
+        self.backend, self.op = backend, op
+        self.args = args if type(args) is tuple else tuple(args)
         self.attrs, self.shape, self.dtype = attrs, tuple(shape), dtype
         self.operand_type = dtype
         # Built here, once per node, so dispatching a tree needs no extra walk:
         # ``sig`` is the structure with leaf layouts (rand's serial left out),
         # ``leaves`` the tensors and scalars in the order ``sig`` meets them.
-        sig, leaves = [op, attrs if op != "rand" else (), self.dtype], ()
-        for a in self.args:
-            sig.append(a.sig)
-            leaves += a.leaves
-        self.sig, self.leaves = tuple(sig), leaves
+        head = (op, attrs if op != "rand" else (), dtype)
+        if len(self.args) == 2:  # the common case, without a loop
+            a, b = self.args
+            self.sig, self.leaves = head + (a.sig, b.sig), a.leaves + b.leaves
+        else:
+            self.sig = head + tuple(a.sig for a in self.args)
+            self.leaves = tuple(leaf for a in self.args for leaf in a.leaves)
 
     @property
     def is_reduction(self):
