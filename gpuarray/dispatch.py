@@ -45,7 +45,7 @@ class Dispatcher:
         sources = _Sources(out, leaves, temps)
         kernels = []
         for step in steps:
-            spec = launch.prepare(step, self.gpu.sms, self.gpu.seed, 0)
+            spec = launch.prepare(step, self.gpu.sms, self.gpu.seed, 0, self.gpu.clusters)
             kernel = self.gpu._kernel(step.program, spec.layout)
             holes = [(0, *sources.pointer(step.out))]
             holes += [(1 + k, *sources.pointer(t)) for k, t in enumerate(step.leaves)]

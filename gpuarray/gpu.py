@@ -102,6 +102,8 @@ class GPU(Backend):
         self.device_id = next(i for i in range(drv.Device.count()) if drv.Device(i) == device)
         major, minor = device.compute_capability()
         self.arch = f"sm_{major}{minor}"
+        #: thread-block clusters (and distributed shared memory) exist from sm_90
+        self.clusters = major >= 9
         self.sms = device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
         self.pool = DeviceMemoryPool()
         self._kernels = {}

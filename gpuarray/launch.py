@@ -37,8 +37,12 @@ class Launch:
         return len(self.args) - 3
 
 
-def prepare(step, sms, seed, call):
-    """Compute the layout class, arguments and launch shape of ``step``."""
+def prepare(step, sms, seed, call, clusters=True):
+    """Compute the layout class, arguments and launch shape of ``step``.
+
+    ``sms`` is the device's multiprocessor count; ``clusters`` whether it
+    has thread-block clusters (compute capability 9.0 and later).
+    """
     program = step.program
     operands = [step.out] + list(step.leaves)
     strides = [_element_strides(t, step.shape) for t in operands]
@@ -61,18 +65,8 @@ def prepare(step, sms, seed, call):
         layout = Layout(len(outer_dims), 0, vec, bcast, wide=wide)
         grid, block, tpr = _ew_shape(rows, vec, sms)
     else:
-        cluster = rows < sms and length >= 8192
-        # vector access needs fewer registers for indexing, leaving room to
-        # cache twice as many row elements
-        vec = _row_vector_width(step, outer_dims, inner_dims, length)
-        share = 1 if vec else 2
-        slots = _cache_slots(program, CACHE_REGISTERS // share)
-        items = min(ITEMS_PER_THREAD // share, slots) if slots else ITEMS_PER_THREAD // share
-        grid, block, tpr = _reduction_shape(rows, length, sms, cluster, items)
-        cache = _cache_class(slots, -(-length // tpr))
-        vec = vec if cache else 0
-        layout = Layout(len(outer_dims), len(inner_dims), vec=vec, cluster=cluster,
-                        cache=max(cache, vec), wide=wide)
+        layout, grid, block, tpr = _reduction_launch(step, outer_dims, inner_dims, sms, wide,
+                                                     clusters)
     args = [step.out.buffer_ptr() + step.out.offset]
     args += [t.buffer_ptr() + t.offset for t in step.leaves]
     args += [d for d, _ in outer_dims] + [d for d, _ in inner_dims]
@@ -82,6 +76,25 @@ def prepare(step, sms, seed, call):
     args += [scalar_arg(s.value, t) for s, t in zip(step.scalars, step.program.scalar_types)]
     args += [seed, call, step.out.rounding or 0, tpr]
     return Launch(layout, args, grid, block, first_scalar)
+
+
+def _reduction_launch(step, outer_dims, inner_dims, sms, wide, clusters):
+    """Layout class, grid, block and threads per row of a reduction kernel."""
+    rows = size_of(d for d, _ in outer_dims)
+    length = size_of(d for d, _ in inner_dims)
+    cluster = clusters and rows < sms and length >= 8192
+    # vector access needs fewer registers for indexing, leaving room to
+    # cache twice as many row elements
+    vec = _row_vector_width(step, outer_dims, inner_dims, length)
+    share = 1 if vec else 2
+    slots = _cache_slots(step.program, CACHE_REGISTERS // share)
+    items = min(ITEMS_PER_THREAD // share, slots) if slots else ITEMS_PER_THREAD // share
+    grid, block, tpr = _reduction_shape(rows, length, sms, cluster, items)
+    cache = _cache_class(slots, -(-length // tpr))
+    vec = vec if cache else 0
+    layout = Layout(len(outer_dims), len(inner_dims), vec=vec, cluster=cluster,
+                    cache=max(cache, vec), wide=wide)
+    return layout, grid, block, tpr
 
 
 def _element_strides(t, shape):
