@@ -42,7 +42,8 @@ class Layout:
     ``cluster``: rows split across the blocks of a cluster; ``cache``: row
     elements each thread keeps in registers across reduction passes (0:
     none, the passes re-read memory); ``wide``: 64-bit index arithmetic,
-    needed only when an index or offset can reach 2**31.
+    needed only when an index or offset can reach 2**31; ``columns``: 32
+    neighbouring rows a block, for reductions along a strided axis.
     """
 
     n_outer: int
@@ -52,6 +53,7 @@ class Layout:
     cluster: bool = False
     cache: int = 0
     wide: bool = False
+    columns: bool = False
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ max) never overwrites partials still being read.  Last, ``bcast`` loops
 over the row again storing every element, ``reduce`` stores one value per
 row.
 """
-from .codegen import CLUSTER, identity
+from .codegen import CLUSTER, MAX_THREADS, identity
 
 
 class ReductionWriter:
@@ -48,14 +48,17 @@ class ReductionWriter:
         g.lines += ["  ga_idx rows = 1, L = 1;"]
         g.lines += [f"  rows *= n_o{d};" for d in range(self.lay.n_outer)]
         g.lines += [f"  L *= n_i{d};" for d in range(self.lay.n_inner)]
+        slots = MAX_THREADS if self.lay.columns else 32
         for r in self.reductions:
             ins = self.p.instrs[r]
-            g.lines.append(f"  __shared__ {self.acc_type(r)} sm{r}[32];")
+            g.lines.append(f"  __shared__ {self.acc_type(r)} sm{r}[{slots}];")
             if ins.op in ("argmax", "argmin"):
-                g.lines.append(f"  __shared__ long long smi{r}[32];")
+                g.lines.append(f"  __shared__ long long smi{r}[{slots}];")
             if self.lay.cluster:
                 g.lines.append(f"  __shared__ unsigned long long cl{r}[2];")
-        if self.p.mode == "partial":
+        if self.lay.columns:
+            self.column_prologue()
+        elif self.p.mode == "partial":
             # the tpr argument carries the number of blocks (chunks) per row
             g.lines += [
                 "  const int tpr_i = blockDim.x, group = 0;",
@@ -79,6 +82,31 @@ class ReductionWriter:
                 "  for (ga_idx row0 = blockIdx.x * rpb; row0 < rows; row0 += (ga_idx)gridDim.x * rpb) {",
                 "    const bool active = row0 + group < rows;",
                 "    const ga_idx row = active ? row0 + group : 0;"]
+
+    def column_prologue(self):
+        """Rows that neighbour in memory go to neighbouring threads.
+
+        For reductions along a strided axis (``sum(A, axis=0)`` of a
+        C-ordered matrix) a block takes 32 consecutive rows; warp ``w``
+        holds element ``w`` (then ``w + step``...) of all 32, so every
+        load of a warp reads 32 neighbouring elements.  A row's partials
+        sit in different warps and meet in shared memory.
+        """
+        g = self.g
+        g.lines += ["  const int tpr_i = blockDim.x >> 5, group = threadIdx.x & 31;"]
+        if self.p.mode == "partial":
+            g.lines += [
+                "  const ga_idx chunks = (ga_idx)tpr, chunk = blockIdx.x % chunks;",
+                "  const ga_idx lane = chunk * tpr_i + (threadIdx.x >> 5);",
+                "  const ga_idx step = (ga_idx)tpr_i * chunks;",
+                "  for (ga_idx row0 = (blockIdx.x / chunks) * 32; row0 < rows;"
+                " row0 += (ga_idx)(gridDim.x / chunks) * 32) {"]
+        else:
+            g.lines += [
+                "  const ga_idx lane = threadIdx.x >> 5, step = tpr_i;",
+                "  for (ga_idx row0 = blockIdx.x * 32; row0 < rows; row0 += (ga_idx)gridDim.x * 32) {"]
+        g.lines += ["    const bool active = row0 + group < rows;",
+                    "    const ga_idx row = active ? row0 + group : 0;"]
 
     def acc_type(self, r):
         ins = self.p.instrs[r]
@@ -182,6 +210,9 @@ class ReductionWriter:
         return f"acc{r} = {_COMBINE[ins.op]}(acc{r}, {value});"
 
     def combine_group(self, members):
+        if self.lay.columns:
+            self.combine_columns(members)
+            return
         g = self.g
         g.lines.append("    for (int m = (tpr_i < 32 ? tpr_i : 32) / 2; m > 0; m >>= 1) {")
         for r in members:
@@ -204,6 +235,24 @@ class ReductionWriter:
         g.lines += ["      }", "      __syncthreads();", "    }"]
         if self.lay.cluster:
             self.combine_cluster(members)
+
+    def combine_columns(self, members):
+        """Combine a row's partials, one per warp, through shared memory."""
+        g = self.g
+        for r in members:
+            g.lines.append(f"    sm{r}[threadIdx.x] = acc{r};")
+            if self.is_arg(r):
+                g.lines.append(f"    smi{r}[threadIdx.x] = idx{r};")
+        g.lines.append("    __syncthreads();")
+        for r in members:
+            g.lines.append(f"    acc{r} = sm{r}[group];")
+            if self.is_arg(r):
+                g.lines.append(f"    idx{r} = smi{r}[group];")
+        g.lines.append("    for (int w = 1; w < tpr_i; ++w) {")
+        for r in members:
+            index = f"smi{r}[w * 32 + group]" if self.is_arg(r) else "0"
+            g.lines.append("      " + self.merge(r, f"sm{r}[w * 32 + group]", index))
+        g.lines += ["    }", "    __syncthreads();"]
 
     def is_arg(self, r):
         return self.p.instrs[r].op in ("argmax", "argmin")
@@ -234,7 +283,8 @@ class ReductionWriter:
         g = self.g
         root = self.p.root
         if self.p.mode == "partial":
-            g.lines.append("    if (threadIdx.x == 0) {")
+            first = "active && lane == chunk * tpr_i" if self.lay.columns else "threadIdx.x == 0"
+            g.lines.append(f"    if ({first}) {{")
             g.store("row", "      ", "out[row * chunks + chunk]")
             g.lines.append("    }")
         elif self.p.mode == "bcast" and self.lay.vec:

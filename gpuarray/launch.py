@@ -58,8 +58,10 @@ def prepare(step, sms, seed, call, clusters=True):
     length = size_of(d for d, _ in inner_dims)
     wide = _needs_wide_index(outer_dims + inner_dims, rows * length)
     if program.mode == "partial":
-        layout = Layout(len(outer_dims), len(inner_dims), wide=wide)
-        grid, block, tpr = (rows * step.chunks, 1, 1), (MAX_THREADS, 1, 1), step.chunks
+        columns = _columns(step, outer_dims, inner_dims)
+        layout = Layout(len(outer_dims), len(inner_dims), wide=wide, columns=columns)
+        blocks = -(-rows // 32) if columns else rows
+        grid, block, tpr = (blocks * step.chunks, 1, 1), (MAX_THREADS, 1, 1), step.chunks
     elif program.mode == "ew":
         vec, bcast = _vector_width(step, outer_dims)
         layout = Layout(len(outer_dims), 0, vec, bcast, wide=wide)
@@ -82,6 +84,10 @@ def _reduction_launch(step, outer_dims, inner_dims, sms, wide, clusters):
     """Layout class, grid, block and threads per row of a reduction kernel."""
     rows = size_of(d for d, _ in outer_dims)
     length = size_of(d for d, _ in inner_dims)
+    if _columns(step, outer_dims, inner_dims):
+        layout = Layout(len(outer_dims), len(inner_dims), wide=wide, columns=True)
+        blocks = max(1, min(-(-rows // 32), sms * 32))
+        return layout, (blocks, 1, 1), (MAX_THREADS, 1, 1), 0
     cluster = clusters and rows < sms and length >= 8192
     # vector access needs fewer registers for indexing, leaving room to
     # cache twice as many row elements
@@ -95,6 +101,19 @@ def _reduction_launch(step, outer_dims, inner_dims, sms, wide, clusters):
     layout = Layout(len(outer_dims), len(inner_dims), vec=vec, cluster=cluster,
                     cache=max(cache, vec), wide=wide)
     return layout, grid, block, tpr
+
+
+def _columns(step, outer_dims, inner_dims):
+    """True when rows neighbour in memory and run along a strided axis.
+
+    Then neighbouring threads should take neighbouring rows (see
+    ``codegen_reduce.ReductionWriter.column_prologue``).
+    """
+    loads = [1 + i.arg for i in step.program.instrs if i.op == "load" and i.level == "elem"]
+    if not loads or len(inner_dims) != 1 or outer_dims[-1][0] < 32:
+        return False
+    inner, last = inner_dims[0][1], outer_dims[-1][1]
+    return all(abs(last[k]) == 1 and inner[k] != 1 for k in loads)
 
 
 def _element_strides(t, shape):

@@ -27,7 +27,7 @@ import numpy as np
 from . import dtypes, ops
 from .array import Tensor
 from .optree import OpTreeNode, Scalar, operand_type, walk
-from .split import SplitMixin, should_split
+from .split import SplitMixin, is_columnar, should_split
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class _Planner(SplitMixin):
         tree = self._replace_inner_squeezes(tree)
         tree = _cse(tree, {})
         shape, axes, tree = self._choose_space(out, tree)
-        if axes and should_split(shape, axes, self.sms):
+        if axes and should_split(shape, axes, self.sms, is_columnar(tree, shape, axes)):
             tree = self.split_reductions(tree, shape, axes, {})
             shape, axes, tree = self._choose_space(out, tree)
         mode = "ew" if not axes else ("bcast" if out.shape == shape else "reduce")

@@ -17,7 +17,8 @@ max, min, any, all); mean, var and std are built from sums.
 import numpy as np
 
 from . import dtypes, shapes
-from .optree import OpTreeNode
+from .array import Tensor
+from .optree import OpTreeNode, walk
 
 SPLITTABLE = ("sum", "prod", "max", "min", "any", "all")
 #: rows at least this long are split when there are fewer rows than SMs
@@ -26,13 +27,31 @@ MIN_LENGTH = 1 << 18
 BLOCKS_PER_SM = 4
 #: elements a block's 256 threads should at least have to reduce
 MIN_BLOCK_WORK = 256 * 16
+#: elements a reduction along a strided axis needs before it is split
+MIN_COLUMN_WORK = 1 << 22
 
 
-def should_split(shape, axes, sms):
-    """True when the rows reduced over ``axes`` are too few and too long."""
+def should_split(shape, axes, sms, columnar):
+    """True when the rows reduced over ``axes`` are too few and too long.
+
+    Rows along a strided axis (``columnar``) go 32 to a block, so they
+    need 32 times as many to fill the GPU.
+    """
     rows = shapes.size_of(d for a, d in enumerate(shape) if a not in axes)
     length = shapes.size_of(shape[a] for a in axes)
+    if columnar:
+        return rows < 32 * BLOCKS_PER_SM * sms and rows * length >= MIN_COLUMN_WORK
     return rows < sms and length >= MIN_LENGTH
+
+
+def is_columnar(tree, shape, axes):
+    """True when the last axis is kept and every tensor walks it contiguously,
+    so that rows of the reduction neighbour in memory."""
+    last = len(shape) - 1
+    if last < 0 or last in axes or shape[last] < 32:
+        return False
+    tensors = [t for t in walk(tree) if isinstance(t, Tensor) and t.ndim and t.shape[-1] > 1]
+    return bool(tensors) and all(abs(t.strides[-1]) == t.itemsize for t in tensors)
 
 
 class SplitMixin:
@@ -68,7 +87,11 @@ class SplitMixin:
     def _split_one(self, red, operand, shape, axes):
         rows = shapes.size_of(d for a, d in enumerate(shape) if a not in axes)
         length = shapes.size_of(shape[a] for a in axes)
-        chunks = max(1, min(-(-self.sms * BLOCKS_PER_SM // rows), length // MIN_BLOCK_WORK))
+        if is_columnar(operand, shape, axes):  # 32 rows a block, 8 lanes a row
+            chunks = min(-(-self.sms * BLOCKS_PER_SM // -(-rows // 32)), length // 64)
+        else:
+            chunks = min(-(-self.sms * BLOCKS_PER_SM // rows), length // MIN_BLOCK_WORK)
+        chunks = max(1, chunks)
         storage = np.dtype(np.float32) if dtypes.is_low_precision(red.dtype) else red.dtype
         partial = self.backend.empty((rows * chunks,), storage)
         self.temps.append(partial)

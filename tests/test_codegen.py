@@ -47,6 +47,10 @@ def _assignments(ng):
     cases.append((ng.empty((8, 64), np.float32), e / ng.sum(e, axis=1)))
     long = ng.empty((2, 1 << 18), np.float16)  # few long rows: partial kernels
     cases.append((ng.empty((2, 1), np.float16), ng.var(long, axis=1)))
+    tall = ng.empty((1 << 16, 64), np.float32)  # columns: rows neighbour in memory
+    cases.append((ng.empty((1, 64), np.int64), ng.argmax(tall, axis=0)))
+    cases.append((ng.empty((1, 64), np.float32), ng.var(tall, axis=0)))
+    cases.append((ng.empty((1 << 16, 64), np.float32), tall - ng.max(tall, axis=0)))
     return cases
 
 

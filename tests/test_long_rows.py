@@ -59,3 +59,28 @@ def test_long_reduction_is_few_kernels_and_reused(gpu_ng):
     before = ng.stats()
     out[:] = ng.sum(A * 3)
     assert ng.stats()["kernels_compiled"] == before["kernels_compiled"]
+
+
+@pytest.mark.parametrize("shape, axis", [((1 << 16, 64), 0), ((512, 256), 0), ((64, 64, 40), (0, 1)),
+                                         ((33, 1000), 0)])
+@pytest.mark.parametrize("name", ["sum", "max", "argmax", "var"])
+def test_reductions_along_strided_axes(ng, shape, axis, name):
+    if name == "argmax" and isinstance(axis, tuple):
+        pytest.skip("argmax takes one axis")
+    x = _data(shape, np.float32, 5)
+    got = getattr(ng, name)(ng.array(x), axis=axis).get()
+    x64 = x.astype(np.float64)
+    want = (np.argmax(x, axis=axis, keepdims=True) if name == "argmax"
+            else getattr(np, name)(x64, axis=axis, keepdims=True))
+    dt = np.int64 if name == "argmax" else np.float32
+    assert_matches(got, want.astype(dt), dt, scale=x.shape[0] * 2)
+
+
+def test_centering_along_a_strided_axis(ng):
+    x = _data((700, 96), np.float16, 6)
+    A = ng.array(x)
+    out = ng.empty(x.shape, np.float16)
+    out[:] = A - ng.mean(A, axis=0)
+    x64 = x.astype(np.float64)
+    assert_matches(out.get(), (x64 - x64.mean(axis=0, keepdims=True)).astype(np.float16),
+                   np.float16, scale=4)
