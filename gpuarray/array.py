@@ -37,12 +37,17 @@ class Tensor(Expression):
         self.offset = offset
         self._rounding = None
         self.rounding = rounding
-        #: structural signature as an op-tree leaf, and the leaves (itself);
-        #: a view's layout never changes, so both are made once
+        #: structural signature as an op-tree leaf; a view's layout never
+        #: changes, so it is made once
         self.sig = ("T", self.shape, self.strides, self.dtype)
-        self.leaves = (self,)
 
     # -- attributes -----------------------------------------------------
+    @property
+    def leaves(self):
+        """This tensor, as the only leaf of itself (a property: stored, the
+        tuple would make a reference cycle and delay freeing the memory)."""
+        return (self,)
+
     def buffer_ptr(self):
         """Address of the start of the underlying allocation (device or host)."""
         ptr = getattr(self.buffer, "ptr", None)

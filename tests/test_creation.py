@@ -279,3 +279,18 @@ def test_rand_reproducible_for_seed(factory_kind):
     c = other.empty((33, 65), dtype=np.float32)
     c[:] = other.rand()
     assert not np.array_equal(c.get(), seqs[0][0])
+
+
+def test_tensors_are_freed_without_the_cycle_collector(ng):
+    # memory must return to the pool as soon as the last reference goes
+    import gc
+    import weakref
+    gc.disable()
+    try:
+        t = ng.zeros((4, 4))
+        (t * 2 + 1).get()
+        ref = weakref.ref(t)
+        del t
+        assert ref() is None
+    finally:
+        gc.enable()
