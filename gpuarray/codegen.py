@@ -104,9 +104,8 @@ class _Generator:
         threads = MAX_THREADS if self.p.mode != "ew" else EW_THREADS
         bounds += f"__launch_bounds__({threads}, {MIN_BLOCKS})"
         text = "\n".join([
-            f'#include "prelude.cuh"',
+            '#include "prelude.cuh"',
             f"typedef {'long long' if self.lay.wide else 'int'} ga_idx;",
-            f"template <class T, int N> struct alignas(sizeof(T) * N) ga_vec {{ T v[N]; }};",
             f'extern "C" __global__ void {bounds} {name}(',
             "    " + ",\n    ".join(params) + ") {",
             *body, "}", ""])

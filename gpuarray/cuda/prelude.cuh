@@ -46,6 +46,9 @@ template <> struct ga_conv<ga_bf16> {
     template <class C> static GA_D ga_bf16 to(C v) { ga_bf16 h; h.bits = ga_f2bf_bits((float)v); return h; }
 };
 
+// N elements of T read or written as one aligned vector access (16 bytes at most)
+template <class T, int N> struct alignas(sizeof(T) * N) ga_vec { T v[N]; };
+
 // An explicit astype to fp16/bf16 rounds even when the value stays in float.
 GA_D float ga_round_half(float v) { return ga_value<float>(ga_conv<ga_half>::to(v)); }
 GA_D float ga_round_bf16(float v) { return ga_value<float>(ga_conv<ga_bf16>::to(v)); }
