@@ -70,7 +70,7 @@ class ReductionWriter:
         elif self.lay.cluster:
             g.lines += [
                 "  const int tpr_i = blockDim.x, group = 0;",
-                f"  const ga_idx lane = (ga_idx)ga_cluster_rank() * blockDim.x + threadIdx.x;",
+                "  const ga_idx lane = (ga_idx)ga_cluster_rank() * blockDim.x + threadIdx.x;",
                 f"  const ga_idx step = (ga_idx)blockDim.x * {CLUSTER};",
                 "  for (ga_idx row = ga_cluster_id(); row < rows; row += ga_cluster_count()) {",
                 "    const bool active = true;"]

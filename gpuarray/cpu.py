@@ -13,7 +13,7 @@ import numpy as np
 from . import dtypes, ops
 from .array import Tensor
 from .backend import Backend
-from .optree import OpTreeNode, Scalar, operand_type
+from .optree import Scalar, operand_type
 
 
 class CPUTensor(Tensor):
