@@ -23,6 +23,10 @@ from .array import Tensor
 from .optree import Scalar
 
 
+#: recorded situations kept per factory
+MAX_RECIPES = 4096
+
+
 class Dispatcher:
     """Per-factory cache of recorded assignment recipes."""
 
@@ -37,6 +41,10 @@ class Dispatcher:
         key = (tree.sig, out.sig, pattern)
         recipe = self.recipes.get(key)
         if recipe is None:
+            if len(self.recipes) >= MAX_RECIPES:
+                # forget the oldest: a program cycling through many shapes
+                # must not grow without bound (compiled kernels are kept)
+                del self.recipes[next(iter(self.recipes))]
             recipe = self.recipes[key] = self._record(out, tree, leaves)
         recipe.replay(self.gpu, slots)
 
