@@ -80,6 +80,7 @@ class _Generator:
 
     # -- signature --------------------------------------------------------
     def params(self):
+        """Kernel parameter declarations and the matching pycuda format."""
         p, lay = self.p, self.lay
         out = [f"{p.out_type}* __restrict__ out"]
         out += [f"const {t}* __restrict__ p{k}" for k, t in enumerate(p.leaf_types)]
@@ -97,6 +98,7 @@ class _Generator:
         return out, fmt
 
     def source(self):
+        """The whole kernel source."""
         params, fmt = self.params()
         name = "ga_kernel"
         body = self.ew_body() if self.p.mode == "ew" else self.reduction_body()
@@ -137,6 +139,7 @@ class _Generator:
         return f"p{leaf}[o{leaf}]" if level == "row" else f"p{leaf}[o{leaf} + i{leaf}]"
 
     def emit(self, indices, index, indent):
+        """Declare and compute the instructions ``indices`` in order."""
         for i in indices:
             ins = self.p.instrs[i]
             self.lines.append(f"{indent}{ins.ctype} v{i} = {self.value(i, index)};")
@@ -198,6 +201,7 @@ class _Generator:
 
     # -- elementwise kernels ----------------------------------------------------
     def ew_body(self):
+        """Body of an elementwise kernel: a grid-stride loop over elements."""
         row_level = [i for i, ins in enumerate(self.p.instrs) if ins.level == "row"]
         self.emit(row_level, "0", "  ")
         self.lines += [
@@ -209,6 +213,7 @@ class _Generator:
         return self.lines
 
     def ew_loops(self):
+        """The vector loop (where the layout allows), then the element loop."""
         if self.lay.vec:
             self.vector_loop()
             start = "(n / %d) * %d + tid" % (self.lay.vec, self.lay.vec)
@@ -223,6 +228,7 @@ class _Generator:
         self.lines.append("  }")
 
     def vector_loop(self):
+        """Loop over ``vec`` contiguous elements a thread, 16-byte accesses."""
         vec = self.lay.vec
         out_t = self.p.out_type
         self.lines += [f"  const ga_idx nv = n / {vec};",
@@ -246,6 +252,7 @@ class _Generator:
 
     # -- reduction kernels ---------------------------------------------------------
     def reduction_body(self):
+        """Body of a reduce/bcast/partial kernel (see codegen_reduce)."""
         from .codegen_reduce import ReductionWriter
         return ReductionWriter(self).body()
 

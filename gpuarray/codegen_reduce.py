@@ -29,6 +29,7 @@ class ReductionWriter:
         self.reductions = [i for i, ins in enumerate(self.p.instrs) if ins.op in _COMBINE]
 
     def body(self):
+        """The kernel body: prologue, row offsets, passes, final stores."""
         g = self.g
         self.prologue()
         g.lines += g.decompose("row", "o", self.lay.n_outer,
@@ -44,6 +45,7 @@ class ReductionWriter:
         return g.lines
 
     def prologue(self):
+        """Sizes, shared memory, and the loop handing rows to thread groups."""
         g = self.g
         g.lines += ["  ga_idx rows = 1, L = 1;"]
         g.lines += [f"  rows *= n_o{d};" for d in range(self.lay.n_outer)]
@@ -109,15 +111,18 @@ class ReductionWriter:
                     "    const ga_idx row = active ? row0 + group : 0;"]
 
     def acc_type(self, r):
+        """C type of reduction ``r``'s accumulator (argmax keeps the values' type)."""
         ins = self.p.instrs[r]
         return ins.in_ctypes[0] if ins.op in ("argmax", "argmin") else ins.ctype
 
     def emit_row_level(self, stage):
+        """Row-level values that become computable after pass ``stage``."""
         chosen = [i for i, ins in enumerate(self.p.instrs)
                   if ins.level == "row" and ins.stage == stage and ins.op not in _COMBINE]
         self.g.emit(chosen, "row", "    ")
 
     def inner_offsets(self, with_out, with_leaves=True):
+        """Offsets along the reduced axes of the element ``i`` of the row."""
         operands = (["out"] if with_out else []) + (
             [str(k) for k in range(self.g.nleaves)] if with_leaves else [])
         return self.g.decompose("i", "i", self.lay.n_inner, operands, "      ")
@@ -170,6 +175,7 @@ class ReductionWriter:
         g.lines.append("    }")
 
     def reduction_pass(self, stage):
+        """One pass over the row accumulating every reduction of ``stage``."""
         g = self.g
         members = [r for r in self.reductions if self.p.instrs[r].stage == stage]
         for r in members:
@@ -191,6 +197,7 @@ class ReductionWriter:
             g.lines.append(f"    const {ins.ctype} v{r} = ({ins.ctype}){result};")
 
     def accumulate(self, r):
+        """C statement folding the current element into accumulator ``r``."""
         ins = self.p.instrs[r]
         x = f"({ins.in_ctypes[0]})v{ins.args[0]}"
         if ins.op in ("argmax", "argmin"):
@@ -210,6 +217,7 @@ class ReductionWriter:
         return f"acc{r} = {_COMBINE[ins.op]}(acc{r}, {value});"
 
     def combine_group(self, members):
+        """Combine the accumulators of a row's threads (shuffles, shared memory)."""
         if self.lay.columns:
             self.combine_columns(members)
             return
@@ -255,9 +263,11 @@ class ReductionWriter:
         g.lines += ["    }", "    __syncthreads();"]
 
     def is_arg(self, r):
+        """True for argmax/argmin, which carry an index with the value."""
         return self.p.instrs[r].op in ("argmax", "argmin")
 
     def combine_cluster(self, members):
+        """Combine the blocks of a cluster through distributed shared memory."""
         g = self.g
         g.lines.append("    if (threadIdx.x == 0) {")
         for r in members:
@@ -277,9 +287,11 @@ class ReductionWriter:
         g.lines += ["    }", "    ga_cluster_sync();"]
 
     def final(self):
+        """The stores, once, or twice for stochastic and nearest rounding."""
         self.g.rounding_variants(self.final_stores)
 
     def final_stores(self):
+        """Store the row's results: every element (bcast), one (reduce), a partial."""
         g = self.g
         root = self.p.root
         if self.p.mode == "partial":
