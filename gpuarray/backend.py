@@ -116,6 +116,10 @@ class Backend(MathFunctions):
                             "copy them to the factory first with ng.array()")
         return Scalar(value)
 
+    def operands(self, values):
+        """:meth:`operand` of each value, as a tuple (this factory's own pass as they are)."""
+        return tuple(v if getattr(v, "backend", None) is self else self.operand(v) for v in values)
+
     def evaluate(self, expr, out=None):
         """Evaluate ``expr`` into ``out`` or into a new tensor, which is returned."""
         expr = self.operand(expr)

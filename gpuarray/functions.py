@@ -20,14 +20,11 @@ class MathFunctions:
 
     def elementwise(self, name, *args, out=None):
         """Apply elementwise op ``name`` (see :data:`gpuarray.ops.OPS`)."""
-        # tensors and trees of this factory need no wrapping: skip the call
-        node = optree.elementwise(self, name, [
-            a if getattr(a, "backend", None) is self else self.operand(a) for a in args])
-        return self._finish(node, out)
+        return self._finish(optree.elementwise(self, name, self.operands(args)), out)
 
     def where(self, condition, x, y, out=None):
         """``x`` where ``condition`` is true, else ``y`` (numpy.where)."""
-        args = [self.operand(a) for a in (condition, x, y)]
+        args = self.operands((condition, x, y))
         return self._finish(optree.elementwise(self, "where", args), out)
 
     def clip(self, a, a_min, a_max, out=None):
@@ -142,8 +139,7 @@ def _add_elementwise(name):
     def function(self, *args, out=None):
         if len(args) != spec.arity:
             raise TypeError(f"{name}() takes {spec.arity} operand(s) ({len(args)} given)")
-        node = optree.elementwise(self, name, tuple(
-            a if getattr(a, "backend", None) is self else self.operand(a) for a in args))
+        node = optree.elementwise(self, name, self.operands(args))
         return node if out is None else self._finish(node, out)
 
     function.__name__ = name

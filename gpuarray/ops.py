@@ -151,8 +151,6 @@ def resolve(name, operand_types):
     """
     spec = OPS[name]
     types = operand_types
-    if name == "where":
-        raise ValueError("where is resolved by promote()")
     if any(t is float for t in types) and any(t == dtypes.bfloat16 for t in types):
         # ml_dtypes promotes bfloat16 with a Python float to float32; NEP 50 keeps bfloat16
         types = tuple(dtypes.bfloat16 if t is float else t for t in types)
@@ -171,21 +169,13 @@ def resolve(name, operand_types):
 @lru_cache(maxsize=None)
 def promote(*operand_types):
     """Common dtype of several operands (numpy's ``result_type``, weak scalars included)."""
-    if all(t is bool or t == np.dtype(bool) for t in operand_types):
-        return np.dtype(bool)
     result = operand_types[0]
     for t in operand_types[1:]:
-        result = resolve("add", (result, t))[1] if not _both_weak(result, t) else _weak_join(result, t)
-    return np.dtype(result) if not isinstance(result, type) else np.dtype(result)
-
-
-def _both_weak(a, b):
-    return isinstance(a, type) and isinstance(b, type)
-
-
-def _weak_join(a, b):
-    order = [bool, int, float]
-    return order[max(order.index(a), order.index(b))]
+        if isinstance(result, type) and isinstance(t, type):  # two weak scalars
+            result = float if float in (result, t) else int
+        else:  # add's promotion is numpy's result_type (bool + bool stays bool)
+            result = resolve("add", (result, t))[1]
+    return np.dtype(result)
 
 
 @lru_cache(maxsize=None)
