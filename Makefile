@@ -2,10 +2,18 @@
 
 PYTHON ?= python3
 NVCC ?= nvcc
-NVCCFLAGS ?= -gencode=arch=compute_90a,code=sm_90a -O3
+NVCCFLAGS ?= -O3 -std=c++17
+# Hopper-only kernels (wgmma, setmaxnreg) need the sm_90a target
+SM90_ARCH := -gencode=arch=compute_90a,code=sm_90a
+# the others run on Ampere, Ada and Hopper: one fatbin holding sm_80 and sm_90 code
+PORTABLE_ARCH := -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90
 
 KERNEL_SRCS := $(wildcard kernels/*.cu)
-KERNEL_BINS := $(patsubst kernels/%.cu,gpuarray/kernels/%.cubin,$(KERNEL_SRCS))
+SM90_SRCS := $(wildcard kernels/*_sm90.cu)
+PORTABLE_SRCS := $(filter-out $(SM90_SRCS),$(KERNEL_SRCS))
+KERNEL_BINS := $(patsubst kernels/%.cu,gpuarray/kernels/%.cubin,$(SM90_SRCS)) \
+               $(patsubst kernels/%.cu,gpuarray/kernels/%.fatbin,$(PORTABLE_SRCS))
+KERNEL_DEPS := $(wildcard kernels/*.cuh) gpuarray/cuda/prelude.cuh
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
 .PHONY: all install kernels python test bench doc clean
@@ -14,7 +22,7 @@ all: python kernels
 
 install:
 	$(PYTHON) -m pip install -e '.[dev]'
-	$(MAKE) kernels
+	$(MAKE) -j4 kernels
 
 ifeq ($(strip $(KERNEL_SRCS)),)
 kernels:
@@ -25,9 +33,13 @@ kernels:
 else
 kernels: $(KERNEL_BINS)
 
-gpuarray/kernels/%.cubin: kernels/%.cu
+gpuarray/kernels/%.cubin: kernels/%.cu $(KERNEL_DEPS)
 	@mkdir -p $(@D)
-	$(NVCC) -cubin $(NVCCFLAGS) -o $@ $<
+	$(NVCC) -cubin $(SM90_ARCH) $(NVCCFLAGS) -o $@ $<
+
+gpuarray/kernels/%.fatbin: kernels/%.cu $(KERNEL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) -fatbin $(PORTABLE_ARCH) $(NVCCFLAGS) -o $@ $<
 endif
 
 python:
@@ -44,5 +56,5 @@ doc:
 
 clean:
 	rm -rf build dist *.egg-info docs/_build .pytest_cache
-	rm -f gpuarray/kernels/*.cubin
+	rm -f gpuarray/kernels/*.cubin gpuarray/kernels/*.fatbin
 	find . -path ./.git -prune -o -type d -name __pycache__ -exec rm -rf {} +

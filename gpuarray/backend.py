@@ -10,7 +10,7 @@ lives here once.
 """
 import numpy as np
 
-from . import dtypes, shapes
+from . import dtypes, gemm, gemm_fuse, shapes
 from .array import Tensor
 from .functions import MathFunctions
 from .optree import Expression, Scalar
@@ -142,8 +142,28 @@ class Backend(MathFunctions):
             tree = self.operand(value)
         if tree.shape != target.shape:
             shapes.check_assignable(tree.shape, target.shape)
-        if 0 not in target.shape:
+        if 0 in target.shape:
+            return
+        if tree.has_gemm:
+            gemm_fuse.execute(self, target, tree)
+        else:
             self._execute(target, tree)
+
+    def run_gemm(self, call):
+        """Run a checked :class:`gemm.GemmCall` (products with K = 0 run fused)."""
+        m, n, k = call.mnk
+        if call.c.size == 0:
+            if call.stats is not None:
+                call.stats.fill(0)
+        elif k == 0 or call.batches == 0:
+            self.assign(call.c, gemm.epilogue_tree(self, call, Scalar(0.0)))
+            if call.stats is not None:
+                gemm.stats_by_reduction(self, call.c, call.stats)
+        else:
+            self._gemm(call)
+
+    def _gemm(self, call):
+        raise NotImplementedError
 
     def to_host(self, tensor):
         """Copy a tensor view into a new numpy array."""

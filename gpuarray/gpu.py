@@ -7,7 +7,8 @@ bottom: :meth:`GPU._execute` -> :mod:`gpuarray.dispatch` (replays a
 recorded recipe, or records one:) -> plan (:mod:`gpuarray.plan`) -> layout
 and arguments (:mod:`gpuarray.launch`) -> :meth:`GPU._kernel`: from the
 cache, else generate (:mod:`gpuarray.codegen`) and compile
-(:mod:`gpuarray.compiler`) -> launch.
+(:mod:`gpuarray.compiler`) -> launch.  Matrix products go to the
+hand-written GEMM kernels instead (:mod:`gpuarray.gemm_plan`).
 
 pycuda is imported lazily, so the package imports (and the CPU factory
 works) on machines without CUDA.
@@ -16,7 +17,7 @@ import atexit
 
 import numpy as np
 
-from . import codegen, compiler, dispatch, interop
+from . import codegen, compiler, dispatch, gemm_kernels, gemm_plan, interop
 from .array import Tensor
 from .backend import Backend
 from .mempool import DeviceMemoryPool
@@ -109,6 +110,8 @@ class GPU(Backend):
         self._kernels = {}
         self._calls = 0
         self._dispatcher = dispatch.Dispatcher(self)
+        #: the hand-written GEMM kernels, loaded on first use
+        self.gemm_library = gemm_kernels.Library(drv)
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
@@ -150,6 +153,9 @@ class GPU(Backend):
     # -- evaluation ---------------------------------------------------------
     def _execute(self, out, tree):
         self._dispatcher.execute(out, tree)
+
+    def _gemm(self, call):
+        gemm_plan.run(self, call)
 
     def _kernel(self, program, layout):
         """Compiled kernel for (program, layout), generating it on first use."""

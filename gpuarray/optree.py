@@ -17,6 +17,7 @@ import numpy as np
 from . import dtypes, ops, shapes
 
 _rand_serial = itertools.count()
+_PRODUCTS = ("dot", "batched_dot")
 _WEAK = {int: (int, np.dtype(np.int64)), float: (float, np.dtype(np.float64)),
          bool: (None, np.dtype(np.bool_))}
 
@@ -32,6 +33,7 @@ class Scalar:
     shape = ()
     ndim = 0
     backend = None
+    has_gemm = False
 
     def __init__(self, value):
         kind = type(value)
@@ -67,6 +69,8 @@ class Expression:
 
     # numpy must not treat expressions as arrays: make it defer to our operators
     __array_ufunc__ = None
+    #: True for trees holding a matrix product (see gpuarray.gemm_fuse)
+    has_gemm = False
 
     def __hash__(self):
         # __eq__ builds an expression, so hashing stays by identity
@@ -191,8 +195,9 @@ class OpTreeNode(Expression):
     Attributes
     ----------
     op : str
-        Name in the op table (``ops.OPS``) or one of the structural ops
-        ``astype``, ``where``, ``rand``, ``squeeze``.
+        Name in the op table (``ops.OPS``), one of the structural ops
+        ``astype``, ``where``, ``rand``, ``squeeze``, or a matrix product
+        ``dot`` / ``batched_dot`` (run by the GEMM kernels, never fused).
     args : tuple
         Operands: tensors, :class:`Scalar` or other nodes.
     attrs : tuple
@@ -202,7 +207,7 @@ class OpTreeNode(Expression):
     """
 
     __slots__ = ("op", "args", "attrs", "shape", "dtype", "backend", "sig", "leaves",
-                 "operand_type")
+                 "operand_type", "has_gemm")
 
     def __init__(self, backend, op, args, attrs, shape, dtype):
         self.backend, self.op = backend, op
@@ -216,9 +221,11 @@ class OpTreeNode(Expression):
         if len(self.args) == 2:  # the common case, without a loop
             a, b = self.args
             self.sig, self.leaves = head + (a.sig, b.sig), a.leaves + b.leaves
+            self.has_gemm = a.has_gemm or b.has_gemm or op in _PRODUCTS
         else:
             self.sig = head + tuple(a.sig for a in self.args)
             self.leaves = tuple(leaf for a in self.args for leaf in a.leaves)
+            self.has_gemm = any(a.has_gemm for a in self.args)
 
     @property
     def is_reduction(self):

@@ -1,0 +1,91 @@
+"""Driver calls pycuda lacks, made through ctypes on libcuda.
+
+In: a tensor's device address, element type, extents and strides, and the
+tile box a kernel copies.  Out: the 128-byte ``CUtensorMap`` that a TMA
+kernel receives by value (the bulk tensor copy engine reads its layout
+from it).  Everything else -- modules, functions, launches, memory --
+goes through pycuda.
+"""
+import ctypes
+import ctypes.util
+
+import numpy as np
+
+from . import dtypes
+
+TENSOR_MAP_BYTES = 128
+
+# CUtensorMapDataType
+_DATA_TYPE = {
+    np.dtype(np.float16): 6,
+    np.dtype(np.float32): 7,
+    dtypes.bfloat16: 9,
+}
+_TFLOAT32 = 11
+# CUtensorMapSwizzle, by the width in bytes of the swizzled row
+SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+_INTERLEAVE_NONE = 0
+_L2_PROMOTION_256B = 3
+_OOB_FILL_ZEROS = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds reads give zeros
+
+_lib = []
+
+
+class DriverError(RuntimeError):
+    """A driver call failed; the message names the call and the CUresult."""
+
+
+def _libcuda():
+    if not _lib:
+        name = ctypes.util.find_library("cuda") or "libcuda.so.1"
+        lib = ctypes.CDLL(name)
+        lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
+        lib.cuTensorMapEncodeTiled.argtypes = [
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+            ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
+            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        _lib.append(lib)
+    return _lib[0]
+
+
+def encode_tiled(ptr, dtype, dims, strides, box, swizzle_bytes, tf32=False):
+    """Encode a tiled TMA descriptor.
+
+    Parameters
+    ----------
+    ptr : int
+        Device address of element (0, 0, ...); 16-byte aligned.
+    dtype : numpy.dtype
+        float16, bfloat16 or float32.
+    dims : sequence of int
+        Extents, innermost (contiguous) first.
+    strides : sequence of int
+        Byte strides of dims[1:], each a multiple of 16.
+    box : sequence of int
+        Extents of the tile one copy moves, innermost first.
+    swizzle_bytes : int
+        0, 32, 64 or 128: the shared-memory swizzle the kernel reads with.
+    tf32 : bool
+        Mark float32 data as TF32 (the copy engine rounds it).
+
+    Returns
+    -------
+    bytes
+        The 128-byte descriptor.
+    """
+    rank = len(dims)
+    out = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)
+    # CUtensorMap is 64-byte aligned
+    address = (ctypes.addressof(out) + 63) & ~63
+    data_type = _TFLOAT32 if tf32 else _DATA_TYPE[np.dtype(dtype)]
+    result = _libcuda().cuTensorMapEncodeTiled(
+        address, data_type, rank, ptr,
+        (ctypes.c_uint64 * rank)(*dims), (ctypes.c_uint64 * (rank - 1))(*strides),
+        (ctypes.c_uint32 * rank)(*box), (ctypes.c_uint32 * rank)(*([1] * rank)),
+        _INTERLEAVE_NONE, SWIZZLE[swizzle_bytes], _L2_PROMOTION_256B, _OOB_FILL_ZEROS)
+    if result != 0:
+        raise DriverError(
+            f"cuTensorMapEncodeTiled failed (CUresult {result}) for dims={tuple(dims)} "
+            f"strides={tuple(strides)} box={tuple(box)} at address {ptr:#x}")
+    return ctypes.string_at(address, TENSOR_MAP_BYTES)

@@ -1,0 +1,103 @@
+"""Assignments whose op-tree holds matrix products.
+
+In: a destination view and an op-tree with ``dot`` / ``batched_dot`` nodes
+(from ``ng.dot(A, B)`` without ``C``).  Out: the destination filled in.
+
+When the whole tree is one product wrapped in what the GEMM epilogue
+computes -- ``relu(alpha * dot(A, B) + bias) + beta * C`` with C the
+destination itself -- it runs as a single GEMM launch.  Otherwise each
+product is computed into a temporary by the GEMM kernels and the rest of
+the tree goes to the fusion compiler as usual.
+"""
+from . import gemm
+from .array import Tensor
+from .optree import OpTreeNode, Scalar
+
+PRODUCTS = ("dot", "batched_dot")
+
+
+def execute(backend, target, tree):
+    """Evaluate ``tree`` (which contains products) into ``target``."""
+    call = epilogue_call(backend, target, tree)
+    if call is not None:
+        backend.run_gemm(call)
+    else:
+        backend._execute(target, _materialize(backend, tree, {}))
+
+
+def epilogue_call(backend, target, tree):
+    """The :class:`gemm.GemmCall` computing ``target[:] = tree`` in one launch, or None."""
+    if tree.shape != target.shape or target.dtype not in gemm.OUTPUT_DTYPES:
+        return None
+    node, beta = tree, 0.0
+    if _is(node, "add"):
+        for x, y in (node.args, node.args[::-1]):
+            inner, factor = _scaled(y)
+            if _same_view(inner, target):
+                node, beta = x, factor
+                break
+    relu = _is(node, "relu")
+    if relu:
+        node = node.args[0]
+    bias = None
+    if _is(node, "add"):
+        for x, y in (node.args, node.args[::-1]):
+            if _usable_bias(y, x):
+                node, bias = x, y
+                break
+    product, alpha = _scaled(node)
+    if not _is(product, *PRODUCTS):
+        return None
+    a, b = product.args
+    return gemm.make_call(backend, a, b, target, product.op == "batched_dot", alpha, beta,
+                          relu, bias, precision=product.attrs[0])
+
+
+def _is(node, *names):
+    return isinstance(node, OpTreeNode) and node.op in names
+
+
+def _scaled(node):
+    """(x, s) when ``node`` is ``x * s`` or ``s * x`` with s a real scalar, else (node, 1)."""
+    if _is(node, "multiply"):
+        for x, s in (node.args, node.args[::-1]):
+            if isinstance(s, Scalar) and s.dtype.kind in "fiu" and isinstance(x, (Tensor, OpTreeNode)):
+                return x, float(s.value)
+    return node, 1.0
+
+
+def _same_view(x, target):
+    return (isinstance(x, Tensor) and x.buffer is target.buffer and x.offset == target.offset
+            and x.shape == target.shape and x.strides == target.strides)
+
+
+def _usable_bias(bias, other):
+    """A tensor the epilogue can add: float, at most 2-D, broadcast over the product."""
+    return (isinstance(bias, Tensor) and bias.dtype in gemm.OUTPUT_DTYPES
+            and bias.ndim <= 2 and bias.shape != other.shape
+            and len(other.shape) >= 2 and _broadcasts(bias.shape, other.shape[-2:]))
+
+
+def _broadcasts(shape, target):
+    shape = (1,) * (len(target) - len(shape)) + tuple(shape)
+    return all(s in (1, t) for s, t in zip(shape, target))
+
+
+def _materialize(backend, node, memo):
+    """``node`` with every product replaced by a tensor holding its value."""
+    if not isinstance(node, OpTreeNode) or not node.has_gemm:
+        return node
+    done = memo.get(id(node))
+    if done is not None:
+        return done
+    if node.op in PRODUCTS:
+        out = backend.empty(node.shape, node.dtype)
+        a, b = node.args
+        backend.run_gemm(gemm.make_call(backend, a, b, out, node.op == "batched_dot",
+                                        precision=node.attrs[0]))
+        result = out
+    else:
+        args = tuple(_materialize(backend, a, memo) for a in node.args)
+        result = OpTreeNode(backend, node.op, args, node.attrs, node.shape, node.dtype)
+    memo[id(node)] = result
+    return result

@@ -1,0 +1,128 @@
+"""The catalogue of hand-written GEMM kernels, and how to call them.
+
+In: a kernel configuration (family, tile, input type, layouts) and the
+values of one launch.  Out: a loaded pycuda function (from the cubins
+``make kernels`` builds into ``gpuarray/kernels/``), and the ``GemmArgs``
+block it takes by value, packed byte for byte as ``kernels/gemm_common.cuh``
+declares it (TMA descriptors included).
+
+Families (one ``kernels/gemm_<family>.cu`` each):
+
+* ``sm90``  -- TMA + wgmma, warp-specialised (Hopper, sm_90a);
+* ``sm80`` / ``sm80u`` -- mma.sync tensor cores, 16-byte aligned operands /
+  any alignment (Ampere and later; Hopper's fallback);
+* ``ffma`` / ``ffmau`` -- exact float32 on the FFMA pipes;
+* ``splitk`` -- sums split-K partials and applies the epilogue.
+"""
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import dtypes
+
+KERNEL_DIR = Path(__file__).with_name("kernels")
+
+#: GemmArgs: two tensor maps, six pointers, ten strides, seed, ten ints,
+#: two floats, the call counter, padding to the struct's 64-byte alignment
+ARGS = struct.Struct("<128s128s6Q10qQ7i3i2fI4x")
+ARGS_BYTES = 448
+NO_TMAP = bytes(128)
+
+# GemmArgs::c_type / bias_type
+TYPE_CODE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, dtypes.bfloat16: 2}
+# GemmArgs::flags
+EPI_RELU, EPI_BIAS, EPI_BETA, EPI_SR, EPI_STATS = 1, 2, 4, 8, 16
+EPI_SR_BITS_SHIFT = 8
+
+#: kernel-name spelling of an input type
+INPUT_NAME = {np.dtype(np.float16): "f16", dtypes.bfloat16: "bf16", np.dtype(np.float32): "f32"}
+
+
+class KernelsMissing(RuntimeError):
+    """The cubins are not built (``make kernels``) or lack a kernel."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """One tile configuration of a kernel family.
+
+    ``align`` is the byte alignment the kernel needs of operand addresses,
+    leading and batch strides (1: none).  ``tma`` maps (operand, layout)
+    to the (inner, outer) box and the swizzle width of its tensor map;
+    empty for kernels that read through pointers.  ``per_sm`` is how many
+    blocks fit on one multiprocessor, ``efficiency`` the fraction of the
+    family's peak a full machine of these tiles reaches (the heuristic's
+    model, from the benchmarks).
+    """
+
+    family: str
+    bm: int
+    bn: int
+    bk: int
+    threads: int
+    smem: int
+    inputs: tuple
+    layouts: tuple = ("kn", "kk", "mn", "mk")
+    align: int = 16
+    tma: dict = field(default_factory=dict, hash=False, compare=False)
+    per_sm: int = 1
+    efficiency: float = 0.8
+    persistent: bool = False
+
+    def kernel_name(self, input_name, layout):
+        return f"ga_gemm_{self.family}_{self.bm}x{self.bn}x{self.bk}_{input_name}_{layout}"
+
+    @property
+    def file(self):
+        """Stem of the cubin/fatbin holding this family."""
+        return "gemm_" + self.family.rstrip("u")
+
+
+def pack(tmap_a, tmap_b, ptrs, strides, seed, ints, alpha, beta, call):
+    """GemmArgs bytes.  ptrs: a, b, c, bias, partial, stats; strides: a_m,
+    a_k, b_k, b_n, ldc, batch_a, batch_b, batch_c, bias_m, bias_n; ints: M,
+    N, K, batch, kbatch, splits, tiles_per_split, flags, c_type, bias_type."""
+    return ARGS.pack(tmap_a, tmap_b, *ptrs, *strides, seed, *ints, alpha, beta, call)
+
+
+class Library:
+    """Loads GEMM modules on first use and hands out prepared functions."""
+
+    def __init__(self, drv):
+        self._drv = drv
+        self._modules = {}
+        self._functions = {}
+
+    def _module(self, stem):
+        module = self._modules.get(stem)
+        if module is None:
+            for suffix in (".cubin", ".fatbin"):
+                path = KERNEL_DIR / (stem + suffix)
+                if path.exists():
+                    module = self._drv.module_from_file(str(path))
+                    break
+            else:
+                raise KernelsMissing(
+                    f"GEMM kernels are not built: {KERNEL_DIR / stem}.cubin (or .fatbin) "
+                    "is missing; run `make kernels` (needs nvcc)")
+            self._modules[stem] = module
+        return module
+
+    def function(self, stem, name, smem):
+        """The kernel ``name`` of module ``stem``, allowed ``smem`` bytes of shared memory."""
+        key = (stem, name)
+        func = self._functions.get(key)
+        if func is None:
+            try:
+                func = self._module(stem).get_function(name)
+            except self._drv.LogicError as err:
+                raise KernelsMissing(f"{stem} has no kernel {name}: rebuild with `make kernels` "
+                                     f"({err})") from None
+            if smem > 48 * 1024:
+                # blocks get more than 48 KB of shared memory only on request
+                func.set_attribute(self._drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   smem)
+            self._functions[key] = func
+        return func

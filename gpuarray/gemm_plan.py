@@ -1,0 +1,274 @@
+"""GEMM on the GPU: one checked GemmCall -> kernel choice -> launches.
+
+In: a :class:`gpuarray.gemm.GemmCall` and the GPU factory.  Out: the main
+GEMM kernel (and, with split-K, the reduce kernel) queued on the stream.
+
+The path reads top to bottom:
+
+1. :func:`run` -- C must be row-major: a column-major C swaps the operands
+   (C^T = B^T A^T); a C that overlaps an operand or has no unit stride is
+   computed through a float32 temporary and the fusion compiler.
+2. :func:`problem` -- each operand's layout from its strides (a copy where
+   neither axis is contiguous), and batch axes folded into M or K where
+   the memory allows it (shared weights, weight-gradient sums).
+3. :func:`choose` -- the kernel family (by dtype, architecture and
+   alignment), then the tile and the K-split with the lowest modelled time.
+4. :func:`launch` -- TMA descriptors, the packed ``GemmArgs``, launches.
+"""
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import cudriver, gemm, gemm_kernels as gk, gemm_tiles
+
+_REDUCE_THREADS = 256
+
+
+@dataclass
+class Operand:
+    """A 3-D operand view read as a matrix stack with one contiguous axis."""
+
+    t: object
+    layout: str     # "k"/"m" (A) or "k"/"n" (B): the contiguous axis
+    ld: int         # element stride of the other axis
+    batch: int      # element stride between batches (0: shared)
+
+    @property
+    def ptr(self):
+        return self.t.ptr
+
+    def aligned(self, nbytes):
+        """True when the address and the strides are multiples of ``nbytes``."""
+        isz = self.t.itemsize
+        return (self.ptr % nbytes == 0 and self.ld > 0 and (self.ld * isz) % nbytes == 0
+                and (self.batch * isz) % nbytes == 0)
+
+
+@dataclass
+class Problem:
+    """A GEMM in the kernels' terms (gemm_common.cuh)."""
+
+    call: gemm.GemmCall
+    a: Operand
+    b: Operand
+    m: int
+    n: int
+    k: int
+    batch: int
+    kbatch: int
+    ldc: int
+    batch_c: int
+
+    @property
+    def layout(self):
+        return self.a.layout + self.b.layout
+
+    @property
+    def dtype(self):
+        return self.a.t.dtype
+
+
+def run(gpu, call):
+    """Queue the kernels computing ``call`` on ``gpu``."""
+    c = call.c
+    if _overlaps(c, call.a) or _overlaps(c, call.b) or not (_unit(c, 2) or _unit(c, 1)):
+        _run_via_temporary(gpu, call)
+        return
+    if not _unit(c, 2):
+        call = _transposed(call)
+    launch(gpu, problem(gpu, call))
+
+
+def _unit(t, axis):
+    """Axis ``axis`` of ``t`` is contiguous (or has one element) and the others are not negative."""
+    return ((t.strides[axis] == t.itemsize or t.shape[axis] == 1)
+            and all(s >= 0 for s in t.strides))
+
+
+def _span(t):
+    lo = t.offset + sum(min(0, (d - 1) * s) for d, s in zip(t.shape, t.strides))
+    hi = t.offset + sum(max(0, (d - 1) * s) for d, s in zip(t.shape, t.strides)) + t.itemsize
+    return lo, hi
+
+
+def _overlaps(x, y):
+    if x.buffer is not y.buffer:
+        return False
+    (x0, x1), (y0, y1) = _span(x), _span(y)
+    return x0 < y1 and y0 < x1
+
+
+def _transposed(call):
+    """The same product written for C^T = B^T A^T."""
+    swap = (0, 2, 1)
+    bias = call.bias.transpose() if call.bias is not None else None
+    return replace(call, a=call.b.transpose(*swap), b=call.a.transpose(*swap),
+                   c=call.c.transpose(*swap), bias=bias)
+
+
+def _run_via_temporary(gpu, call):
+    """Product into a float32 temporary, then the epilogue by the fusion compiler."""
+    product = gpu.empty(call.c.shape, np.float32)
+    run(gpu, gemm.GemmCall(call.a, call.b, product, precision=call.precision,
+                           accumulate=call.accumulate))
+    gpu.assign(call.c, gemm.epilogue_tree(gpu, call, product))
+    if call.stats is not None:
+        gemm.stats_by_reduction(gpu, call.c, call.stats)
+
+
+# -- 2. the problem ----------------------------------------------------------
+def operand(gpu, t, axes):
+    """:class:`Operand` of a 3-D view whose two matrix axes are named ``axes``."""
+    isz = t.itemsize
+    nb, rows, cols = t.shape
+    sb, sr, sc = (s // isz for s in t.strides)
+    if (sc == 1 or cols == 1) and sr >= 0 and sb >= 0:
+        return Operand(t, axes[1], sr if rows > 1 else cols, sb if nb > 1 else 0)
+    if (sr == 1 or rows == 1) and sc >= 0 and sb >= 0:
+        return Operand(t, axes[0], sc if cols > 1 else rows, sb if nb > 1 else 0)
+    # neither axis contiguous: a packed copy (one matrix when it is shared)
+    source = t[0] if sb == 0 else t
+    packed = gpu.evaluate(source)
+    if sb == 0:
+        packed = packed._view(t.shape, (0,) + packed.strides, packed.offset)
+    return Operand(packed, axes[1], cols, rows * cols if sb != 0 and nb > 1 else 0)
+
+
+def problem(gpu, call):
+    """The :class:`Problem` of a call whose C is row-major."""
+    m, n, k = call.mnk
+    c = call.c
+    isz = c.itemsize
+    a, b = operand(gpu, call.a, ("m", "k")), operand(gpu, call.b, ("k", "n"))
+    prob = Problem(call, a, b, m, n, k, batch=c.shape[0], kbatch=1,
+                   ldc=c.strides[1] // isz if m > 1 else n,
+                   batch_c=c.strides[0] // isz if c.shape[0] > 1 else 0)
+    if call.accumulate:
+        prob.batch, prob.kbatch = 1, call.batches
+    return _fold_batches(prob)
+
+
+def _k_stride(op):
+    return 1 if op.layout == "k" else op.ld
+
+
+def _fold_batches(prob):
+    """Merge a batch axis into M (shared B) or K (summed batches) where memory allows."""
+    a, b, call = prob.a, prob.b, prob.call
+    nb = call.batches
+    if nb <= 1:
+        return prob
+    if (prob.kbatch == nb and a.batch == prob.k * _k_stride(a)
+            and b.batch == prob.k * _k_stride(b)):
+        # A_i and B_i are consecutive K-slices of one long product
+        prob.k, prob.kbatch = prob.k * nb, 1
+        prob.a, prob.b = replace(a, batch=0), replace(b, batch=0)
+    elif (prob.kbatch == 1 and b.batch == 0 and a.layout == "k" and a.batch == prob.m * a.ld
+          and prob.batch_c == prob.m * prob.ldc and (call.bias is None or call.bias.strides[0] == 0)):
+        # a shared B: the batches of A and C are just more rows
+        prob.m, prob.batch, prob.batch_c = prob.m * nb, 1, 0
+        prob.a = replace(a, batch=0)
+    return prob
+
+
+# -- 3. the kernel -----------------------------------------------------------
+def choose(gpu, prob):
+    """(config, splits) of the candidate tile with the lowest modelled time."""
+    family = gemm_tiles.family(gpu, prob)
+    best = None
+    for cfg in gemm_tiles.configs(family, gk.INPUT_NAME[prob.dtype], prob.layout):
+        for splits in gemm_tiles.split_choices(gpu, prob, cfg):
+            cost = gemm_tiles.model_time(gpu, prob, cfg, splits)
+            if best is None or cost < best[0]:
+                best = (cost, cfg, splits)
+    return best[1], best[2]
+
+
+# -- 4. the launch -----------------------------------------------------------
+def launch(gpu, prob):
+    """Queue the kernels of ``prob``."""
+    cfg, splits = choose(gpu, prob)
+    call, dtype = prob.call, prob.dtype
+    ktiles = prob.kbatch * -(-prob.k // cfg.bk)
+    per_split = -(-ktiles // splits)
+    splits = -(-ktiles // per_split)  # no empty splits
+    workspace = gpu.pool.allocate(splits * prob.batch * prob.m * prob.n * 4) if splits > 1 else None
+    if call.stats is not None:
+        gpu._drv.memset_d32_async(call.stats.ptr, 0, 2)
+    gpu._calls += 1
+    args = gk.pack(*_tensor_maps(cfg, prob), _pointers(prob, workspace),
+                   _strides(prob), gpu.seed,
+                   (prob.m, prob.n, prob.k, prob.batch, prob.kbatch, splits, per_split,
+                    _flags(call), gk.TYPE_CODE[call.c.dtype],
+                    gk.TYPE_CODE[call.bias.dtype] if call.bias is not None else 0),
+                   call.alpha, call.beta, gpu._calls & 0xFFFFFFFF)
+    name = cfg.kernel_name(gk.INPUT_NAME[dtype] if call.precision == "fp32" else "tf32",
+                           prob.layout)
+    kernel = gpu.gemm_library.function(cfg.file, name, cfg.smem)
+    tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
+    grid = min(tiles, gpu.sms * cfg.per_sm) if cfg.persistent else tiles
+    kernel._launch_kernel((grid, 1, 1), (cfg.threads, 1, 1), args, cfg.smem, None)
+    launched = 1
+    if splits > 1:
+        reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
+        outputs = prob.batch * prob.m * -(-prob.n // 4)
+        blocks = min(-(-outputs // _REDUCE_THREADS), gpu.sms * 8)
+        reduce._launch_kernel((blocks, 1, 1), (_REDUCE_THREADS, 1, 1), args, 0, None)
+        launched += 1
+        workspace.free()  # later work on this stream runs after the reduce kernel
+    gpu._stats["kernels_launched"] += launched
+    gpu.last_gemm = (name, grid, splits)
+
+
+def _tensor_maps(cfg, prob):
+    if not cfg.tma:
+        return gk.NO_TMAP, gk.NO_TMAP
+    return tuple(_tensor_map(cfg, op, name, prob) for op, name in ((prob.a, "a"), (prob.b, "b")))
+
+
+def _tensor_map(cfg, op, name, prob):
+    """3-D descriptor (contiguous axis, other axis, data batch) of one operand."""
+    inner, outer, swizzle = cfg.tma[(name, op.layout)]
+    isz = op.t.itemsize
+    extents = {("a", "k"): (prob.k, prob.m), ("a", "m"): (prob.m, prob.k),
+               ("b", "n"): (prob.n, prob.k), ("b", "k"): (prob.k, prob.n)}[(name, op.layout)]
+    batches = prob.call.batches if op.batch else 1
+    # one batch: the stride is never used, but must still be a multiple of 16
+    batch_bytes = op.batch * isz if op.batch else -(-(op.ld * extents[1] * isz) // 16) * 16
+    return cudriver.encode_tiled(op.ptr, op.t.dtype, (extents[0], extents[1], batches),
+                                 (op.ld * isz, batch_bytes), (inner, outer, 1), swizzle,
+                                 tf32=prob.call.precision == "tf32")
+
+
+def _pointers(prob, workspace):
+    call = prob.call
+    return (prob.a.ptr, prob.b.ptr, call.c.ptr,
+            call.bias.ptr if call.bias is not None else 0,
+            workspace.ptr if workspace is not None else 0,
+            call.stats.ptr if call.stats is not None else 0)
+
+
+def _strides(prob):
+    a, b, call = prob.a, prob.b, prob.call
+    a_m, a_k = (a.ld, 1) if a.layout == "k" else (1, a.ld)
+    b_k, b_n = (b.ld, 1) if b.layout == "n" else (1, b.ld)
+    if call.bias is not None:
+        bias_m, bias_n = (s // call.bias.itemsize for s in call.bias.strides)
+    else:
+        bias_m = bias_n = 0
+    return (a_m, a_k, b_k, b_n, prob.ldc, a.batch, b.batch, prob.batch_c, bias_m, bias_n)
+
+
+def _flags(call):
+    flags = 0
+    if call.relu:
+        flags |= gk.EPI_RELU
+    if call.bias is not None:
+        flags |= gk.EPI_BIAS
+    if call.beta != 0:
+        flags |= gk.EPI_BETA
+    if call.stats is not None:
+        flags |= gk.EPI_STATS
+    if call.c.rounding:
+        flags |= gk.EPI_SR | (call.c.rounding << gk.EPI_SR_BITS_SHIFT)
+    return flags

@@ -1,0 +1,97 @@
+"""Which GEMM kernel runs a problem: the tile catalogue and its cost model.
+
+In: a :class:`gpuarray.gemm_plan.Problem` and the device (architecture,
+multiprocessor count).  Out: the kernel family, the candidate tile
+configurations, the K-splits worth trying, and a modelled time for each
+(config, splits) pair; :func:`gemm_plan.choose` takes the cheapest.
+
+The model: a launch runs in waves of (tiles x splits) blocks over the
+machine's block slots; a wave costs one tile's flops at the per-slot
+share of the family's peak (scaled by the tile's measured efficiency),
+and no launch beats reading its operands once from DRAM or a block
+streaming its own slice at twice its fair share of bandwidth.  Split-K
+adds the partial sums' traffic and one more launch.
+"""
+import numpy as np
+
+from . import dtypes
+from .gemm_kernels import Config
+
+# Hopper-class figures (H100/H200); used as ratios, so other GPUs rank alike
+_PEAK = {"sm90": 900e12, "sm90_tf32": 450e12, "sm80": 500e12, "sm80_tf32": 250e12,
+         "ffma": 64e12}
+_DRAM_BYTES_PER_S = 3.8e12
+_LAUNCH_S = 2.5e-6
+_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+_MIN_KTILES_PER_SPLIT = 4
+
+_HALF = ("f16", "bf16")
+_F32 = ("f32",)
+
+CONFIGS = (
+    Config("ffma", 128, 128, 8, 256, 16384, _F32, per_sm=2, efficiency=0.8),
+    Config("ffma", 64, 64, 8, 128, 8192, _F32, per_sm=4, efficiency=0.55),
+    Config("ffmau", 128, 128, 8, 256, 16384, _F32, align=1, per_sm=2, efficiency=0.6),
+    Config("ffmau", 64, 64, 8, 128, 8192, _F32, align=1, per_sm=4, efficiency=0.4),
+)
+
+
+class UnsupportedDevice(RuntimeError):
+    """The GPU is older than the GEMM kernels' oldest target (sm_80)."""
+
+
+def family(gpu, prob):
+    """Kernel family for ``prob`` on ``gpu`` (see gemm_kernels)."""
+    major = int(gpu.arch[3:-1])
+    if major < 8:
+        raise UnsupportedDevice(f"GEMM kernels need compute capability 8.0 or newer; "
+                                f"this GPU is {gpu.arch}")
+    aligned = prob.a.aligned(16) and prob.b.aligned(16)
+    if prob.dtype == np.float32 and prob.call.precision == "fp32":
+        return "ffma" if aligned else "ffmau"
+    tma_ok = (major == 9 and aligned and (prob.call.precision != "tf32" or prob.layout == "kk")
+              and (prob.call.batches == 1 or (prob.a.batch and prob.b.batch)))
+    if tma_ok and configs("sm90", _input(prob), prob.layout):
+        return "sm90"
+    return "sm80" if aligned else "sm80u"
+
+
+def _input(prob):
+    if prob.call.precision == "tf32":
+        return "tf32"
+    return "bf16" if prob.dtype == dtypes.bfloat16 else {2: "f16", 4: "f32"}[prob.dtype.itemsize]
+
+
+def configs(family_name, input_name, layout):
+    """Tile configurations of a family that compile ``input_name`` in ``layout``."""
+    return [c for c in CONFIGS
+            if c.family == family_name and input_name in c.inputs and layout in c.layouts]
+
+
+def split_choices(gpu, prob, cfg):
+    """K-splits worth modelling: only while the tiles leave block slots idle."""
+    tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch
+    ktiles = prob.kbatch * -(-prob.k // cfg.bk)
+    slots = gpu.sms * cfg.per_sm
+    return [s for s in _SPLITS
+            if s == 1 or (tiles * (s // 2 or 1) < slots and ktiles // s >= _MIN_KTILES_PER_SPLIT)]
+
+
+def model_time(gpu, prob, cfg, splits):
+    """Modelled seconds of (cfg, splits) for ``prob`` (for ranking only)."""
+    peak = _PEAK[cfg.family.rstrip("u") + ("_tf32" if prob.call.precision == "tf32" else "")]
+    slots = gpu.sms * cfg.per_sm
+    tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch
+    ktiles = prob.kbatch * -(-prob.k // cfg.bk)
+    k_chunk = -(-ktiles // splits) * cfg.bk
+    waves = -(-tiles * splits // slots)
+    compute = waves * 2.0 * cfg.bm * cfg.bn * k_chunk / (peak * cfg.efficiency / slots)
+    isz = prob.dtype.itemsize
+    stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * _DRAM_BYTES_PER_S / slots)
+    kb = prob.k * prob.kbatch
+    dram = (prob.batch * (prob.m + prob.n) * kb * isz
+            + prob.batch * prob.m * prob.n * prob.call.c.itemsize) / _DRAM_BYTES_PER_S
+    time = max(compute, stream, dram) + _LAUNCH_S
+    if splits > 1:
+        time += (splits + 1) * prob.batch * prob.m * prob.n * 4 / _DRAM_BYTES_PER_S + _LAUNCH_S
+    return time

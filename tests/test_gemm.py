@@ -1,0 +1,293 @@
+"""ng.dot and ng.batched_dot against a float64 numpy oracle, on both factories.
+
+The pass criterion is the original library's: max |C - C_ref| / mean |C_ref|
+at most 5e-5 for exact float32, 7e-3 for float16/bfloat16 (and, here,
+3e-3 for TF32).  Shapes are ragged on purpose (tile edges), layouts come
+from transposed views, and the epilogue options are crossed with them.
+"""
+import numpy as np
+import pytest
+
+from conftest import BF16, dtype_id
+
+F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
+#: (operand dtype, precision)
+KINDS = [(F16, None), (BF16, None), (F32, None), (F32, "tf32")]
+KIND_IDS = ["f16", "bf16", "f32", "tf32"]
+TOLERANCE = {"f16": 7e-3, "bf16": 7e-3, "f32": 5e-5, "tf32": 3e-3}
+
+
+def _kind_id(dtype, precision):
+    return "tf32" if precision == "tf32" else {F16: "f16", BF16: "bf16", F32: "f32"}[dtype]
+
+
+def _operand(ng, rng, rows, cols, dtype, transposed):
+    """(tensor, float64 value) of a rows x cols operand, stored transposed if asked."""
+    host = rng.standard_normal((cols, rows) if transposed else (rows, cols)).astype(dtype)
+    t = ng.array(host)
+    value = host.astype(np.float64)
+    return (t.T, value.T) if transposed else (t, value)
+
+
+def _check(got, ref, kind):
+    """The criterion, after forgiving the rounding of a float16/bfloat16 C
+    (one unit in the last place of each element)."""
+    got = np.asarray(got)
+    ulp = 0.0
+    if got.dtype in (F16, BF16):
+        ulp = np.abs(np.spacing(np.abs(ref).astype(got.dtype)).astype(np.float64))
+    excess = np.maximum(np.abs(got.astype(np.float64) - ref) - ulp, 0)
+    err = excess.max() / max(np.abs(ref).mean(), 1e-30)
+    assert err <= TOLERANCE[kind], f"max|C - ref| / mean|ref| = {err:.2e} > {TOLERANCE[kind]}"
+
+
+SHAPES = [(1, 1, 1), (7, 5, 3), (64, 64, 64), (130, 67, 129), (33, 200, 17), (257, 128, 96),
+          (5, 300, 1000)]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=KIND_IDS)
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("mnk", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_dot_matches_numpy(ng, kind, layout, mnk):
+    dtype, precision = kind
+    m, n, k = mnk
+    rng = np.random.default_rng(m * 7 + n * 3 + k)
+    A, a = _operand(ng, rng, m, k, dtype, layout[0] == "t")
+    B, b = _operand(ng, rng, k, n, dtype, layout[1] == "t")
+    C = ng.empty((m, n), dtype)
+    assert ng.dot(A, B, C, precision=precision) is C
+    _check(C.get(), a @ b, _kind_id(dtype, precision))
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=KIND_IDS)
+@pytest.mark.parametrize("out_dtype", [F16, BF16, F32], ids=dtype_id)
+@pytest.mark.parametrize("bias_shape", [None, "n", "m1", "mn"])
+def test_epilogue(ng, kind, out_dtype, bias_shape):
+    dtype, precision = kind
+    m, n, k = 97, 70, 150
+    rng = np.random.default_rng(5)
+    A, a = _operand(ng, rng, m, k, dtype, False)
+    B, b = _operand(ng, rng, k, n, dtype, True)
+    c0 = rng.standard_normal((m, n)).astype(out_dtype)
+    C = ng.array(c0)
+    shape = {None: None, "n": (n,), "m1": (m, 1), "mn": (m, n)}[bias_shape]
+    bias = None if shape is None else ng.array(rng.standard_normal(shape).astype(out_dtype))
+    ng.dot(A, B, C, alpha=0.5, beta=-2.0, relu=True, bias=bias, precision=precision)
+    ref = 0.5 * (a @ b)
+    if bias is not None:
+        ref = ref + bias.get().astype(np.float64)
+    ref = np.maximum(ref, 0) - 2.0 * c0.astype(np.float64)
+    _check(C.get(), ref, "f32" if kind[0] == F32 and out_dtype == F32
+           and precision is None else "f16")
+
+
+@pytest.mark.parametrize("kind", KINDS[:3], ids=KIND_IDS[:3])
+@pytest.mark.parametrize("case", ["batched", "shared_b", "shared_a", "accumulate",
+                                  "accumulate_folded"])
+def test_batched_dot(ng, kind, case):
+    dtype, _ = kind
+    nb, m, n, k = 5, 45, 70, 66
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((nb, m, k)).astype(dtype)
+    b = rng.standard_normal((nb, k, n)).astype(dtype)
+    A, B = ng.array(a), ng.array(b)
+    if case == "shared_b":
+        B, b = B[0], b[:1]
+    elif case == "shared_a":
+        A, a = A[2], a[2:3]
+    elif case == "accumulate_folded":
+        # weight-gradient shape: x^T (batch, K, M) against dy (batch, K, N)
+        A = ng.array(np.ascontiguousarray(a.transpose(0, 2, 1))).transpose(0, 2, 1)
+    ref = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    if case.startswith("accumulate"):
+        C = ng.zeros((m, n), np.float32)
+        ref = ref.sum(axis=0)
+    else:
+        C = ng.zeros((nb, m, n), np.float32)
+        ref = np.broadcast_to(ref, (nb, m, n))
+    ng.batched_dot(A, B, C)
+    _check(C.get(), ref, _kind_id(dtype, None))
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=KIND_IDS)
+@pytest.mark.parametrize("mnk", [(4096, 32, 64), (64, 48, 8192), (1, 1, 3000), (128, 1, 2048),
+                                 (1, 256, 1024)], ids=lambda s: "x".join(map(str, s)))
+def test_skinny_and_deep(ng, kind, mnk):
+    dtype, precision = kind
+    m, n, k = mnk
+    rng = np.random.default_rng(3)
+    A, a = _operand(ng, rng, m, k, dtype, False)
+    B, b = _operand(ng, rng, k, n, dtype, False)
+    C = ng.empty((m, n), np.float32)
+    ng.dot(A, B, C, precision=precision)
+    _check(C.get(), a @ b, _kind_id(dtype, precision))
+
+
+@pytest.mark.parametrize("kind", KINDS[:3], ids=KIND_IDS[:3])
+@pytest.mark.parametrize("case", ["offset", "odd_ld", "strided"])
+def test_unaligned_operands(ng, kind, case):
+    dtype, _ = kind
+    rng = np.random.default_rng(8)
+    host_a = rng.standard_normal((70, 131)).astype(dtype)
+    host_b = rng.standard_normal((131, 90)).astype(dtype)
+    A, B = ng.array(host_a), ng.array(host_b)
+    if case == "offset":  # operands start one element into their buffers
+        A, B, host_a, host_b = A[1:, 1:], B[1:, 1:], host_a[1:, 1:], host_b[1:, 1:]
+    elif case == "strided":  # neither axis contiguous: packed first
+        A, host_a = A[:, ::2], host_a[:, ::2]
+        B, host_b = B[::2, :], host_b[::2, :]
+    C = ng.empty((A.shape[0], B.shape[1]), np.float32)
+    ng.dot(A, B, C)
+    _check(C.get(), host_a.astype(np.float64) @ host_b.astype(np.float64), _kind_id(dtype, None))
+
+
+@pytest.mark.parametrize("case", ["column_major", "strided", "overlaps_a"])
+def test_output_layouts(ng, case):
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((60, 60)).astype(np.float32)
+    b = rng.standard_normal((60, 50)).astype(np.float32)
+    A, B = ng.array(a), ng.array(b)
+    if case == "column_major":
+        C = ng.empty((50, 60), np.float32).T
+    elif case == "strided":
+        C = ng.empty((60, 100), np.float32)[:, ::2]
+    else:
+        C = A[:, :50]  # numpy semantics: as if the product were computed first
+    ng.dot(A, B, C, bias=ng.array(np.arange(50, dtype=np.float32)))
+    _check(C.get(), a.astype(np.float64) @ b + np.arange(50), "f32")
+
+
+def test_dot_vectors(ng):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((30, 20)).astype(np.float32), rng.standard_normal(20).astype(np.float32)
+    A, B = ng.array(a), ng.array(b)
+    C = ng.empty((30,), np.float32)
+    ng.dot(A, B, C)
+    _check(C.get(), a.astype(np.float64) @ b, "f32")
+    D = ng.empty((30,), np.float32)
+    D[:] = ng.dot(B, A.T)  # (20,) @ (20, 30)
+    _check(D.get(), b.astype(np.float64) @ a.T, "f32")
+
+
+def test_lazy_dot_fuses_the_epilogue(ng):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((200, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 160)).astype(np.float16)
+    bias = rng.standard_normal(160).astype(np.float32)
+    A, B, BIAS = ng.array(a), ng.array(b), ng.array(bias)
+    C = ng.ones((200, 160), np.float16)
+    before = ng.stats()["kernels_launched"]
+    C[:] = ng.relu(ng.dot(A, B) * 0.5 + BIAS) + C * 3
+    launched = ng.stats()["kernels_launched"] - before
+    ref = np.maximum(0.5 * (a.astype(np.float64) @ b) + bias, 0) + 3
+    _check(C.get(), ref, "f16")
+    splits = getattr(ng, "last_gemm", (None, None, 1))[2]
+    assert launched == (2 if splits > 1 else 1)
+
+
+def test_lazy_dot_in_a_larger_tree(ng):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((50, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 30)).astype(np.float32)
+    A, B = ng.array(a), ng.array(b)
+    C = ng.empty((50, 1), np.float32)
+    C[:] = ng.sum(ng.tanh(ng.dot(A * 2, B)), axis=1) + ng.dot(A, B[:, :1])
+    ab = a.astype(np.float64) @ b
+    ref = np.tanh(2 * ab).sum(axis=1, keepdims=True) + ab[:, :1]
+    _check(C.get(), ref, "f32")
+    node = ng.dot(A, B, relu=True, alpha=2.0)
+    assert node.shape == (50, 30) and node.dtype == np.float32
+    _check(node.get(), np.maximum(2 * ab, 0), "f32")
+
+
+def test_stats(ng):
+    a = np.full((40, 16), 300, np.float16)
+    a[0, :] = 1  # row 0 stays finite: 16 * 300
+    a[1, :] = 0
+    b = np.full((16, 24), 300, np.float16)
+    b[:, 5] = 0
+    C = ng.empty((40, 24), np.float16)
+    S = ng.empty((2,), np.float32)
+    ng.dot(ng.array(a), ng.array(b), C, stats=S)
+    stats = S.get()
+    # 16 * 300 * 300 = 1.44e6 overflows float16: rows 2..39 except column 5
+    assert stats[1] == 38 * 23
+    assert stats[0] == 16 * 300
+
+
+def test_stochastic_rounding_is_unbiased(ng):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((64, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 64)).astype(np.float16)
+    A, B = ng.array(a), ng.array(b)
+    exact = (a.astype(np.float32) @ b.astype(np.float32))
+    C = ng.empty((64, 64), np.float16)
+    C.rounding = True
+    draws = []
+    for _ in range(16):
+        ng.dot(A, B, C)
+        draws.append(C.get().astype(np.float64))
+    draws = np.array(draws)
+    lo = np.nextafter(exact.astype(np.float16), np.float16(-np.inf)).astype(np.float64)
+    hi = np.nextafter(exact.astype(np.float16), np.float16(np.inf)).astype(np.float64)
+    assert ((draws >= lo) & (draws <= hi)).all()
+    assert (draws.std(axis=0) > 0).mean() > 0.5  # the draws differ from call to call
+    bias = np.abs(draws.mean(axis=0) - exact).mean()
+    assert bias < np.abs(exact.astype(np.float16) - exact).mean()
+
+
+def test_zero_sizes(ng):
+    C = ng.full((3, 4), 2.0, np.float32)
+    ng.dot(ng.empty((3, 0), np.float16), ng.empty((0, 4), np.float16), C,
+           bias=ng.ones((4,), np.float32), beta=0.5)
+    np.testing.assert_array_equal(C.get(), np.full((3, 4), 2.0))
+    E = ng.empty((0, 4), np.float32)
+    ng.dot(ng.empty((0, 5), np.float32), ng.empty((5, 4), np.float32), E)
+
+
+ERRORS = [
+    (lambda ng, f: ng.dot(f((3, 4)), f((5, 6))), ValueError, r"shapes \(3,4\) and \(5,6\) not aligned"),
+    (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), f((3, 5))), ValueError, "C has shape"),
+    (lambda ng, f: ng.dot(f((3, 4), np.int32), f((4, 6), np.int32)), TypeError, "float16, bfloat16 and float32"),
+    (lambda ng, f: ng.dot(f((3, 4), np.float16), f((4, 6))), TypeError, "one dtype"),
+    (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), f((3, 6), np.int32)), TypeError, "C must be"),
+    (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), precision="fp8"), ValueError, "precision"),
+    (lambda ng, f: ng.dot(f((3, 4), np.float16), f((4, 6), np.float16), precision="tf32"),
+     ValueError, "applies to float32"),
+    (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), f((3, 6)), bias=f((4,))), ValueError, "does not broadcast"),
+    (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), f((3, 6)), stats=f((3,))), ValueError, "shape \\(2,\\)"),
+    (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), beta=1.0), ValueError, "need an output"),
+    (lambda ng, f: ng.dot(f((2, 3, 4)), f((4, 6))), ValueError, "batched_dot"),
+    (lambda ng, f: ng.batched_dot(f((2, 3, 4)), f((3, 4, 6))), ValueError, "batch sizes differ"),
+    (lambda ng, f: ng.batched_dot(f((3, 4)), f((4, 6))), ValueError, "3-D operands"),
+    (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), f((3, 6)), alpha="2"), TypeError, "alpha"),
+    (lambda ng, f: ng.dot(f((3, 4)), 2.0), TypeError, "not scalars"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(ERRORS)))
+def test_errors(ng, case):
+    build, error, match = ERRORS[case]
+    with pytest.raises(error, match=match):
+        build(ng, lambda shape, dtype=np.float32: ng.zeros(shape, dtype))
+
+
+def test_second_run_compiles_and_allocates_nothing(gpu_ng):
+    ng = gpu_ng
+    rng = np.random.default_rng(12)
+    A = ng.array(rng.standard_normal((64, 8192)).astype(np.float16))
+    B = ng.array(rng.standard_normal((8192, 64)).astype(np.float16))
+    C = ng.empty((64, 64), np.float16)
+    S = ng.empty((2,), np.float32)
+    for _ in range(3):
+        ng.dot(A, B, C, stats=S)  # split-K: a workspace from the pool each time
+        C[:] = ng.relu(ng.dot(A, B))
+    ng.synchronize()
+    before = ng.stats()
+    for _ in range(10):
+        ng.dot(A, B, C, stats=S)
+        C[:] = ng.relu(ng.dot(A, B))
+    ng.synchronize()
+    after = ng.stats()
+    assert after["device_allocations"] == before["device_allocations"]
+    assert after["kernels_compiled"] == before["kernels_compiled"]
