@@ -25,6 +25,21 @@ _REDUCE_THREADS = 256
 
 
 @dataclass
+class GemmLaunch:
+    """The kernels one GEMM queued: (function, grid, block, packed args, shared bytes)."""
+
+    name: str
+    splits: int
+    launches: list
+    workspace: object = None
+
+    def replay(self):
+        """Queue the same kernels again (same operands, same call counter)."""
+        for func, grid, block, packed, smem in self.launches:
+            func._launch_kernel(grid, block, packed, smem, None)
+
+
+@dataclass
 class Operand:
     """A 3-D operand view read as a matrix stack with one contiguous axis."""
 
@@ -176,7 +191,7 @@ def choose(gpu, prob):
     """(config, splits) of the candidate tile with the lowest modelled time."""
     family = gemm_tiles.family(gpu, prob)
     best = None
-    for cfg in gemm_tiles.configs(family, gk.INPUT_NAME[prob.dtype], prob.layout):
+    for cfg in gemm_tiles.configs(family, gemm_tiles.input_name(prob), prob.layout):
         for splits in gemm_tiles.split_choices(gpu, prob, cfg):
             cost = gemm_tiles.model_time(gpu, prob, cfg, splits)
             if best is None or cost < best[0]:
@@ -207,17 +222,17 @@ def launch(gpu, prob):
     kernel = gpu.gemm_library.function(cfg.file, name, cfg.smem)
     tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
     grid = min(tiles, gpu.sms * cfg.per_sm) if cfg.persistent else tiles
-    kernel._launch_kernel((grid, 1, 1), (cfg.threads, 1, 1), args, cfg.smem, None)
-    launched = 1
+    launches = [(kernel, (grid, 1, 1), (cfg.threads, 1, 1), args, cfg.smem)]
     if splits > 1:
         reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
         outputs = prob.batch * prob.m * -(-prob.n // 4)
         blocks = min(-(-outputs // _REDUCE_THREADS), gpu.sms * 8)
-        reduce._launch_kernel((blocks, 1, 1), (_REDUCE_THREADS, 1, 1), args, 0, None)
-        launched += 1
-        workspace.free()  # later work on this stream runs after the reduce kernel
-    gpu._stats["kernels_launched"] += launched
-    gpu.last_gemm = (name, grid, splits)
+        launches.append((reduce, (blocks, 1, 1), (_REDUCE_THREADS, 1, 1), args, 0))
+    # the workspace returns to the pool when the next GEMM replaces this
+    # record; later work on the stream runs after these kernels anyway
+    gpu.last_gemm = GemmLaunch(name, splits, launches, workspace)
+    gpu.last_gemm.replay()
+    gpu._stats["kernels_launched"] += len(launches)
 
 
 def _tensor_maps(cfg, prob):

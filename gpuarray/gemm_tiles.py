@@ -28,7 +28,19 @@ _MIN_KTILES_PER_SPLIT = 4
 _HALF = ("f16", "bf16")
 _F32 = ("f32",)
 
+_TF32 = ("tf32",)
+
+#: every kernel the planner may pick: tile, threads, shared memory (the
+#: largest over layouts), blocks per SM and measured efficiency (H200)
 CONFIGS = (
+    Config("sm80", 128, 128, 32, 256, 81920, _HALF, per_sm=2, efficiency=0.5),
+    Config("sm80", 64, 64, 32, 128, 40960, _HALF, per_sm=4, efficiency=0.32),
+    Config("sm80", 128, 128, 32, 256, 98304, _TF32, per_sm=1, efficiency=0.44),
+    Config("sm80", 64, 64, 32, 128, 49152, _TF32, per_sm=3, efficiency=0.34),
+    Config("sm80u", 128, 128, 32, 256, 40960, _HALF, align=1, per_sm=1, efficiency=0.22),
+    Config("sm80u", 64, 64, 32, 128, 20480, _HALF, align=1, per_sm=3, efficiency=0.2),
+    Config("sm80u", 128, 128, 32, 256, 65536, _TF32, align=1, per_sm=1, efficiency=0.32),
+    Config("sm80u", 64, 64, 32, 128, 32768, _TF32, align=1, per_sm=3, efficiency=0.25),
     Config("ffma", 128, 128, 8, 256, 16384, _F32, per_sm=2, efficiency=0.8),
     Config("ffma", 64, 64, 8, 128, 8192, _F32, per_sm=4, efficiency=0.55),
     Config("ffmau", 128, 128, 8, 256, 16384, _F32, align=1, per_sm=2, efficiency=0.6),
@@ -51,12 +63,12 @@ def family(gpu, prob):
         return "ffma" if aligned else "ffmau"
     tma_ok = (major == 9 and aligned and (prob.call.precision != "tf32" or prob.layout == "kk")
               and (prob.call.batches == 1 or (prob.a.batch and prob.b.batch)))
-    if tma_ok and configs("sm90", _input(prob), prob.layout):
+    if tma_ok and configs("sm90", input_name(prob), prob.layout):
         return "sm90"
     return "sm80" if aligned else "sm80u"
 
 
-def _input(prob):
+def input_name(prob):
     if prob.call.precision == "tf32":
         return "tf32"
     return "bf16" if prob.dtype == dtypes.bfloat16 else {2: "f16", 4: "f32"}[prob.dtype.itemsize]

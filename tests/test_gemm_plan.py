@@ -1,0 +1,158 @@
+"""The GPU GEMM planner up to the driver call, on machines without a GPU.
+
+A GPU factory whose driver is a recorder (see test_dispatch): the packed
+GemmArgs of each launch are unpacked and checked field by field -- layouts
+from strides, C^T = B^T A^T for a column-major C, batch folding, split-K,
+epilogue flags -- and the chosen kernel must exist in the catalogue.
+"""
+import numpy as np
+import pytest
+
+from gpuarray import gemm_kernels as gk, gemm_tiles
+from test_dispatch import RecordingGPU
+
+FIELDS = ("tmap_a tmap_b a b c bias partial stats a_m a_k b_k b_n ldc batch_a batch_b "
+          "batch_c bias_m bias_n seed M N K batch kbatch splits tiles_per_split flags c_type "
+          "bias_type alpha beta call").split()
+
+
+class _Function:
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def _launch_kernel(self, grid, block, buf, shared, stream):
+        assert len(buf) == gk.ARGS_BYTES
+        self.log.append((self.name, grid, block, dict(zip(FIELDS, gk.ARGS.unpack(buf))), shared))
+
+
+class _Library:
+    def __init__(self, log):
+        self.log = log
+
+    def function(self, stem, name, smem):
+        return _Function(name, self.log)
+
+
+class _Driver:
+    @staticmethod
+    def memset_d32_async(ptr, value, count):
+        pass
+
+
+class GemmRecordingGPU(RecordingGPU):
+    def __init__(self, arch="sm_90"):
+        super().__init__()
+        self.arch = arch
+        self._drv = _Driver()
+        self.gemm_library = _Library(self.launches)
+
+
+@pytest.fixture
+def ng():
+    return GemmRecordingGPU()
+
+
+def _main(ng):
+    name, grid, block, args, shared = ng.launches[0]
+    return name, args
+
+
+def test_row_major_operands(ng):
+    A, B, C = ng.empty((300, 200), np.float32), ng.empty((200, 100), np.float32), ng.empty((300, 100), np.float32)
+    ng.dot(A, B, C)
+    name, args = _main(ng)
+    assert name.startswith("ga_gemm_ffma_") and name.endswith("_f32_kn")
+    assert (args["M"], args["N"], args["K"]) == (300, 100, 200)
+    assert (args["a_m"], args["a_k"], args["b_k"], args["b_n"], args["ldc"]) == (200, 1, 100, 1, 100)
+    assert args["flags"] == 0 and args["alpha"] == 1.0
+
+
+def test_transposed_views_select_layouts(ng):
+    A = ng.empty((200, 300), np.float16).T  # (300, 200), M contiguous
+    B = ng.empty((100, 200), np.float16).T  # (200, 100), K contiguous
+    ng.dot(A, B, ng.empty((300, 100), np.float16))
+    name, args = _main(ng)
+    assert name.endswith("_f16_mk")
+    assert (args["a_m"], args["a_k"], args["b_k"], args["b_n"]) == (1, 300, 1, 200)
+
+
+def test_column_major_c_swaps_operands(ng):
+    A, B = ng.empty((300, 200), np.float32), ng.empty((200, 100), np.float32)
+    bias = ng.empty((100,), np.float32)
+    ng.dot(A, B, ng.empty((100, 300), np.float32).T, bias=bias)
+    name, args = _main(ng)
+    # C^T (100 x 300) = B^T A^T: B^T (100 x 200) has M contiguous, A^T (200 x 300) K
+    assert (args["M"], args["N"], args["K"]) == (100, 300, 200)
+    assert name.endswith("_mk")
+    assert (args["a_m"], args["a_k"], args["b_k"], args["b_n"]) == (1, 100, 1, 200)
+    assert (args["bias_m"], args["bias_n"]) == (1, 0)
+
+
+def test_epilogue_flags_and_types(ng):
+    A, B = ng.empty((64, 64), np.float16), ng.empty((64, 64), np.float16)
+    C = ng.empty((64, 64), np.float16)
+    C.rounding = 8
+    bias = ng.empty((64, 1), np.float32)
+    ng.dot(A, B, C, alpha=2.0, beta=0.5, relu=True, bias=bias, stats=ng.empty((2,), np.float32))
+    _, args = _main(ng)
+    expected = gk.EPI_RELU | gk.EPI_BIAS | gk.EPI_BETA | gk.EPI_STATS | gk.EPI_SR
+    assert args["flags"] == expected | (8 << gk.EPI_SR_BITS_SHIFT)
+    assert (args["c_type"], args["bias_type"]) == (1, 0)
+    assert (args["bias_m"], args["bias_n"]) == (1, 0)
+    assert (args["alpha"], args["beta"]) == (2.0, 0.5)
+
+
+def test_deep_product_splits_k(ng):
+    ng.dot(ng.empty((64, 16384), np.float32), ng.empty((16384, 64), np.float32),
+           ng.empty((64, 64), np.float32))
+    names = [entry[0] for entry in ng.launches]
+    _, args = _main(ng)
+    assert args["splits"] > 1 and args["partial"] != 0
+    assert names[-1] == "ga_gemm_splitk_reduce"
+    ktiles = -(-16384 // int(names[0].split("_")[3].split("x")[2]))
+    assert (args["splits"] - 1) * args["tiles_per_split"] < ktiles <= args["splits"] * args["tiles_per_split"]
+
+
+def test_shared_weights_fold_into_m(ng):
+    A, B = ng.empty((8, 50, 64), np.float32), ng.empty((64, 32), np.float32)
+    ng.batched_dot(A, B, ng.empty((8, 50, 32), np.float32))
+    _, args = _main(ng)
+    assert (args["M"], args["batch"], args["kbatch"]) == (400, 1, 1)
+
+
+def test_weight_gradient_folds_into_k(ng):
+    x = ng.empty((8, 64, 50), np.float32).transpose(0, 2, 1)  # (8, 50, 64), M contiguous
+    dy = ng.empty((8, 64, 32), np.float32)
+    ng.batched_dot(x, dy, ng.empty((50, 32), np.float32))
+    _, args = _main(ng)
+    assert (args["M"], args["N"], args["K"], args["kbatch"]) == (50, 32, 512, 1)
+
+
+def test_unfoldable_sum_over_batches_uses_kbatch(ng):
+    A, B = ng.empty((8, 50, 64), np.float32), ng.empty((8, 64, 32), np.float32)
+    ng.batched_dot(A, B, ng.empty((50, 32), np.float32))
+    _, args = _main(ng)
+    assert (args["batch"], args["kbatch"], args["batch_a"], args["batch_b"]) == (1, 8, 3200, 2048)
+
+
+def test_unaligned_operands_use_the_unaligned_family(ng):
+    A = ng.empty((64, 101), np.float16)[:, 1:]
+    ng.dot(A, ng.empty((100, 64), np.float16), ng.empty((64, 64), np.float16))
+    name, _ = _main(ng)
+    assert name.startswith("ga_gemm_sm80u_")
+
+
+def test_old_gpus_are_refused():
+    ng = GemmRecordingGPU(arch="sm_75")
+    with pytest.raises(gemm_tiles.UnsupportedDevice, match="compute capability 8.0"):
+        ng.dot(ng.empty((8, 8), np.float16), ng.empty((8, 8), np.float16), ng.empty((8, 8), np.float16))
+
+
+@pytest.mark.parametrize("family", sorted({c.family for c in gemm_tiles.CONFIGS}))
+def test_catalogue_entries_are_consistent(family):
+    for cfg in gemm_tiles.CONFIGS:
+        if cfg.family != family:
+            continue
+        assert cfg.threads % 32 == 0 and cfg.smem <= 227 * 1024
+        if cfg.tma:
+            assert set(cfg.tma) >= {("a", l[0]) for l in cfg.layouts} | {("b", l[1]) for l in cfg.layouts}
