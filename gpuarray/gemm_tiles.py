@@ -32,7 +32,26 @@ _TF32 = ("tf32",)
 
 #: every kernel the planner may pick: tile, threads, shared memory (the
 #: largest over layouts), blocks per SM and measured efficiency (H200)
+def _sm90(bm, bn, bk, smem, inputs, efficiency, layouts=("kn", "kk", "mn", "mk")):
+    """A TMA/wgmma tile: boxes per (operand, layout) as gemm_sm90.cu's table."""
+    b_n = (32, 64, 64) if bn == 32 else (64, 64, 128)
+    tma = {("a", "k"): (bk, bm, 128), ("a", "m"): (64, 64, 128),
+           ("b", "n"): b_n, ("b", "k"): (bk, bn, 128)}
+    return Config("sm90", bm, bn, bk, 384 if bm == 128 else 256, smem, inputs, layouts,
+                  tma=tma, efficiency=efficiency, persistent=True)
+
+
 CONFIGS = (
+    _sm90(128, 256, 64, 218176, _HALF, 0.74),
+    _sm90(128, 128, 64, 218208, _HALF, 0.62),
+    _sm90(128, 64, 64, 218240, _HALF, 0.5),
+    _sm90(64, 128, 64, 208000, _HALF, 0.5),
+    _sm90(64, 64, 64, 224464, _HALF, 0.4),
+    _sm90(64, 32, 64, 208128, _HALF, 0.3),
+    _sm90(128, 256, 32, 218176, _TF32, 0.78, ("kk",)),
+    _sm90(128, 128, 32, 218208, _TF32, 0.65, ("kk",)),
+    _sm90(128, 64, 32, 218240, _TF32, 0.5, ("kk",)),
+    _sm90(64, 32, 32, 208128, _TF32, 0.3, ("kk",)),
     Config("sm80", 128, 128, 32, 256, 81920, _HALF, per_sm=2, efficiency=0.5),
     Config("sm80", 64, 64, 32, 128, 40960, _HALF, per_sm=4, efficiency=0.32),
     Config("sm80", 128, 128, 32, 256, 98304, _TF32, per_sm=1, efficiency=0.44),
@@ -61,8 +80,7 @@ def family(gpu, prob):
     aligned = prob.a.aligned(16) and prob.b.aligned(16)
     if prob.dtype == np.float32 and prob.call.precision == "fp32":
         return "ffma" if aligned else "ffmau"
-    tma_ok = (major == 9 and aligned and (prob.call.precision != "tf32" or prob.layout == "kk")
-              and (prob.call.batches == 1 or (prob.a.batch and prob.b.batch)))
+    tma_ok = major == 9 and aligned and (prob.call.precision != "tf32" or prob.layout == "kk")
     if tma_ok and configs("sm90", input_name(prob), prob.layout):
         return "sm90"
     return "sm80" if aligned else "sm80u"

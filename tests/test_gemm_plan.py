@@ -8,7 +8,7 @@ epilogue flags -- and the chosen kernel must exist in the catalogue.
 import numpy as np
 import pytest
 
-from gpuarray import gemm_kernels as gk, gemm_tiles
+from gpuarray import cudriver, gemm_kernels as gk, gemm_tiles
 from test_dispatch import RecordingGPU
 
 FIELDS = ("tmap_a tmap_b a b c bias partial stats a_m a_k b_k b_n ldc batch_a batch_b "
@@ -48,7 +48,21 @@ class GemmRecordingGPU(RecordingGPU):
 
 
 @pytest.fixture
-def ng():
+def tensor_maps(monkeypatch):
+    """Records cuTensorMapEncodeTiled calls instead of making them (no libcuda here)."""
+    calls = []
+
+    def encode(ptr, dtype, dims, strides, box, swizzle_bytes, tf32=False):
+        calls.append(dict(ptr=ptr, dtype=dtype, dims=tuple(dims), strides=tuple(strides),
+                          box=tuple(box), swizzle=swizzle_bytes, tf32=tf32))
+        return bytes(128)
+
+    monkeypatch.setattr(cudriver, "encode_tiled", encode)
+    return calls
+
+
+@pytest.fixture
+def ng(tensor_maps):
     return GemmRecordingGPU()
 
 
@@ -100,6 +114,32 @@ def test_epilogue_flags_and_types(ng):
     assert (args["c_type"], args["bias_type"]) == (1, 0)
     assert (args["bias_m"], args["bias_n"]) == (1, 0)
     assert (args["alpha"], args["beta"]) == (2.0, 0.5)
+
+
+def test_tensor_maps_of_a_hopper_kernel(ng, tensor_maps):
+    A = ng.empty((300, 512), np.float16)            # "k": K contiguous
+    B = ng.empty((1024, 512), np.float16).T         # (512, 1024), "k" too
+    ng.dot(A, B, ng.empty((300, 1024), np.float16))
+    name, args = _main(ng)
+    assert name.startswith("ga_gemm_sm90_") and name.endswith("_f16_kk")
+    bm, bn, bk = (int(x) for x in name.split("_")[3].split("x"))
+    map_a, map_b = tensor_maps
+    assert map_a["dims"] == (512, 300, 1) and map_a["strides"][0] == 1024
+    assert map_a["box"] == (bk, bm, 1) and map_a["swizzle"] == 128
+    assert map_b["dims"] == (512, 1024, 1) and map_b["box"] == (bk, bn, 1)
+    assert all(s % 16 == 0 for m in tensor_maps for s in m["strides"])
+
+
+def test_tf32_outside_kk_falls_back_to_mma_sync(ng, tensor_maps):
+    A, B = ng.empty((256, 256), np.float32), ng.empty((256, 256), np.float32)
+    ng.dot(A, B, ng.empty((256, 256), np.float32), precision="tf32")
+    name, _ = _main(ng)
+    assert name.startswith("ga_gemm_sm80_") and name.endswith("_tf32_kn")
+    ng.launches.clear()
+    ng.dot(A, B.T, ng.empty((256, 256), np.float32), precision="tf32")
+    name, _ = _main(ng)
+    assert name.startswith("ga_gemm_sm90_") and name.endswith("_tf32_kk")
+    assert tensor_maps[-1]["tf32"]
 
 
 def test_deep_product_splits_k(ng):
