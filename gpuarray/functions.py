@@ -149,7 +149,7 @@ class MathFunctions:
             Added to the product, broadcast numpy-style: shape (N,), (M, 1)
             or (M, N).
         stats : float32 tensor of shape (2,), optional
-            Filled with the max |C| over finite values and the number of
+            Filled with the largest ``abs(C)`` over finite values and the number of
             non-finite values of the stored C (needs C).
         precision : {None, "fp32", "tf32"}
             float32 operands: exact fp32 math (default) or TF32 tensor cores.

@@ -226,7 +226,7 @@ def epilogue_tree(backend, call, product):
 
 
 def stats_by_reduction(backend, c, stats):
-    """Fill ``stats`` from ``c`` with reductions: [max |C| over finite values, non-finite count]."""
+    """Fill ``stats`` from ``c`` with reductions: ``[max abs(C) over finite values, non-finite count]``."""
     flat = c.reshape(-1)
     finite = backend.isfinite(flat)
     stats[0:1] = backend.max(backend.where(finite, backend.absolute(flat), 0), axis=0)
