@@ -71,9 +71,10 @@ def run_case(ng, torch, case, repeats):
     err = validate(torch, c, ref, kind)
     last = ng.last_gemm
     flops = 2.0 * m * n * k
-    t_kernel = device_timer(last.replay, repeats, max(3, repeats // 10))
+    warm = max(3, repeats // 10)
+    t_kernel = device_timer(last.replay, repeats, warm, hide_host=True)
     t_call = device_timer(lambda: ng.dot(A, B, C, precision=precision), repeats, 3)
-    t_cublas = device_timer(lambda: torch.matmul(a, b, out=ref), repeats, max(3, repeats // 10))
+    t_cublas = device_timer(lambda: torch.matmul(a, b, out=ref), repeats, warm, hide_host=True)
     row = {"kind": kind, "m": m, "n": n, "k": k, "layout": layout, "kernel": last.name,
            "splits": last.splits, "error": err, "target": target,
            "ours_us": t_kernel * 1e6, "ours_call_us": t_call * 1e6, "cublas_us": t_cublas * 1e6,

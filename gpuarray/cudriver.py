@@ -1,10 +1,17 @@
 """Driver calls pycuda lacks, made through ctypes on libcuda.
 
 In: a tensor's device address, element type, extents and strides, and the
-tile box a kernel copies.  Out: the 128-byte ``CUtensorMap`` that a TMA
-kernel receives by value (the bulk tensor copy engine reads its layout
-from it).  Everything else -- modules, functions, launches, memory --
-goes through pycuda.
+tile box a kernel copies; or a cubin and a kernel's parameter block.  Out:
+the 128-byte ``CUtensorMap`` that a TMA kernel receives by value (the bulk
+tensor copy engine reads its layout from it), and kernels launched with
+their parameter block passed through ``kernelParams``.
+
+pycuda launches every kernel with one packed argument buffer
+(``CU_LAUNCH_PARAM_BUFFER_POINTER``); a kernel whose parameter is a
+64-byte aligned struct (the GEMM kernels' ``GemmArgs``, which holds tensor
+maps) silently receives the wrong bytes that way, so the hand-written
+kernels are loaded and launched here.  Memory, contexts and the generated
+kernels stay with pycuda.
 """
 import ctypes
 import ctypes.util
@@ -39,6 +46,8 @@ def _libcuda():
     if not _lib:
         name = ctypes.util.find_library("cuda") or "libcuda.so.1"
         lib = ctypes.CDLL(name)
+        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
         lib.cuTensorMapEncodeTiled.argtypes = [
             ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
@@ -89,3 +98,49 @@ def encode_tiled(ptr, dtype, dims, strides, box, swizzle_bytes, tf32=False):
             f"cuTensorMapEncodeTiled failed (CUresult {result}) for dims={tuple(dims)} "
             f"strides={tuple(strides)} box={tuple(box)} at address {ptr:#x}")
     return ctypes.string_at(address, TENSOR_MAP_BYTES)
+
+
+def _check(result, what):
+    if result != 0:
+        text = ctypes.c_char_p()
+        _libcuda().cuGetErrorName(result, ctypes.byref(text))
+        name = text.value.decode() if text.value else "unknown"
+        raise DriverError(f"{what} failed: {name} ({result})")
+
+
+def load_module(path):
+    """Load a cubin or fatbin into the current context; returns its handle."""
+    module = ctypes.c_void_p()
+    _check(_libcuda().cuModuleLoad(ctypes.byref(module), str(path).encode()), f"loading {path}")
+    return module
+
+
+class Kernel:
+    """One ``__global__`` function of a loaded module, taking one struct parameter."""
+
+    _MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+    def __init__(self, module, name, smem):
+        self.name = name
+        self.handle = ctypes.c_void_p()
+        _check(_libcuda().cuModuleGetFunction(ctypes.byref(self.handle), module, name.encode()),
+               f"looking up kernel {name}")
+        if smem > 48 * 1024:
+            # blocks get more than 48 KB of shared memory only on request
+            _check(_libcuda().cuFuncSetAttribute(self.handle, self._MAX_DYNAMIC_SHARED, smem),
+                   f"raising {name}'s shared memory to {smem} bytes")
+
+    def launch(self, grid, block, params, smem):
+        """Queue the kernel on the default stream; ``params`` from :func:`parameter_block`."""
+        _check(_libcuda().cuLaunchKernel(self.handle, *grid, *block, smem, None, params[0], None),
+               f"launching {self.name}")
+
+
+def parameter_block(data):
+    """``kernelParams`` for a kernel whose one parameter is the struct ``data``
+    (bytes), copied to 64-byte aligned memory; keep the result alive until
+    the launch call returns."""
+    raw = ctypes.create_string_buffer(len(data) + 64)
+    address = (ctypes.addressof(raw) + 63) & ~63
+    ctypes.memmove(address, data, len(data))
+    return (ctypes.c_void_p * 1)(address), raw

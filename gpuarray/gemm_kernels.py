@@ -1,10 +1,11 @@
 """The catalogue of hand-written GEMM kernels, and how to call them.
 
 In: a kernel configuration (family, tile, input type, layouts) and the
-values of one launch.  Out: a loaded pycuda function (from the cubins
-``make kernels`` builds into ``gpuarray/kernels/``), and the ``GemmArgs``
-block it takes by value, packed byte for byte as ``kernels/gemm_common.cuh``
-declares it (TMA descriptors included).
+values of one launch.  Out: a loaded kernel (from the cubins ``make
+kernels`` builds into ``gpuarray/kernels/``; see :mod:`gpuarray.cudriver`
+for why these load through the driver API rather than pycuda), and the
+``GemmArgs`` block it takes by value, packed byte for byte as
+``kernels/gemm_common.cuh`` declares it (TMA descriptors included).
 
 Families (one ``kernels/gemm_<family>.cu`` each):
 
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import dtypes
+from . import cudriver, dtypes
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 
@@ -88,12 +89,11 @@ def pack(tmap_a, tmap_b, ptrs, strides, seed, ints, alpha, beta, call):
 
 
 class Library:
-    """Loads GEMM modules on first use and hands out prepared functions."""
+    """Loads GEMM modules on first use and hands out their kernels."""
 
-    def __init__(self, drv):
-        self._drv = drv
+    def __init__(self):
         self._modules = {}
-        self._functions = {}
+        self._kernels = {}
 
     def _module(self, stem):
         module = self._modules.get(stem)
@@ -101,7 +101,7 @@ class Library:
             for suffix in (".cubin", ".fatbin"):
                 path = KERNEL_DIR / (stem + suffix)
                 if path.exists():
-                    module = self._drv.module_from_file(str(path))
+                    module = cudriver.load_module(path)
                     break
             else:
                 raise KernelsMissing(
@@ -113,16 +113,12 @@ class Library:
     def function(self, stem, name, smem):
         """The kernel ``name`` of module ``stem``, allowed ``smem`` bytes of shared memory."""
         key = (stem, name)
-        func = self._functions.get(key)
-        if func is None:
+        kernel = self._kernels.get(key)
+        if kernel is None:
             try:
-                func = self._module(stem).get_function(name)
-            except self._drv.LogicError as err:
-                raise KernelsMissing(f"{stem} has no kernel {name}: rebuild with `make kernels` "
-                                     f"({err})") from None
-            if smem > 48 * 1024:
-                # blocks get more than 48 KB of shared memory only on request
-                func.set_attribute(self._drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                   smem)
-            self._functions[key] = func
-        return func
+                kernel = cudriver.Kernel(self._module(stem), name, smem)
+            except cudriver.DriverError as err:
+                raise KernelsMissing(f"{stem} has no usable kernel {name} ({err}); "
+                                     "rebuild with `make kernels`") from None
+            self._kernels[key] = kernel
+        return kernel

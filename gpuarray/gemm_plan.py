@@ -26,7 +26,7 @@ _REDUCE_THREADS = 256
 
 @dataclass
 class GemmLaunch:
-    """The kernels one GEMM queued: (function, grid, block, packed args, shared bytes)."""
+    """The kernels one GEMM queued: (kernel, grid, block, parameter block, shared bytes)."""
 
     name: str
     splits: int
@@ -35,8 +35,8 @@ class GemmLaunch:
 
     def replay(self):
         """Queue the same kernels again (same operands, same call counter)."""
-        for func, grid, block, packed, smem in self.launches:
-            func._launch_kernel(grid, block, packed, smem, None)
+        for kernel, grid, block, params, smem in self.launches:
+            kernel.launch(grid, block, params, smem)
 
 
 @dataclass
@@ -222,12 +222,13 @@ def launch(gpu, prob):
     kernel = gpu.gemm_library.function(cfg.file, name, cfg.smem)
     tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
     grid = min(tiles, gpu.sms * cfg.per_sm) if cfg.persistent else tiles
-    launches = [(kernel, (grid, 1, 1), (cfg.threads, 1, 1), args, cfg.smem)]
+    params = cudriver.parameter_block(args)
+    launches = [(kernel, (grid, 1, 1), (cfg.threads, 1, 1), params, cfg.smem)]
     if splits > 1:
         reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
         outputs = prob.batch * prob.m * -(-prob.n // 4)
         blocks = min(-(-outputs // _REDUCE_THREADS), gpu.sms * 8)
-        launches.append((reduce, (blocks, 1, 1), (_REDUCE_THREADS, 1, 1), args, 0))
+        launches.append((reduce, (blocks, 1, 1), (_REDUCE_THREADS, 1, 1), params, 0))
     # the workspace returns to the pool when the next GEMM replaces this
     # record; later work on the stream runs after these kernels anyway
     gpu.last_gemm = GemmLaunch(name, splits, launches, workspace)

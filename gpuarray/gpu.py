@@ -111,7 +111,7 @@ class GPU(Backend):
         self._calls = 0
         self._dispatcher = dispatch.Dispatcher(self)
         #: the hand-written GEMM kernels, loaded on first use
-        self.gemm_library = gemm_kernels.Library(drv)
+        self.gemm_library = gemm_kernels.Library()
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"

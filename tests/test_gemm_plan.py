@@ -5,6 +5,8 @@ GemmArgs of each launch are unpacked and checked field by field -- layouts
 from strides, C^T = B^T A^T for a column-major C, batch folding, split-K,
 epilogue flags -- and the chosen kernel must exist in the catalogue.
 """
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -20,8 +22,10 @@ class _Function:
     def __init__(self, name, log):
         self.name, self.log = name, log
 
-    def _launch_kernel(self, grid, block, buf, shared, stream):
-        assert len(buf) == gk.ARGS_BYTES
+    def launch(self, grid, block, params, shared):
+        pointer, _ = params
+        buf = ctypes.string_at(pointer[0], gk.ARGS_BYTES)
+        assert pointer[0] % 64 == 0
         self.log.append((self.name, grid, block, dict(zip(FIELDS, gk.ARGS.unpack(buf))), shared))
 
 
