@@ -50,6 +50,8 @@ test:
 
 bench:
 	$(PYTHON) benchmarks/bench_elementwise.py
+	$(PYTHON) benchmarks/validate_gemm.py
+	$(PYTHON) benchmarks/bench_gemm.py
 
 doc:
 	sphinx-build -W --keep-going -b html docs docs/_build/html
