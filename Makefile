@@ -33,13 +33,15 @@ kernels:
 else
 kernels: $(KERNEL_BINS)
 
+# ptxas's resource report (registers, spills) is kept beside each binary as
+# <binary>.log; tests/test_kernels_build.py reads it
 gpuarray/kernels/%.cubin: kernels/%.cu $(KERNEL_DEPS)
 	@mkdir -p $(@D)
-	$(NVCC) -cubin $(SM90_ARCH) $(NVCCFLAGS) -o $@ $<
+	$(NVCC) -cubin $(SM90_ARCH) $(NVCCFLAGS) -Xptxas -v -o $@ $< > $@.log 2>&1 || { cat $@.log; rm -f $@; exit 1; }
 
 gpuarray/kernels/%.fatbin: kernels/%.cu $(KERNEL_DEPS)
 	@mkdir -p $(@D)
-	$(NVCC) -fatbin $(PORTABLE_ARCH) $(NVCCFLAGS) -o $@ $<
+	$(NVCC) -fatbin $(PORTABLE_ARCH) $(NVCCFLAGS) -Xptxas -v -o $@ $< > $@.log 2>&1 || { cat $@.log; rm -f $@; exit 1; }
 endif
 
 python:
@@ -58,5 +60,5 @@ doc:
 
 clean:
 	rm -rf build dist *.egg-info docs/_build .pytest_cache
-	rm -f gpuarray/kernels/*.cubin gpuarray/kernels/*.fatbin
+	rm -f gpuarray/kernels/*.cubin gpuarray/kernels/*.fatbin gpuarray/kernels/*.log
 	find . -path ./.git -prune -o -type d -name __pycache__ -exec rm -rf {} +

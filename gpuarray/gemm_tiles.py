@@ -62,10 +62,12 @@ CONFIGS = (
     Config("sm80u", 64, 64, 32, 128, 20480, _HALF, align=1, per_sm=3, efficiency=0.2),
     Config("sm80u", 128, 128, 32, 256, 65536, _TF32, align=1, per_sm=1, efficiency=0.32),
     Config("sm80u", 64, 64, 32, 128, 32768, _TF32, align=1, per_sm=3, efficiency=0.25),
-    Config("ffma", 128, 128, 8, 256, 16384, _F32, per_sm=2, efficiency=0.8),
-    Config("ffma", 64, 64, 8, 128, 8192, _F32, per_sm=4, efficiency=0.55),
-    Config("ffmau", 128, 128, 8, 256, 16384, _F32, align=1, per_sm=2, efficiency=0.6),
-    Config("ffmau", 64, 64, 8, 128, 8192, _F32, align=1, per_sm=4, efficiency=0.4),
+    Config("ffma", 128, 128, 16, 256, 50688, _F32, ("kn", "mn", "mk"), per_sm=2,
+           efficiency=0.72),
+    Config("ffma", 128, 128, 8, 256, 16896, _F32, ("kk",), per_sm=2, efficiency=0.66),
+    Config("ffma", 64, 64, 16, 128, 26112, _F32, per_sm=4, efficiency=0.5),
+    Config("ffmau", 128, 128, 8, 256, 16896, _F32, align=1, per_sm=2, efficiency=0.62),
+    Config("ffmau", 64, 64, 8, 128, 8704, _F32, align=1, per_sm=4, efficiency=0.45),
 )
 
 

@@ -131,11 +131,13 @@ GA_D GemmStats gemm_stats_init() { GemmStats s = {0.f, 0u}; return s; }
 // Final value of output (ob, m, n) from the accumulator `acc`: bias, relu,
 // alpha, beta, rounding to C's type; stored, and counted into `st`.
 GA_D void gemm_finish(const GemmArgs &p, int ob, int m, int n, float acc, GemmStats &st) {
-    float v = p.alpha * acc;
-    if (p.flags & EPI_BIAS) v += gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n);
+    // explicit roundings (no contraction into FMAs): the same bits in every
+    // kernel family and in a vectorised copy of this epilogue, as numpy's
+    float v = __fmul_rn(p.alpha, acc);
+    if (p.flags & EPI_BIAS) v = __fadd_rn(v, gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n));
     if (p.flags & EPI_RELU) v = v < 0.f ? 0.f : v;  // NaN passes, as numpy's maximum
     long long ci = ob * p.batch_c + m * p.ldc + n;
-    if (p.flags & EPI_BETA) v += p.beta * gemm_load(p.c, p.c_type, ci);
+    if (p.flags & EPI_BETA) v = __fadd_rn(v, __fmul_rn(p.beta, gemm_load(p.c, p.c_type, ci)));
     if (p.c_type == GEMM_F32) {
         ((float *)p.c)[ci] = v;
     } else {
