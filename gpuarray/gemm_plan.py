@@ -160,7 +160,28 @@ def problem(gpu, call):
                    batch_c=c.strides[0] // isz if c.shape[0] > 1 else 0)
     if call.accumulate:
         prob.batch, prob.kbatch = 1, call.batches
+    for name in gemm_tiles.operands_to_pack(gpu, prob):
+        setattr(prob, name, _k_major_copy(gpu, getattr(prob, name), name))
     return _fold_batches(prob)
+
+
+def _k_major_copy(gpu, op, name):
+    """``op`` copied so that K is its contiguous axis (a fusion copy kernel)."""
+    t = op.t
+    nb, rows, cols = t.shape
+    source = t[:1] if op.batch == 0 else t
+    if name == "a":  # (nb, M, K): a contiguous copy
+        packed = gpu.evaluate(source)
+        ld = cols
+    else:  # (nb, K, N): copy its transpose, view it back
+        packed = gpu.empty((source.shape[0], cols, rows), t.dtype)
+        packed[:] = source.transpose(0, 2, 1)
+        packed = packed.transpose(0, 2, 1)
+        ld = rows
+    batch = rows * cols if op.batch else 0
+    isz = t.itemsize
+    strides = (batch * isz,) + packed.strides[1:]
+    return Operand(packed._view(t.shape, strides, packed.offset), "k", ld, batch)
 
 
 def _k_stride(op):

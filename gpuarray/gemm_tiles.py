@@ -90,6 +90,19 @@ def family(gpu, prob):
     return "sm80" if aligned else "sm80u"
 
 
+def operands_to_pack(gpu, prob):
+    """Operands worth copying K-major so that a TF32 product runs on wgmma
+    (which reads 32-bit operands K-major only) rather than mma.sync."""
+    if gpu.arch != "sm_90" or prob.call.precision != "tf32" or prob.layout == "kk":
+        return ()
+    names = [name for name, op in (("a", prob.a), ("b", prob.b)) if op.layout != "k"]
+    flops = 2.0 * prob.m * prob.n * prob.k * prob.kbatch * prob.batch
+    saved = flops * (1 / (_PEAK["sm80_tf32"] * 0.44) - 1 / (_PEAK["sm90_tf32"] * 0.78))
+    copied = sum((prob.k * prob.kbatch) * (prob.m if name == "a" else prob.n) * prob.batch
+                 for name in names) * 4 * 2
+    return names if saved > copied / _DRAM_BYTES_PER_S + len(names) * _SPLIT_S else ()
+
+
 def input_name(prob):
     if prob.call.precision == "tf32":
         return "tf32"

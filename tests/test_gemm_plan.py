@@ -134,15 +134,21 @@ def test_tensor_maps_of_a_hopper_kernel(ng, tensor_maps):
     assert all(s % 16 == 0 for m in tensor_maps for s in m["strides"])
 
 
-def test_tf32_outside_kk_falls_back_to_mma_sync(ng, tensor_maps):
-    A, B = ng.empty((256, 256), np.float32), ng.empty((256, 256), np.float32)
-    ng.dot(A, B, ng.empty((256, 256), np.float32), precision="tf32")
+def test_tf32_outside_kk(ng, tensor_maps):
+    # small: mma.sync reads any layout
+    A, B = ng.empty((64, 64), np.float32), ng.empty((64, 64), np.float32)
+    ng.dot(A, B, ng.empty((64, 64), np.float32), precision="tf32")
     name, _ = _main(ng)
     assert name.startswith("ga_gemm_sm80_") and name.endswith("_tf32_kn")
+    # large: B is copied K-major (one fusion kernel) for the wgmma kernel
+    A, B = ng.empty((2048, 2048), np.float32), ng.empty((2048, 2048), np.float32)
     ng.launches.clear()
-    ng.dot(A, B.T, ng.empty((256, 256), np.float32), precision="tf32")
-    name, _ = _main(ng)
+    before = ng.stats()["kernels_launched"]
+    ng.dot(A, B, ng.empty((2048, 2048), np.float32), precision="tf32")
+    name, args = ng.launches[-1][0], ng.launches[-1][3]
     assert name.startswith("ga_gemm_sm90_") and name.endswith("_tf32_kk")
+    assert ng.stats()["kernels_launched"] - before == 2
+    assert (args["b_k"], args["b_n"]) == (1, 2048)
     assert tensor_maps[-1]["tf32"]
 
 
