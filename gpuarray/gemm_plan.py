@@ -22,6 +22,8 @@ import numpy as np
 from . import cudriver, gemm, gemm_kernels as gk, gemm_tiles
 
 _REDUCE_THREADS = 256
+_MAX_CHOICES = 4096
+_choices = {}
 
 
 @dataclass
@@ -209,15 +211,24 @@ def _fold_batches(prob):
 
 # -- 3. the kernel -----------------------------------------------------------
 def choose(gpu, prob):
-    """(config, splits) of the candidate tile with the lowest modelled time."""
+    """(config, splits) of the candidate tile with the lowest modelled time.
+
+    Remembered per problem shape (a training loop asks the same few), up
+    to _MAX_CHOICES of them.
+    """
     family = gemm_tiles.family(gpu, prob)
-    best = None
-    for cfg in gemm_tiles.configs(family, gemm_tiles.input_name(prob), prob.layout):
-        for splits in gemm_tiles.split_choices(gpu, prob, cfg):
-            cost = gemm_tiles.model_time(gpu, prob, cfg, splits)
-            if best is None or cost < best[0]:
-                best = (cost, cfg, splits)
-    return best[1], best[2]
+    key = (family, gemm_tiles.input_name(prob), prob.layout, prob.m, prob.n, prob.k,
+           prob.batch, prob.kbatch, prob.call.c.itemsize, gpu.sms)
+    best = _choices.get(key)
+    if best is None:
+        candidates = ((gemm_tiles.model_time(gpu, prob, cfg, splits), i, cfg, splits)
+                      for i, cfg in enumerate(gemm_tiles.configs(family, key[1], prob.layout))
+                      for splits in gemm_tiles.split_choices(gpu, prob, cfg))
+        best = min(candidates)[2:]
+        if len(_choices) >= _MAX_CHOICES:
+            _choices.clear()
+        _choices[key] = best
+    return best
 
 
 # -- 4. the launch -----------------------------------------------------------
