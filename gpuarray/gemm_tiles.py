@@ -23,7 +23,7 @@ _PEAK = {"sm90": 900e12, "sm90_tf32": 450e12, "sm80": 500e12, "sm80_tf32": 250e1
 _DRAM_BYTES_PER_S = 3.8e12
 _LAUNCH_S = 2.5e-6
 # the reduce kernel after the main one (GPU time, H200 sweeps)
-_SPLIT_S = 5e-6
+_SPLIT_S = 6e-6
 _SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 _MIN_KTILES_PER_SPLIT = 4
 
