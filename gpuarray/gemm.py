@@ -187,6 +187,8 @@ def make_call(backend, a, b, c, batched, alpha=1.0, beta=0.0, relu=False, bias=N
         c3 = _as_3d(c, m, n, 1) if c.ndim < 2 else c._view((1, m, n), (0,) + c.strides, c.offset)
     if c.backend is not backend:
         raise ValueError("C belongs to a different factory than A and B")
+    if max(m, n, k, batches) >= 2**31:
+        raise ValueError(f"{what}: dimensions must be below 2**31, got M={m} N={n} K={k}")
     return GemmCall(_as_3d(a, m, k, batches), _as_3d(b, k, n, batches), c3,
                     alpha=real(alpha, "alpha"), beta=real(beta, "beta"), relu=bool(relu),
                     bias=_check_bias(bias, m, n, backend), stats=_check_stats(stats, backend),

@@ -37,9 +37,6 @@ TYPE_CODE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, dtypes.bfloat16: 
 EPI_RELU, EPI_BIAS, EPI_BETA, EPI_SR, EPI_STATS = 1, 2, 4, 8, 16
 EPI_SR_BITS_SHIFT = 8
 
-#: kernel-name spelling of an input type
-INPUT_NAME = {np.dtype(np.float16): "f16", dtypes.bfloat16: "bf16", np.dtype(np.float32): "f32"}
-
 
 class KernelsMissing(RuntimeError):
     """The cubins are not built (``make kernels``) or lack a kernel."""

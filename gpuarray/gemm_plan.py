@@ -235,7 +235,7 @@ def choose(gpu, prob):
 def launch(gpu, prob):
     """Queue the kernels of ``prob``."""
     cfg, splits = choose(gpu, prob)
-    call, dtype = prob.call, prob.dtype
+    call = prob.call
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
     per_split = -(-ktiles // splits)
     splits = -(-ktiles // per_split)  # no empty splits
@@ -243,19 +243,15 @@ def launch(gpu, prob):
     if call.stats is not None:
         gpu._drv.memset_d32_async(call.stats.ptr, 0, 2)
     gpu._calls += 1
-    args = gk.pack(*_tensor_maps(cfg, prob), _pointers(prob, workspace),
-                   _strides(prob), gpu.seed,
-                   (prob.m, prob.n, prob.k, prob.batch, prob.kbatch, splits, per_split,
-                    _flags(call), gk.TYPE_CODE[call.c.dtype],
-                    gk.TYPE_CODE[call.bias.dtype] if call.bias is not None else 0),
-                   call.alpha, call.beta, gpu._calls & 0xFFFFFFFF)
-    name = cfg.kernel_name(gk.INPUT_NAME[dtype] if call.precision == "fp32" else "tf32",
-                           prob.layout)
-    kernel = gpu.gemm_library.function(cfg.file, name, cfg.smem)
+    args = gk.pack(*_tensor_maps(cfg, prob), _pointers(prob, workspace), _strides(prob),
+                   gpu.seed, _integers(prob, splits, per_split), call.alpha, call.beta,
+                   gpu._calls & 0xFFFFFFFF)
+    params = cudriver.parameter_block(args)
+    name = cfg.kernel_name(gemm_tiles.input_name(prob), prob.layout)
     tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
     grid = min(tiles, gpu.sms * cfg.per_sm) if cfg.persistent else tiles
-    params = cudriver.parameter_block(args)
-    launches = [(kernel, (grid, 1, 1), (cfg.threads, 1, 1), params, cfg.smem)]
+    launches = [(gpu.gemm_library.function(cfg.file, name, cfg.smem), (grid, 1, 1),
+                 (cfg.threads, 1, 1), params, cfg.smem)]
     if splits > 1:
         reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
         outputs = prob.batch * prob.m * -(-prob.n // 4)
@@ -266,6 +262,13 @@ def launch(gpu, prob):
     gpu.last_gemm = GemmLaunch(name, splits, launches, workspace)
     gpu.last_gemm.replay()
     gpu._stats["kernels_launched"] += len(launches)
+
+
+def _integers(prob, splits, per_split):
+    call = prob.call
+    bias_type = gk.TYPE_CODE[call.bias.dtype] if call.bias is not None else 0
+    return (prob.m, prob.n, prob.k, prob.batch, prob.kbatch, splits, per_split,
+            _flags(call), gk.TYPE_CODE[call.c.dtype], bias_type)
 
 
 def _tensor_maps(cfg, prob):
