@@ -206,3 +206,9 @@ def test_catalogue_entries_are_consistent(family):
         assert cfg.threads % 32 == 0 and cfg.smem <= 227 * 1024
         if cfg.tma:
             assert set(cfg.tma) >= {("a", l[0]) for l in cfg.layouts} | {("b", l[1]) for l in cfg.layouts}
+
+
+def test_missing_cubins_raise_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(gk, "KERNEL_DIR", tmp_path)
+    with pytest.raises(gk.KernelsMissing, match="make kernels"):
+        gk.Library().function("gemm_sm90", "ga_gemm_sm90_128x256x64_f16_kn", 218176)
