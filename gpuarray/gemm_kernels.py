@@ -46,8 +46,8 @@ class KernelsMissing(RuntimeError):
 class Config:
     """One tile configuration of a kernel family.
 
-    ``align`` is the byte alignment the kernel needs of operand addresses,
-    leading and batch strides (1: none).  ``tma`` maps (operand, layout)
+    Families without a ``u`` suffix need 16-byte aligned operand addresses,
+    leading and batch strides (gemm_tiles.family).  ``tma`` maps (operand, layout)
     to the (inner, outer) box and the swizzle width of its tensor map;
     empty for kernels that read through pointers.  ``per_sm`` is how many
     blocks fit on one multiprocessor, ``efficiency`` the fraction of the
@@ -63,7 +63,6 @@ class Config:
     smem: int
     inputs: tuple
     layouts: tuple = ("kn", "kk", "mn", "mk")
-    align: int = 16
     tma: dict = field(default_factory=dict, hash=False, compare=False)
     per_sm: int = 1
     efficiency: float = 0.8

@@ -29,11 +29,9 @@ _MIN_KTILES_PER_SPLIT = 4
 
 _HALF = ("f16", "bf16")
 _F32 = ("f32",)
-
 _TF32 = ("tf32",)
 
-#: every kernel the planner may pick: tile, threads, shared memory (the
-#: largest over layouts), blocks per SM and measured efficiency (H200)
+
 def _sm90(bm, bn, bk, smem, inputs, efficiency, layouts=("kn", "kk", "mn", "mk")):
     """A TMA/wgmma tile: boxes per (operand, layout) as gemm_sm90.cu's table."""
     b_n = (32, 64, 64) if bn == 32 else (64, 64, 128)
@@ -43,6 +41,8 @@ def _sm90(bm, bn, bk, smem, inputs, efficiency, layouts=("kn", "kk", "mn", "mk")
                   tma=tma, efficiency=efficiency, persistent=True)
 
 
+#: every kernel the planner may pick: tile, threads, shared memory (the
+#: largest over layouts), blocks per SM and measured efficiency (H200)
 CONFIGS = (
     _sm90(128, 256, 64, 218176, _HALF, 0.75),
     _sm90(128, 128, 64, 218208, _HALF, 0.67),
@@ -58,16 +58,16 @@ CONFIGS = (
     Config("sm80", 64, 64, 32, 128, 40960, _HALF, per_sm=4, efficiency=0.32),
     Config("sm80", 128, 128, 32, 256, 98304, _TF32, per_sm=1, efficiency=0.44),
     Config("sm80", 64, 64, 32, 128, 49152, _TF32, per_sm=3, efficiency=0.34),
-    Config("sm80u", 128, 128, 32, 256, 40960, _HALF, align=1, per_sm=1, efficiency=0.22),
-    Config("sm80u", 64, 64, 32, 128, 20480, _HALF, align=1, per_sm=3, efficiency=0.2),
-    Config("sm80u", 128, 128, 32, 256, 65536, _TF32, align=1, per_sm=1, efficiency=0.32),
-    Config("sm80u", 64, 64, 32, 128, 32768, _TF32, align=1, per_sm=3, efficiency=0.25),
+    Config("sm80u", 128, 128, 32, 256, 40960, _HALF, per_sm=1, efficiency=0.22),
+    Config("sm80u", 64, 64, 32, 128, 20480, _HALF, per_sm=3, efficiency=0.2),
+    Config("sm80u", 128, 128, 32, 256, 65536, _TF32, per_sm=1, efficiency=0.32),
+    Config("sm80u", 64, 64, 32, 128, 32768, _TF32, per_sm=3, efficiency=0.25),
     Config("ffma", 128, 128, 16, 256, 50688, _F32, ("kn", "mn", "mk"), per_sm=2,
            efficiency=0.72),
     Config("ffma", 128, 128, 8, 256, 16896, _F32, ("kk",), per_sm=2, efficiency=0.66),
     Config("ffma", 64, 64, 16, 128, 26112, _F32, per_sm=4, efficiency=0.5),
-    Config("ffmau", 128, 128, 8, 256, 16896, _F32, align=1, per_sm=2, efficiency=0.62),
-    Config("ffmau", 64, 64, 8, 128, 8704, _F32, align=1, per_sm=4, efficiency=0.45),
+    Config("ffmau", 128, 128, 8, 256, 16896, _F32, per_sm=2, efficiency=0.62),
+    Config("ffmau", 64, 64, 8, 128, 8704, _F32, per_sm=4, efficiency=0.45),
 )
 
 
@@ -104,6 +104,7 @@ def operands_to_pack(gpu, prob):
 
 
 def input_name(prob):
+    """Kernel-name spelling of the operands' type: f16, bf16, f32 or tf32."""
     if prob.call.precision == "tf32":
         return "tf32"
     return "bf16" if prob.dtype == dtypes.bfloat16 else {2: "f16", 4: "f32"}[prob.dtype.itemsize]
