@@ -74,8 +74,8 @@ def _same_view(x, target):
 def _usable_bias(bias, other):
     """A tensor the epilogue can add: float, at most 2-D, broadcast over the product."""
     return (isinstance(bias, Tensor) and bias.dtype in gemm.OUTPUT_DTYPES
-            and bias.ndim <= 2 and bias.shape != other.shape
-            and len(other.shape) >= 2 and _broadcasts(bias.shape, other.shape[-2:]))
+            and bias.ndim <= 2 and len(other.shape) >= 2
+            and _broadcasts(bias.shape, other.shape[-2:]))
 
 
 def _broadcasts(shape, target):

@@ -181,11 +181,12 @@ def test_dot_vectors(ng):
     _check(D.get(), b.astype(np.float64) @ a.T, "f32")
 
 
-def test_lazy_dot_fuses_the_epilogue(ng):
+@pytest.mark.parametrize("bias_shape", [(160,), (200, 160)])
+def test_lazy_dot_fuses_the_epilogue(ng, bias_shape):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((200, 96)).astype(np.float16)
     b = rng.standard_normal((96, 160)).astype(np.float16)
-    bias = rng.standard_normal(160).astype(np.float32)
+    bias = rng.standard_normal(bias_shape).astype(np.float32)
     A, B, BIAS = ng.array(a), ng.array(b), ng.array(bias)
     C = ng.ones((200, 160), np.float16)
     before = ng.stats()["kernels_launched"]
