@@ -9,7 +9,7 @@ destination itself -- it runs as a single GEMM launch.  Otherwise each
 product is computed into a temporary by the GEMM kernels and the rest of
 the tree goes to the fusion compiler as usual.
 """
-from . import gemm
+from . import gemm, shapes
 from .array import Tensor
 from .optree import OpTreeNode, Scalar
 
@@ -75,12 +75,7 @@ def _usable_bias(bias, other):
     """A tensor the epilogue can add: float, at most 2-D, broadcast over the product."""
     return (isinstance(bias, Tensor) and bias.dtype in gemm.OUTPUT_DTYPES
             and bias.ndim <= 2 and len(other.shape) >= 2
-            and _broadcasts(bias.shape, other.shape[-2:]))
-
-
-def _broadcasts(shape, target):
-    shape = (1,) * (len(target) - len(shape)) + tuple(shape)
-    return all(s in (1, t) for s, t in zip(shape, target))
+            and shapes.broadcasts_to(bias.shape, other.shape[-2:]))
 
 
 def _materialize(backend, node, memo):

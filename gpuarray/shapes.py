@@ -80,11 +80,15 @@ def broadcast_shapes(*shapes):
     return tuple(out)
 
 
+def broadcasts_to(value_shape, target_shape):
+    """True when ``value_shape`` broadcasts to ``target_shape`` (numpy's rules)."""
+    return len(value_shape) <= len(target_shape) and all(
+        v in (1, t) for v, t in zip(reversed(value_shape), reversed(target_shape)))
+
+
 def check_assignable(value_shape, target_shape):
     """Raise numpy's error when a value cannot be broadcast into a target."""
-    ok = len(value_shape) <= len(target_shape) and all(
-        v in (1, t) for v, t in zip(reversed(value_shape), reversed(target_shape)))
-    if not ok:
+    if not broadcasts_to(value_shape, target_shape):
         raise ValueError(
             f"could not broadcast input array from shape {shape_str(value_shape)} "
             f"into shape {shape_str(target_shape)}")
