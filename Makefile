@@ -13,7 +13,7 @@ SM90_SRCS := $(wildcard kernels/*_sm90.cu)
 PORTABLE_SRCS := $(filter-out $(SM90_SRCS),$(KERNEL_SRCS))
 KERNEL_BINS := $(patsubst kernels/%.cu,gpuarray/kernels/%.cubin,$(SM90_SRCS)) \
                $(patsubst kernels/%.cu,gpuarray/kernels/%.fatbin,$(PORTABLE_SRCS))
-KERNEL_DEPS := $(wildcard kernels/*.cuh) gpuarray/cuda/prelude.cuh
+KERNEL_DEPS := $(wildcard kernels/*.cuh) gpuarray/fusion/prelude.cuh
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
 .PHONY: all install kernels python test bench doc clean

@@ -16,7 +16,7 @@ setup(
     long_description_content_type="text/x-rst",
     license="BSD-3-Clause",
     packages=find_packages(include=["gpuarray", "gpuarray.*"]),
-    package_data={"gpuarray": ["cuda/*.cuh", "kernels/*.cubin", "kernels/*.fatbin"]},
+    package_data={"gpuarray": ["fusion/*.cuh", "kernels/*.cubin", "kernels/*.fatbin"]},
     include_package_data=True,
     python_requires=">=3.10",
     install_requires=[

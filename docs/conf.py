@@ -4,6 +4,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.abspath(".."))
+# pictures of the package drawn from its code
+sys.path.insert(0, os.path.abspath("_ext"))
 
 project = "gpuarray"
 author = "the gpuarray developers"
@@ -15,6 +17,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    "package_graph",
 ]
 
 # numpy-style docstrings

@@ -13,7 +13,7 @@ array([[-1.,  0.,  1.],
        [-1.,  0.,  1.]], dtype=float32)
 """
 from .cpu import CPU, CPUTensor
-from .dtypes import bfloat16
+from .core.dtypes import bfloat16
 from .gpu import GPU, GPUTensor, gpu_available, gpu_unavailable_reason
 
 __version__ = "0.1.0"

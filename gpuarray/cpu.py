@@ -1,6 +1,6 @@
 """The CPU factory: the same API as ``gpuarray.GPU``, evaluated with numpy.
 
-In: op-trees built with :mod:`gpuarray.optree` and a destination view.
+In: op-trees built with :mod:`gpuarray.core.optree` and a destination view.
 Out: the destination filled in.  It is the oracle the GPU path is tested
 against and lets every program run on a machine with no GPU.  It follows
 the GPU's numeric model exactly where that differs from plain numpy:
@@ -10,10 +10,11 @@ same bit-level algorithm as the generated kernels.
 """
 import numpy as np
 
-from . import dtypes, ops
-from .array import Tensor
-from .backend import Backend
-from .optree import Scalar, operand_type
+from .core import dtypes, ops
+from .core.array import Tensor
+from .core.backend import Backend
+from .core.optree import Scalar, operand_type
+from .gemm.functions import ProductFunctions
 
 
 class CPUTensor(Tensor):
@@ -25,7 +26,7 @@ class CPUTensor(Tensor):
                           strides=self.strides)
 
 
-class CPU(Backend):
+class CPU(ProductFunctions, Backend):
     """Factory of host tensors evaluated with numpy.
 
     Parameters

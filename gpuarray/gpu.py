@@ -1,14 +1,15 @@
 """The GPU factory: tensors in device memory, op-trees run as fused kernels.
 
-In: user calls (through :class:`gpuarray.backend.Backend`) and, for each
-assignment, a destination view and an op-tree.  Out: device work queued
-on the current CUDA context.  The path of one assignment reads top to
-bottom: :meth:`GPU._execute` -> :mod:`gpuarray.dispatch` (replays a
-recorded recipe, or records one:) -> plan (:mod:`gpuarray.plan`) -> layout
-and arguments (:mod:`gpuarray.launch`) -> :meth:`GPU._kernel`: from the
-cache, else generate (:mod:`gpuarray.codegen`) and compile
-(:mod:`gpuarray.compiler`) -> launch.  Matrix products go to the
-hand-written GEMM kernels instead (:mod:`gpuarray.gemm_plan`).
+In: user calls (through :class:`gpuarray.core.backend.Backend`) and, for
+each assignment, a destination view and an op-tree.  Out: device work
+queued on the current CUDA context.  The path of one assignment reads top
+to bottom: :meth:`GPU._execute` -> :mod:`gpuarray.fusion.dispatch`
+(replays a recorded recipe, or records one:) -> plan
+(:mod:`gpuarray.fusion.plan`) -> layout and arguments
+(:mod:`gpuarray.fusion.launch`) -> :meth:`GPU._kernel`: from the cache,
+else generate (:mod:`gpuarray.fusion.generate`) and compile
+(:mod:`gpuarray.cuda.compiler`) -> launch.  Matrix products go to the
+hand-written GEMM kernels instead (:mod:`gpuarray.gemm.plan`).
 
 pycuda is imported lazily, so the package imports (and the CPU factory
 works) on machines without CUDA.
@@ -17,10 +18,13 @@ import atexit
 
 import numpy as np
 
-from . import codegen, compiler, dispatch, gemm_kernels, gemm_plan, interop
-from .array import Tensor
-from .backend import Backend
-from .mempool import DeviceMemoryPool
+from .core.array import Tensor
+from .core.backend import Backend
+from .cuda import compiler, interop
+from .cuda.mempool import DeviceMemoryPool
+from .fusion import dispatch, generate
+from .gemm import catalogue, plan as gemm_plan
+from .gemm.functions import ProductFunctions
 
 _UNAVAILABLE = []
 
@@ -70,7 +74,7 @@ class GPUTensor(Tensor):
         return (interop.kDLCUDA, self.backend.device_id)
 
 
-class GPU(Backend):
+class GPU(ProductFunctions, Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
     Parameters
@@ -111,7 +115,7 @@ class GPU(Backend):
         self._calls = 0
         self._dispatcher = dispatch.Dispatcher(self)
         #: the hand-written GEMM kernels, loaded on first use
-        self.gemm_library = gemm_kernels.Library()
+        self.gemm_library = catalogue.Library()
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
@@ -152,6 +156,7 @@ class GPU(Backend):
 
     # -- evaluation ---------------------------------------------------------
     def _execute(self, out, tree):
+        """Evaluate a checked op-tree into ``out`` with fused kernels."""
         self._dispatcher.execute(out, tree)
 
     def _gemm(self, call):
@@ -162,8 +167,8 @@ class GPU(Backend):
         key = (program, layout)
         kernel = self._kernels.get(key)
         if kernel is None:
-            source = codegen.generate(program, layout)
-            cubin = compiler.compile_source(source.text, self.arch)
+            source = generate.generate(program, layout)
+            cubin = compiler.compile_source(source.text, self.arch, generate.HEADERS)
             module = self._drv.module_from_buffer(cubin)
             kernel = module.get_function(source.name)
             kernel.prepare(source.arg_format)

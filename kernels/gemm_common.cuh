@@ -1,7 +1,7 @@
 // gemm_common.cuh: the argument block and epilogue every GEMM kernel shares.
 //
 // What it computes: nothing by itself.  It fixes the ABI between the GEMM
-// kernels in this folder and gpuarray/gemm_kernels.py (which packs GemmArgs
+// kernels in this folder and gpuarray/gemm/catalogue.py (which packs GemmArgs
 // byte for byte), and holds the pieces all kernel families reuse:
 //   * tile scheduling: which output tile, batch and K-split a block (or a
 //     persistent block's iteration) works on, with a grouped raster so that
@@ -31,7 +31,7 @@
 // Launch shape: chosen by each kernel family; blocks map their tile index
 // through gemm_tile(), over tiles_m * tiles_n * batch * splits tiles.
 #pragma once
-#include "../gpuarray/cuda/prelude.cuh"
+#include "../gpuarray/fusion/prelude.cuh"
 
 // element types of C and of the bias (GemmArgs::c_type, ::bias_type)
 #define GEMM_F32 0
@@ -50,10 +50,10 @@
 #define GEMM_GROUP_M 8  // tile rows per raster group
 
 // Opaque TMA descriptor (CUtensorMap), encoded on the host by
-// gpuarray/cudriver.py; 3-D: (contiguous dim, other dim, data batch).
+// gpuarray/cuda/driver.py; 3-D: (contiguous dim, other dim, data batch).
 struct alignas(64) GemmTmap { unsigned long long opaque[16]; };
 
-// Packed by gpuarray/gemm_kernels.py (ARGS_FORMAT); keep both in step.
+// Packed by gpuarray/gemm/catalogue.py (ARGS_FORMAT); keep both in step.
 struct alignas(64) GemmArgs {
     GemmTmap tmap_a, tmap_b;              // TMA kernels only
     const void *a, *b;
@@ -71,7 +71,7 @@ struct alignas(64) GemmArgs {
     float alpha, beta;
     unsigned call;                        // Philox counter word: one per launch
 };
-static_assert(sizeof(GemmArgs) == 448, "GemmArgs ABI changed: update gemm_kernels.py");
+static_assert(sizeof(GemmArgs) == 448, "GemmArgs ABI changed: update gemm/catalogue.py");
 
 // One unit of work: output tile (tm, tn) of output batch ob, K-split `split`.
 struct GemmTile { int tm, tn, ob, split; };

@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 import gpuarray
-from gpuarray import codegen, compiler, launch, ops, plan
+from gpuarray.core import ops
+from gpuarray.cuda import compiler
+from gpuarray.fusion import generate, launch, plan
+from gpuarray.fusion.layout import Layout
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -63,9 +66,9 @@ def _sources():
             layout = launch.prepare(step, 132, 0, 1).layout
             variants = {layout}
             if step.program.mode != "ew":
-                variants |= {codegen.Layout(layout.n_outer, layout.n_inner, cluster=True, cache=8),
-                             codegen.Layout(layout.n_outer, layout.n_inner, cache=0)}
-            texts |= {codegen.generate(step.program, v).text for v in variants}
+                variants |= {Layout(layout.n_outer, layout.n_inner, cluster=True, cache=8),
+                             Layout(layout.n_outer, layout.n_inner, cache=0)}
+            texts |= {generate.generate(step.program, v).text for v in variants}
     return sorted(texts)
 
 
@@ -81,7 +84,7 @@ def test_generated_kernels_compile_for_sm90(tmp_path):
     unit = tmp_path / "all.cu"
     unit.write_text('#include "prelude.cuh"\n' + "\n".join(units))
     result = subprocess.run(
-        ["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", "-I", str(compiler.PRELUDE_PATH.parent),
+        ["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", "-I", str(generate.PRELUDE_PATH.parent),
          "-Xptxas", "-v", "-o", str(tmp_path / "all.cubin"), str(unit)],
         capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-4000:]
@@ -102,9 +105,9 @@ def test_disk_cache_returns_same_cubin(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUARRAY_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(compiler, "_nvrtc", lambda: None)
     text = '#include "prelude.cuh"\nextern "C" __global__ void k(float* p) { p[0] = ga_sqrt(2.0f); }\n'
-    first = compiler.compile_source(text)
+    first = compiler.compile_source(text, headers=generate.HEADERS)
     monkeypatch.setattr(compiler, "_compile", lambda *a: pytest.fail("recompiled"))
-    assert compiler.compile_source(text) == first
+    assert compiler.compile_source(text, headers=generate.HEADERS) == first
 
 
 def test_cache_key_ignores_sizes_and_constants():

@@ -11,7 +11,10 @@ import struct
 import numpy as np
 import pytest
 
-from gpuarray import backend, codegen, dispatch, gpu, launch, mempool, plan
+from gpuarray import gpu
+from gpuarray.core import backend
+from gpuarray.cuda import mempool
+from gpuarray.fusion import dispatch, generate, launch, plan
 
 
 class _Raw(int):
@@ -42,7 +45,7 @@ class RecordingGPU(gpu.GPU):
     def _kernel(self, program, layout):
         key = (program, layout)
         if key not in self._kernels:
-            self._kernels[key] = _Kernel(codegen.generate(program, layout), self.launches)
+            self._kernels[key] = _Kernel(generate.generate(program, layout), self.launches)
             self._stats["kernels_compiled"] += 1
         return self._kernels[key]
 

@@ -10,7 +10,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from gpuarray import cudriver, gemm_kernels as gk, gemm_tiles
+from gpuarray.cuda import driver
+from gpuarray.gemm import catalogue as gk, tiles
 from test_dispatch import RecordingGPU
 
 FIELDS = ("tmap_a tmap_b a b c bias partial stats a_m a_k b_k b_n ldc batch_a batch_b "
@@ -61,7 +62,7 @@ def tensor_maps(monkeypatch):
                           box=tuple(box), swizzle=swizzle_bytes, tf32=tf32))
         return bytes(128)
 
-    monkeypatch.setattr(cudriver, "encode_tiled", encode)
+    monkeypatch.setattr(driver, "encode_tiled", encode)
     return calls
 
 
@@ -194,13 +195,13 @@ def test_unaligned_operands_use_the_unaligned_family(ng):
 
 def test_old_gpus_are_refused():
     ng = GemmRecordingGPU(arch="sm_75")
-    with pytest.raises(gemm_tiles.UnsupportedDevice, match="compute capability 8.0"):
+    with pytest.raises(tiles.UnsupportedDevice, match="compute capability 8.0"):
         ng.dot(ng.empty((8, 8), np.float16), ng.empty((8, 8), np.float16), ng.empty((8, 8), np.float16))
 
 
-@pytest.mark.parametrize("family", sorted({c.family for c in gemm_tiles.CONFIGS}))
+@pytest.mark.parametrize("family", sorted({c.family for c in tiles.CONFIGS}))
 def test_catalogue_entries_are_consistent(family):
-    for cfg in gemm_tiles.CONFIGS:
+    for cfg in tiles.CONFIGS:
         if cfg.family != family:
             continue
         assert cfg.threads % 32 == 0 and cfg.smem <= 227 * 1024

@@ -5,29 +5,15 @@ arrays stand in for device tensors on both sides of the protocol.
 """
 import ctypes
 import gc
-import importlib.util
-import pathlib
 import weakref
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-
-def _load_interop():
-    # Import through the package when it imports cleanly; otherwise load the
-    # module file alone, so these tests do not depend on the rest of it.
-    try:
-        return importlib.import_module("gpuarray.interop")
-    except Exception:  # noqa: BLE001 - any package-level failure
-        path = pathlib.Path(__file__).parents[1] / "gpuarray" / "interop.py"
-        spec = importlib.util.spec_from_file_location("_gpuarray_interop", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+from gpuarray.cuda import interop
 
 
-interop = _load_interop()
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 _is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(

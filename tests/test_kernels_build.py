@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuarray import gemm_tiles
+from gpuarray.gemm import tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "kernels").glob("*.cu"))
@@ -79,7 +79,7 @@ def test_catalogue_kernels_exist(reports):
     """Every kernel name the planner can ask for is in the built binaries."""
     built = {kernel for report in reports.values() for kernel, _ in report}
     assert "ga_gemm_splitk_reduce" in built
-    for cfg in gemm_tiles.CONFIGS:
+    for cfg in tiles.CONFIGS:
         for name in cfg.inputs:
             for layout in cfg.layouts:
                 assert cfg.kernel_name(name, layout) in built

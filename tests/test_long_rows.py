@@ -4,7 +4,7 @@ import pytest
 
 from conftest import assert_matches
 
-LONG = 1 << 19  # long enough to be split (gpuarray.split.MIN_LENGTH is 2**18)
+LONG = 1 << 19  # long enough to be split (gpuarray.fusion.split.MIN_LENGTH is 2**18)
 
 
 def _data(shape, dtype, seed):

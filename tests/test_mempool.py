@@ -1,25 +1,9 @@
 """Tests of the caching device-memory pool with a fake, CPU-only allocator."""
 import gc
-import importlib.util
-import pathlib
 
 import pytest
 
-
-def _load_mempool():
-    # Import through the package when it imports cleanly; otherwise load the
-    # module file alone, so these tests do not depend on the rest of it.
-    try:
-        return importlib.import_module("gpuarray.mempool")
-    except Exception:  # noqa: BLE001 - any package-level failure
-        path = pathlib.Path(__file__).parents[1] / "gpuarray" / "mempool.py"
-        spec = importlib.util.spec_from_file_location("_gpuarray_mempool", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-
-mempool = _load_mempool()
+from gpuarray.cuda import mempool
 
 
 class FakeAllocation:

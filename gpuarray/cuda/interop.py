@@ -15,7 +15,7 @@ import sys
 import ml_dtypes
 import numpy as np
 
-from .shapes import contiguous_strides
+from ..core.shapes import contiguous_strides
 
 __all__ = ["cuda_array_interface", "to_dlpack", "from_dlpack", "ExternalBuffer",
            "kDLCPU", "kDLCUDA", "kDLCUDAHost", "kDLCUDAManaged"]

@@ -1,11 +1,11 @@
 """Code generation for the reduction modes (``reduce`` and ``bcast``).
 
-In: the elementwise generator of :mod:`gpuarray.codegen` (program, layout,
+In: the kernel writer of :mod:`gpuarray.fusion.writer` (program, layout,
 helpers).  Out: the body of a kernel in which each row -- one point of the
 kept axes -- is handled by a group of ``tpr`` threads, or by every block of
 a thread-block cluster when rows are few and long.
 
-A ``partial`` kernel (see :mod:`gpuarray.split`) gives each row several
+A ``partial`` kernel (see :mod:`gpuarray.fusion.split`) gives each row several
 blocks and stores one partial result per block.
 
 Per row: row-level values that need no reduction are computed first; then
@@ -18,7 +18,8 @@ max) never overwrites partials still being read.  Last, ``bcast`` loops
 over the row again storing every element, ``reduce`` stores one value per
 row.
 """
-from .codegen import CLUSTER, MAX_THREADS, identity
+from .layout import CLUSTER, MAX_THREADS
+from .writer import identity
 
 
 class ReductionWriter:

@@ -69,7 +69,7 @@ class Expression:
 
     # numpy must not treat expressions as arrays: make it defer to our operators
     __array_ufunc__ = None
-    #: True for trees holding a matrix product (see gpuarray.gemm_fuse)
+    #: True for trees holding a matrix product (see gpuarray.gemm.fuse)
     has_gemm = False
 
     def __hash__(self):

@@ -1,7 +1,7 @@
 """The factory interface shared by ``gpuarray.GPU`` and ``gpuarray.CPU``.
 
 In: user calls to make tensors (``ng.empty``, ``ng.array``...), the math
-API (:mod:`gpuarray.functions`) and assignments ``t[key] = value``.  Out:
+API (:mod:`gpuarray.core.functions`) and assignments ``t[key] = value``.  Out:
 tensors, op-trees, and evaluated results.  A concrete factory supplies the
 storage hooks -- allocate, upload, download, and ``_execute(out, tree)``
 which evaluates a checked op-tree into a tensor view -- and everything else
@@ -10,7 +10,7 @@ lives here once.
 """
 import numpy as np
 
-from . import dtypes, gemm, gemm_fuse, shapes
+from . import dtypes, shapes
 from .array import Tensor
 from .functions import MathFunctions
 from .optree import Expression, Scalar
@@ -145,25 +145,13 @@ class Backend(MathFunctions):
         if 0 in target.shape:
             return
         if tree.has_gemm:
-            gemm_fuse.execute(self, target, tree)
+            self._assign_products(target, tree)
         else:
             self._execute(target, tree)
 
-    def run_gemm(self, call):
-        """Run a checked :class:`gemm.GemmCall` (products with K = 0 run fused)."""
-        m, n, k = call.mnk
-        if call.c.size == 0:
-            if call.stats is not None:
-                call.stats.fill(0)
-        elif k == 0 or call.batches == 0:
-            self.assign(call.c, gemm.epilogue_tree(self, call, Scalar(0.0)))
-            if call.stats is not None:
-                gemm.stats_by_reduction(self, call.c, call.stats)
-        else:
-            self._gemm(call)
-
-    def _gemm(self, call):
-        raise NotImplementedError
+    def _assign_products(self, target, tree):
+        """Evaluate a tree holding matrix products (factories mix in :mod:`gpuarray.gemm`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no matrix products")
 
     def to_host(self, tensor):
         """Copy a tensor view into a new numpy array."""

@@ -2,7 +2,7 @@
 
 In: a kernel configuration (family, tile, input type, layouts) and the
 values of one launch.  Out: a loaded kernel (from the cubins ``make
-kernels`` builds into ``gpuarray/kernels/``; see :mod:`gpuarray.cudriver`
+kernels`` builds into ``gpuarray/kernels/``; see :mod:`gpuarray.cuda.driver`
 for why these load through the driver API rather than pycuda), and the
 ``GemmArgs`` block it takes by value, packed byte for byte as
 ``kernels/gemm_common.cuh`` declares it (TMA descriptors included).
@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cudriver, dtypes
+from ..core import dtypes
+from ..cuda import driver
 
-KERNEL_DIR = Path(__file__).with_name("kernels")
+KERNEL_DIR = Path(__file__).parent.parent / "kernels"
 
 #: GemmArgs: two tensor maps, six pointers, ten strides, seed, ten ints,
 #: two floats, the call counter, padding to the struct's 64-byte alignment
@@ -47,7 +48,7 @@ class Config:
     """One tile configuration of a kernel family.
 
     Families without a ``u`` suffix need 16-byte aligned operand addresses,
-    leading and batch strides (gemm_tiles.family).  ``tma`` maps (operand, layout)
+    leading and batch strides (tiles.family).  ``tma`` maps (operand, layout)
     to the (inner, outer) box and the swizzle width of its tensor map;
     empty for kernels that read through pointers.  ``per_sm`` is how many
     blocks fit on one multiprocessor, ``efficiency`` the fraction of the
@@ -97,7 +98,7 @@ class Library:
             for suffix in (".cubin", ".fatbin"):
                 path = KERNEL_DIR / (stem + suffix)
                 if path.exists():
-                    module = cudriver.load_module(path)
+                    module = driver.load_module(path)
                     break
             else:
                 raise KernelsMissing(
@@ -112,8 +113,8 @@ class Library:
         kernel = self._kernels.get(key)
         if kernel is None:
             try:
-                kernel = cudriver.Kernel(self._module(stem), name, smem)
-            except cudriver.DriverError as err:
+                kernel = driver.Kernel(self._module(stem), name, smem)
+            except driver.DriverError as err:
                 raise KernelsMissing(f"{stem} has no usable kernel {name} ({err}); "
                                      "rebuild with `make kernels`") from None
             self._kernels[key] = kernel

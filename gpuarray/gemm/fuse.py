@@ -9,9 +9,10 @@ destination itself -- it runs as a single GEMM launch.  Otherwise each
 product is computed into a temporary by the GEMM kernels and the rest of
 the tree goes to the fusion compiler as usual.
 """
-from . import gemm, shapes
-from .array import Tensor
-from .optree import OpTreeNode, Scalar
+from ..core import shapes
+from ..core.array import Tensor
+from ..core.optree import OpTreeNode, Scalar
+from .call import OUTPUT_DTYPES, make_call
 
 PRODUCTS = ("dot", "batched_dot")
 
@@ -26,8 +27,8 @@ def execute(backend, target, tree):
 
 
 def epilogue_call(backend, target, tree):
-    """The :class:`gemm.GemmCall` computing ``target[:] = tree`` in one launch, or None."""
-    if tree.shape != target.shape or target.dtype not in gemm.OUTPUT_DTYPES:
+    """The :class:`~.call.GemmCall` running ``target[:] = tree`` in one launch, or None."""
+    if tree.shape != target.shape or target.dtype not in OUTPUT_DTYPES:
         return None
     node, beta = tree, 0.0
     if _is(node, "add"):
@@ -49,7 +50,7 @@ def epilogue_call(backend, target, tree):
     if not _is(product, *PRODUCTS):
         return None
     a, b = product.args
-    return gemm.make_call(backend, a, b, target, product.op == "batched_dot", alpha, beta,
+    return make_call(backend, a, b, target, product.op == "batched_dot", alpha, beta,
                           relu, bias, precision=product.attrs[0])
 
 
@@ -73,7 +74,7 @@ def _same_view(x, target):
 
 def _usable_bias(bias, other):
     """A tensor the epilogue can add: float, at most 2-D, broadcast over the product."""
-    return (isinstance(bias, Tensor) and bias.dtype in gemm.OUTPUT_DTYPES
+    return (isinstance(bias, Tensor) and bias.dtype in OUTPUT_DTYPES
             and bias.ndim <= 2 and len(other.shape) >= 2
             and shapes.broadcasts_to(bias.shape, other.shape[-2:]))
 
@@ -88,7 +89,7 @@ def _materialize(backend, node, memo):
     if node.op in PRODUCTS:
         out = backend.empty(node.shape, node.dtype)
         a, b = node.args
-        backend.run_gemm(gemm.make_call(backend, a, b, out, node.op == "batched_dot",
+        backend.run_gemm(make_call(backend, a, b, out, node.op == "batched_dot",
                                         precision=node.attrs[0]))
         result = out
     else:

@@ -1,6 +1,6 @@
 """Splitting long reductions: few very long rows -> two kernels per reduction.
 
-In: a planner (:mod:`gpuarray.plan`) and an op-tree whose reductions run
+In: a planner (:mod:`gpuarray.fusion.plan`) and an op-tree whose reductions run
 over few rows of very many elements -- ``ng.sum(A)`` of 10**8 elements is
 one row.  Out: the same tree with each such reduction replaced by a
 reduction over a small tensor of partial results, plus the ``partial``
@@ -16,9 +16,9 @@ max, min, any, all); mean, var and std are built from sums.
 """
 import numpy as np
 
-from . import dtypes, shapes
-from .array import Tensor
-from .optree import OpTreeNode, walk
+from ..core import dtypes, shapes
+from ..core.array import Tensor
+from ..core.optree import OpTreeNode, walk
 
 SPLITTABLE = ("sum", "prod", "max", "min", "any", "all")
 #: rows at least this long are split when there are fewer rows than SMs

@@ -1,6 +1,6 @@
 """GEMM on the GPU: one checked GemmCall -> kernel choice -> launches.
 
-In: a :class:`gpuarray.gemm.GemmCall` and the GPU factory.  Out: the main
+In: a :class:`gpuarray.gemm.call.GemmCall` and the GPU factory.  Out: the main
 GEMM kernel (and, with split-K, the reduce kernel) queued on the stream.
 
 The path reads top to bottom:
@@ -19,7 +19,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import cudriver, gemm, gemm_kernels as gk, gemm_tiles
+from ..cuda import driver
+from . import catalogue as gk, tiles
+from .call import GemmCall, epilogue_tree, stats_by_reduction
 
 _REDUCE_THREADS = 256
 _MAX_CHOICES = 4096
@@ -65,7 +67,7 @@ class Operand:
 class Problem:
     """A GEMM in the kernels' terms (gemm_common.cuh)."""
 
-    call: gemm.GemmCall
+    call: GemmCall
     a: Operand
     b: Operand
     m: int
@@ -126,11 +128,11 @@ def _transposed(call):
 def _run_via_temporary(gpu, call):
     """Product into a float32 temporary, then the epilogue by the fusion compiler."""
     product = gpu.empty(call.c.shape, np.float32)
-    run(gpu, gemm.GemmCall(call.a, call.b, product, precision=call.precision,
+    run(gpu, GemmCall(call.a, call.b, product, precision=call.precision,
                            accumulate=call.accumulate))
-    gpu.assign(call.c, gemm.epilogue_tree(gpu, call, product))
+    gpu.assign(call.c, epilogue_tree(gpu, call, product))
     if call.stats is not None:
-        gemm.stats_by_reduction(gpu, call.c, call.stats)
+        stats_by_reduction(gpu, call.c, call.stats)
 
 
 # -- 2. the problem ----------------------------------------------------------
@@ -162,7 +164,7 @@ def problem(gpu, call):
                    batch_c=c.strides[0] // isz if c.shape[0] > 1 else 0)
     if call.accumulate:
         prob.batch, prob.kbatch = 1, call.batches
-    for name in gemm_tiles.operands_to_pack(gpu, prob):
+    for name in tiles.operands_to_pack(gpu, prob):
         setattr(prob, name, _k_major_copy(gpu, getattr(prob, name), name))
     return _fold_batches(prob)
 
@@ -216,14 +218,14 @@ def choose(gpu, prob):
     Remembered per problem shape (a training loop asks the same few), up
     to _MAX_CHOICES of them.
     """
-    family = gemm_tiles.family(gpu, prob)
-    key = (family, gemm_tiles.input_name(prob), prob.layout, prob.m, prob.n, prob.k,
+    family = tiles.family(gpu, prob)
+    key = (family, tiles.input_name(prob), prob.layout, prob.m, prob.n, prob.k,
            prob.batch, prob.kbatch, prob.call.c.itemsize, gpu.sms)
     best = _choices.get(key)
     if best is None:
-        candidates = ((gemm_tiles.model_time(gpu, prob, cfg, splits), i, cfg, splits)
-                      for i, cfg in enumerate(gemm_tiles.configs(family, key[1], prob.layout))
-                      for splits in gemm_tiles.split_choices(gpu, prob, cfg))
+        candidates = ((tiles.model_time(gpu, prob, cfg, splits), i, cfg, splits)
+                      for i, cfg in enumerate(tiles.configs(family, key[1], prob.layout))
+                      for splits in tiles.split_choices(gpu, prob, cfg))
         best = min(candidates)[2:]
         if len(_choices) >= _MAX_CHOICES:
             _choices.clear()
@@ -246,10 +248,10 @@ def launch(gpu, prob):
     args = gk.pack(*_tensor_maps(cfg, prob), _pointers(prob, workspace), _strides(prob),
                    gpu.seed, _integers(prob, splits, per_split), call.alpha, call.beta,
                    gpu._calls & 0xFFFFFFFF)
-    params = cudriver.parameter_block(args)
-    name = cfg.kernel_name(gemm_tiles.input_name(prob), prob.layout)
-    tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
-    grid = min(tiles, gpu.sms * cfg.per_sm) if cfg.persistent else tiles
+    params = driver.parameter_block(args)
+    name = cfg.kernel_name(tiles.input_name(prob), prob.layout)
+    total = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
+    grid = min(total, gpu.sms * cfg.per_sm) if cfg.persistent else total
     launches = [(gpu.gemm_library.function(cfg.file, name, cfg.smem), (grid, 1, 1),
                  (cfg.threads, 1, 1), params, cfg.smem)]
     if splits > 1:
@@ -286,7 +288,7 @@ def _tensor_map(cfg, op, name, prob):
     batches = prob.call.batches if op.batch else 1
     # one batch: the stride is never used, but must still be a multiple of 16
     batch_bytes = op.batch * isz if op.batch else -(-(op.ld * extents[1] * isz) // 16) * 16
-    return cudriver.encode_tiled(op.ptr, op.t.dtype, (extents[0], extents[1], batches),
+    return driver.encode_tiled(op.ptr, op.t.dtype, (extents[0], extents[1], batches),
                                  (op.ld * isz, batch_bytes), (inner, outer, 1), swizzle,
                                  tf32=prob.call.precision == "tf32")
 

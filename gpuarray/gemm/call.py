@@ -4,7 +4,7 @@ In: the user's operands and epilogue options.  Out: either a lazy op-tree
 node (no ``C`` given), or a checked :class:`GemmCall` -- every operand a
 3-D view ``(batches, rows, cols)``, the bias a 2-D view broadcast to
 ``(M, N)`` -- that the factory runs with its ``_gemm`` (numpy on the CPU,
-:mod:`gpuarray.gemm_plan` on the GPU).  Every misuse is caught here, with
+:mod:`gpuarray.gemm.plan` on the GPU).  Every misuse is caught here, with
 numpy's wording where numpy has one, before anything runs.
 
 The product computed is ``C = relu(alpha * op(A) @ op(B) + bias) + beta * C``
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dtypes, shapes
-from .array import Tensor
-from .optree import OpTreeNode, Scalar
+from ..core import dtypes, shapes
+from ..core.array import Tensor
+from ..core.optree import OpTreeNode, Scalar
 
 #: operand dtypes the GEMM kernels read
 INPUT_DTYPES = (np.dtype(np.float16), dtypes.bfloat16, np.dtype(np.float32))

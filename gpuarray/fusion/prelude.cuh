@@ -1,6 +1,6 @@
 // gpuarray prelude: the device functions every generated kernel uses.
 //
-// What it computes: one overload set per op of gpuarray/ops.py (ga_<op>),
+// What it computes: one overload set per op of gpuarray/core/ops.py (ga_<op>),
 // numpy's semantics for each loop dtype (integer wrap-around, Python-style
 // floor division and modulo, NaN-propagating maximum...), loads and stores
 // of float16/bfloat16 storage (math runs in float; stores round to nearest

@@ -18,9 +18,9 @@ kernel cache behind it does not: a new shape reuses the compiled kernel.
 import struct
 from functools import partial
 
+from ..core.array import Tensor
+from ..core.optree import Scalar
 from . import launch, plan
-from .array import Tensor
-from .optree import Scalar
 
 
 #: recorded situations kept per factory
@@ -127,6 +127,7 @@ class _Recipe:
         self.first_temp = _FIRST_LEAF + nleaves
 
     def replay(self, gpu, slots):
+        """Launch the recorded kernels with this call's pointers and scalars."""
         temps = [gpu.pool.allocate(n) for n in self.temp_sizes]
         slots.extend(t.ptr for t in temps)
         for launcher in self.launchers:

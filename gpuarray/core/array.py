@@ -4,7 +4,7 @@ In: a factory (``gpuarray.GPU`` or ``gpuarray.CPU``), a buffer it
 allocated, and a (shape, dtype, byte strides, byte offset) description.
 Out: an object with numpy's attributes and view semantics.  Indexing,
 transposes and reshapes make new views of the same buffer; arithmetic
-builds op-trees (see :mod:`gpuarray.optree`); ``t[key] = value`` hands the
+builds op-trees (see :mod:`gpuarray.core.optree`); ``t[key] = value`` hands the
 view and the value to the factory, which evaluates and stores it.
 """
 import numpy as np
@@ -21,7 +21,7 @@ class Tensor(Expression):
 
     Attributes
     ----------
-    backend : gpuarray.backend.Backend
+    backend : gpuarray.core.backend.Backend
         The factory that owns the memory.
     shape, dtype, strides
         As numpy's.

@@ -18,7 +18,7 @@ import ctypes.util
 
 import numpy as np
 
-from . import dtypes
+from ..core import dtypes
 
 TENSOR_MAP_BYTES = 128
 

@@ -1,9 +1,9 @@
 """Which GEMM kernel runs a problem: the tile catalogue and its cost model.
 
-In: a :class:`gpuarray.gemm_plan.Problem` and the device (architecture,
+In: a :class:`gpuarray.gemm.plan.Problem` and the device (architecture,
 multiprocessor count).  Out: the kernel family, the candidate tile
 configurations, the K-splits worth trying, and a modelled time for each
-(config, splits) pair; :func:`gemm_plan.choose` takes the cheapest.
+(config, splits) pair; :func:`gpuarray.gemm.plan.choose` takes the cheapest.
 
 The model: a launch runs in waves of (tiles x splits) blocks over the
 machine's block slots; a wave costs one tile's flops at the per-slot
@@ -14,8 +14,8 @@ adds the partial sums' traffic and one more launch.
 """
 import numpy as np
 
-from . import dtypes
-from .gemm_kernels import Config
+from ..core import dtypes
+from .catalogue import Config
 
 # Hopper-class figures (H100/H200); used as ratios, so other GPUs rank alike
 _PEAK = {"sm90": 900e12, "sm90_tf32": 450e12, "sm80": 500e12, "sm80_tf32": 250e12,
@@ -76,7 +76,7 @@ class UnsupportedDevice(RuntimeError):
 
 
 def family(gpu, prob):
-    """Kernel family for ``prob`` on ``gpu`` (see gemm_kernels)."""
+    """Kernel family for ``prob`` on ``gpu`` (see catalogue)."""
     major = int(gpu.arch[3:-1])
     if major < 8:
         raise UnsupportedDevice(f"GEMM kernels need compute capability 8.0 or newer; "

@@ -12,14 +12,14 @@ documented difference from numpy kept from nervanagpu, so that
 """
 import numpy as np
 
-from . import dtypes, gemm, ops, optree, shapes
+from . import dtypes, ops, optree, shapes
 
 
 class MathFunctions:
     """Mixin: the public math functions, built on ``self.elementwise``."""
 
     def elementwise(self, name, *args, out=None):
-        """Apply elementwise op ``name`` (see :data:`gpuarray.ops.OPS`)."""
+        """Apply elementwise op ``name`` (see :data:`gpuarray.core.ops.OPS`)."""
         return self._finish(optree.elementwise(self, name, self.operands(args)), out)
 
     def where(self, condition, x, y, out=None):
@@ -126,65 +126,6 @@ class MathFunctions:
     def _float_operand(self, a):
         a = self.operand(a)
         return a if dtypes.is_float(a.dtype) else self.astype(a, np.float64)
-
-    # -- matrix products (GEMM kernels; see gpuarray.gemm) ---------------
-    def dot(self, A, B, C=None, alpha=1.0, beta=0.0, relu=False, bias=None, stats=None,
-            precision=None):
-        """Matrix product ``C = relu(alpha * A @ B + bias) + beta * C``.
-
-        Parameters
-        ----------
-        A, B : tensors (or expressions), 1-D or 2-D
-            float16, bfloat16 or float32, one dtype; transposed views
-            (``A.T``) select the transposed product without a copy.
-        C : tensor, optional
-            Output of the product's shape (float16, bfloat16 or float32).
-            Without it the product is a lazy op-tree node, so
-            ``C[:] = ng.relu(ng.dot(A, B) + bias)`` runs as one GEMM.
-        alpha, beta : float
-            Scale of the product and of C's previous value (beta needs C).
-        relu : bool
-            Clamp negative results (after bias, before beta * C).
-        bias : tensor, optional
-            Added to the product, broadcast numpy-style: shape (N,), (M, 1)
-            or (M, N).
-        stats : float32 tensor of shape (2,), optional
-            Filled with the largest ``abs(C)`` over finite values and the number of
-            non-finite values of the stored C (needs C).
-        precision : {None, "fp32", "tf32"}
-            float32 operands: exact fp32 math (default) or TF32 tensor cores.
-
-        Returns
-        -------
-        C, or a lazy op-tree node when C is None.
-        """
-        return self._product(A, B, C, False, alpha, beta, relu, bias, stats, precision)
-
-    def batched_dot(self, A, B, C=None, alpha=1.0, beta=0.0, relu=False, bias=None,
-                    stats=None, precision=None):
-        """Batched matrix products ``C[i] = relu(alpha * A[i] @ B[i] + bias) + beta * C[i]``.
-
-        A is (batches, M, K) and B (batches, K, N); one of them may be 2-D and
-        is then shared by every batch.  A 2-D ``C`` of shape (M, N) receives
-        the sum over the batch, ``relu(alpha * sum_i A[i] @ B[i] + bias) +
-        beta * C`` (weight-gradient accumulation).  Other parameters as
-        :meth:`dot`.
-        """
-        return self._product(A, B, C, True, alpha, beta, relu, bias, stats, precision)
-
-    def _product(self, A, B, C, batched, alpha, beta, relu, bias, stats, precision):
-        if C is not None:
-            self.run_gemm(gemm.make_call(self, A, B, C, batched, alpha, beta, relu, bias,
-                                         stats, precision))
-            return C
-        if beta != 0 or stats is not None:
-            raise ValueError("beta and stats need an output tensor C")
-        node = gemm.product_node(self, A, B, batched, precision)
-        if alpha != 1:
-            node = node * gemm.real(alpha, "alpha")
-        if bias is not None:
-            node = node + self.operand(bias)
-        return self.relu(node) if relu else node
 
     @staticmethod
     def _count(a, axis):

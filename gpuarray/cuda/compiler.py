@@ -1,13 +1,15 @@
 """Compilation and caching: CUDA C source -> cubin bytes.
 
-In: a :class:`gpuarray.codegen.Source` and a target architecture
-(``sm_90``).  Out: cubin bytes, ready for pycuda's ``module_from_buffer``.
+In: CUDA C source text, the headers it includes (name -> text; the fusion
+compiler passes its prelude) and a target architecture (``sm_90``).
+Out: cubin bytes, ready for pycuda's ``module_from_buffer``.  Nothing
+here knows what the source computes.
 
 Compiles with NVRTC (the ``cuda-bindings`` package) when it is importable
 -- tens of milliseconds per kernel -- and otherwise with ``nvcc -cubin``.
 Cubins are kept on disk under ``$GPUARRAY_CACHE_DIR`` (default
-``~/.cache/gpuarray``), named by a hash of the source, the architecture
-and the prelude, so a new process compiles nothing it compiled before.
+``~/.cache/gpuarray``), named by a hash of the source, the headers and
+the architecture, so a new process compiles nothing it compiled before.
 The in-memory cache of loaded kernels, keyed by program structure and
 layout class, lives with the factory (:mod:`gpuarray.gpu`).
 """
@@ -18,8 +20,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-PRELUDE_PATH = Path(__file__).with_name("cuda") / "prelude.cuh"
-PRELUDE = PRELUDE_PATH.read_text()
 _OPTIONS = ("-std=c++17", "-default-device")
 
 
@@ -33,38 +33,49 @@ def cache_dir():
     return Path(root)
 
 
-def source_hash(text, arch):
-    """Hash naming a cubin: the source, the prelude and the target."""
+def source_hash(text, arch, headers=None):
+    """Hash naming a cubin: the source, its headers and the target."""
     h = hashlib.sha256()
-    for part in (text, PRELUDE, arch, " ".join(_OPTIONS)):
+    named = [f"{name}\0{body}" for name, body in sorted((headers or {}).items())]
+    for part in (text, *named, arch, " ".join(_OPTIONS)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
 
 
-def compile_source(text, arch="sm_90"):
+def compile_source(text, arch="sm_90", headers=None):
     """Return cubin bytes for ``text``, from the disk cache when possible.
+
+    Parameters
+    ----------
+    text : str
+        CUDA C source.
+    arch : str
+        Target, e.g. ``"sm_90"``.
+    headers : dict of str to str, optional
+        Files the source includes by name (``#include "name"``).
 
     Raises
     ------
     CompileError
         With the compiler's log and the path where the source was saved.
     """
-    path = cache_dir() / f"{source_hash(text, arch)}.cubin"
+    headers = headers or {}
+    path = cache_dir() / f"{source_hash(text, arch, headers)}.cubin"
     try:
         return path.read_bytes()
     except OSError:
         pass
-    cubin = _compile(text, arch)
+    cubin = _compile(text, arch, headers)
     _write_atomic(path, cubin)
     return cubin
 
 
-def _compile(text, arch):
+def _compile(text, arch, headers):
     nvrtc = _nvrtc()
     if nvrtc is not None:
-        return _compile_nvrtc(nvrtc, text, arch)
-    return _compile_nvcc(text, arch)
+        return _compile_nvrtc(nvrtc, text, arch, headers)
+    return _compile_nvcc(text, arch, headers)
 
 
 def _nvrtc():
@@ -77,10 +88,12 @@ def _nvrtc():
         return None
 
 
-def _compile_nvrtc(nvrtc, text, arch):
+def _compile_nvrtc(nvrtc, text, arch, headers):
     ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
-    err, prog = nvrtc.nvrtcCreateProgram(text.encode(), b"kernel.cu", 1,
-                                         [PRELUDE.encode()], [b"prelude.cuh"])
+    names = sorted(headers)
+    err, prog = nvrtc.nvrtcCreateProgram(text.encode(), b"kernel.cu", len(names),
+                                         [headers[n].encode() for n in names],
+                                         [n.encode() for n in names])
     try:
         opts = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in _OPTIONS]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
@@ -88,7 +101,7 @@ def _compile_nvrtc(nvrtc, text, arch):
             _, size = nvrtc.nvrtcGetProgramLogSize(prog)
             log = b" " * size
             nvrtc.nvrtcGetProgramLog(prog, log)
-            _fail(text, arch, log.decode(errors="replace"))
+            _fail(text, arch, headers, log.decode(errors="replace"))
         _, size = nvrtc.nvrtcGetCUBINSize(prog)
         cubin = b" " * size
         nvrtc.nvrtcGetCUBIN(prog, cubin)
@@ -97,24 +110,25 @@ def _compile_nvrtc(nvrtc, text, arch):
         nvrtc.nvrtcDestroyProgram(prog)
 
 
-def _compile_nvcc(text, arch):
+def _compile_nvcc(text, arch, headers):
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.cubin"
         src.write_text(text)
-        cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-I", str(PRELUDE_PATH.parent),
-               "-o", str(out), str(src)]
+        for name, body in headers.items():
+            (Path(tmp) / name).write_text(body)
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", "-o", str(out), str(src)]
         try:
             result = subprocess.run(cmd, capture_output=True, text=True)
         except FileNotFoundError:
             raise CompileError("neither NVRTC (cuda-bindings) nor nvcc is available") from None
         if result.returncode:
-            _fail(text, arch, result.stderr)
+            _fail(text, arch, headers, result.stderr)
         return out.read_bytes()
 
 
-def _fail(text, arch, log):
-    path = cache_dir() / "failed" / f"{source_hash(text, arch)}.cu"
+def _fail(text, arch, headers, log):
+    path = cache_dir() / "failed" / f"{source_hash(text, arch, headers)}.cu"
     _write_atomic(path, text.encode())
     raise CompileError(f"generated kernel failed to compile for {arch}; "
                        f"source saved at {path}\n{log}")

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dtypes, ops
-from .array import Tensor
-from .optree import OpTreeNode, Scalar, operand_type, walk
+from ..core import dtypes, ops
+from ..core.array import Tensor
+from ..core.optree import OpTreeNode, Scalar, operand_type, walk
 from .split import SplitMixin, is_columnar, should_split
 
 

@@ -1,7 +1,7 @@
 """Launch: a planned step -> layout class, kernel arguments, grid and block.
 
-In: a :class:`gpuarray.plan.Step` and the device's multiprocessor count.
-Out: a :class:`Launch` holding the :class:`gpuarray.codegen.Layout` (which,
+In: a :class:`gpuarray.fusion.plan.Step` and the device's multiprocessor count.
+Out: a :class:`Launch` holding the :class:`gpuarray.fusion.layout.Layout` (which,
 with the program, picks the compiled kernel), the packed argument values
 and the launch shape.  This is where sizes and strides enter: adjacent
 axes that every operand walks contiguously are collapsed, so most kernels
@@ -10,8 +10,8 @@ see one or two dimensions; contiguous, aligned elementwise operands get
 """
 from dataclasses import dataclass
 
-from .codegen import CLUSTER, EW_THREADS as _EW_THREADS, MAX_THREADS, Layout
-from .shapes import size_of
+from ..core.shapes import size_of
+from .layout import CLUSTER, EW_THREADS as _EW_THREADS, MAX_THREADS, Layout
 
 #: row elements a thread of a reduction kernel aims to handle
 ITEMS_PER_THREAD = 64
@@ -107,7 +107,7 @@ def _columns(step, outer_dims, inner_dims):
     """True when rows neighbour in memory and run along a strided axis.
 
     Then neighbouring threads should take neighbouring rows (see
-    ``codegen_reduce.ReductionWriter.column_prologue``).
+    ``reduce.ReductionWriter.column_prologue``).
     """
     loads = [1 + i.arg for i in step.program.instrs if i.op == "load" and i.level == "elem"]
     if not loads or len(inner_dims) != 1 or outer_dims[-1][0] < 32:

@@ -6,7 +6,7 @@ whether it is elementwise or a reduction, the numpy function that is its
 specification (the CPU evaluator runs it, and its type resolution decides
 result dtypes, so promotion and the TypeErrors for unsupported dtypes are
 numpy's own), and the name of the CUDA device function in
-``cuda/prelude.cuh`` that implements it.
+``fusion/prelude.cuh`` that implements it.
 """
 import math
 from dataclasses import dataclass

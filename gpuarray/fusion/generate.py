@@ -1,0 +1,55 @@
+"""Code generation: a kernel program and its layout class -> CUDA C source.
+
+In: a :class:`gpuarray.fusion.plan.Program` and a
+:class:`gpuarray.fusion.layout.Layout` (how many collapsed outer/inner
+dimensions, vector width, cluster split).  Out: a :class:`Source` with
+the CUDA C text, the kernel name and the pycuda argument format.
+
+The kernel's signature and value helpers come from
+:mod:`~gpuarray.fusion.writer`; its body from the writer of the program's
+mode: :mod:`~gpuarray.fusion.elementwise` for ``ew``,
+:mod:`~gpuarray.fusion.reduce` for ``reduce``, ``bcast`` and ``partial``.
+Every kernel includes the prelude (``prelude.cuh`` beside this module),
+which holds the device functions of the op table.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+from .elementwise import ElementwiseWriter
+from .layout import CLUSTER, EW_THREADS, MAX_THREADS, MIN_BLOCKS
+from .reduce import ReductionWriter
+from .writer import KernelWriter
+
+#: the prelude every generated kernel includes, as ``#include "prelude.cuh"``
+PRELUDE_PATH = Path(__file__).with_name("prelude.cuh")
+PRELUDE = PRELUDE_PATH.read_text()
+#: headers to hand the compiler with each generated source
+HEADERS = {"prelude.cuh": PRELUDE}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Generated kernel: CUDA C text, entry name and pycuda argument format."""
+
+    text: str
+    name: str
+    arg_format: str
+
+
+def generate(program, layout):
+    """Generate the CUDA C source of ``program`` for ``layout``."""
+    gen = KernelWriter(program, layout)
+    params, fmt = gen.params()
+    name = "ga_kernel"
+    writer = ElementwiseWriter if program.mode == "ew" else ReductionWriter
+    body = writer(gen).body()
+    bounds = f"__cluster_dims__({CLUSTER}, 1, 1) " if layout.cluster else ""
+    threads = EW_THREADS if program.mode == "ew" else MAX_THREADS
+    bounds += f"__launch_bounds__({threads}, {MIN_BLOCKS})"
+    text = "\n".join([
+        '#include "prelude.cuh"',
+        f"typedef {'long long' if layout.wide else 'int'} ga_idx;",
+        f'extern "C" __global__ void {bounds} {name}(',
+        "    " + ",\n    ".join(params) + ") {",
+        *body, "}", ""])
+    return Source(text, name, fmt)
