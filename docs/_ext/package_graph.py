@@ -20,9 +20,6 @@ import html
 import importlib
 from pathlib import Path
 
-from docutils import nodes
-from docutils.parsers.rst import Directive
-
 PACKAGE = Path(__file__).resolve().parents[2] / "gpuarray"
 
 #: the path of one assignment, in call order: (label, dotted function)
@@ -202,28 +199,19 @@ def path_svg():
 
 
 # -- Sphinx -----------------------------------------------------------------------
-class _Picture(Directive):
-    draw = None
-
-    def run(self):
-        return [nodes.raw("", f'<div class="package-picture">{self.draw()}</div>',
-                          format="html")]
-
-
-class PackageGraph(_Picture):
-    """``.. package-graph::``"""
-
-    draw = staticmethod(package_svg)
-
-
-class AssignmentPath(_Picture):
-    """``.. assignment-path::``"""
-
-    draw = staticmethod(path_svg)
-
-
 def setup(app):
-    """Register the two directives."""
-    app.add_directive("package-graph", PackageGraph)
-    app.add_directive("assignment-path", AssignmentPath)
+    """Register the two directives (docutils is imported here: the import
+    graph alone, as the tests read it, needs no documentation tools)."""
+    from docutils import nodes
+    from docutils.parsers.rst import Directive
+
+    def directive(draw):
+        class Picture(Directive):
+            def run(self):
+                return [nodes.raw("", f'<div class="package-picture">{draw()}</div>',
+                                  format="html")]
+        return Picture
+
+    app.add_directive("package-graph", directive(package_svg))
+    app.add_directive("assignment-path", directive(path_svg))
     return {"parallel_read_safe": True}
