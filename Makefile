@@ -16,7 +16,7 @@ KERNEL_BINS := $(patsubst kernels/%.cu,gpuarray/kernels/%.cubin,$(SM90_SRCS)) \
 KERNEL_DEPS := $(wildcard kernels/*.cuh) gpuarray/fusion/prelude.cuh
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
-.PHONY: all install kernels python test bench doc clean
+.PHONY: all install kernels python test bench stress sanitize doc clean
 
 all: python kernels
 
@@ -54,6 +54,23 @@ bench:
 	$(PYTHON) benchmarks/bench_elementwise.py
 	$(PYTHON) benchmarks/validate_gemm.py
 	$(PYTHON) benchmarks/bench_gemm.py
+
+stress:
+	$(PYTHON) benchmarks/stress.py
+
+# compute-sanitizer over the GPU cases of the suite, one tool after another;
+# the CPU cases (-k "not cpu") and the tests that fault a kernel on purpose
+# (-m "not faults") are left out.  Narrow it with SANITIZE_TESTS=tests/test_x.py.
+SANITIZE_TOOLS ?= memcheck racecheck synccheck
+SANITIZE_TESTS ?= tests
+SANITIZE_PYTEST ?= -q -p no:cacheprovider -k "not cpu" -m "not faults"
+sanitize:
+	@for tool in $(SANITIZE_TOOLS); do \
+	  echo "== compute-sanitizer --tool $$tool"; \
+	  compute-sanitizer --tool $$tool --error-exitcode 99 --report-api-errors no \
+	    --target-processes all $(PYTHON) -m pytest $(SANITIZE_PYTEST) $(SANITIZE_TESTS) \
+	    || exit 1; \
+	done
 
 doc:
 	sphinx-build -W --keep-going -b html docs docs/_build/html

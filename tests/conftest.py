@@ -236,3 +236,8 @@ def round_to(values, dtype):
     """float64 oracle values rounded (nearest-even) to ``dtype``."""
     return np.asarray(values, dtype=np.float64).astype(dtype) if is_float(dtype) \
         else np.asarray(values).astype(dtype)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "faults: makes a kernel fault on purpose (left out of make sanitize)")
