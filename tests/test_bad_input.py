@@ -1,0 +1,341 @@
+"""Bad input, walked systematically through the public API, against numpy 2.
+
+Every row of the tables below is ``(id, call, numpy_call)``: ``call(m, a)``
+runs on a factory ``m`` with the inputs ``a`` (tensors made from
+:func:`host_inputs`), ``numpy_call`` (default: the same lambda) on
+:data:`NP` -- numpy with our conventions, reductions keep their axes -- with
+the same inputs as host arrays.  The outcomes must agree: numpy's exception
+class (and its message, where the row keeps ``msg``) raised when the call
+is made, or numpy's result (dtype, shape, values, NaN and inf positions).
+Where gpuarray differs from numpy by design, the row names the exception it
+must raise instead (:func:`raises`).
+
+Rows for problems being fixed elsewhere, and for bugs found here that lie in
+files this module's author does not own, are strict xfails naming the
+problem; :func:`on_gpu_xfail` does the same for GPU-only deviations.
+"""
+
+import contextlib
+import re
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from numpy.exceptions import AxisError
+
+from conftest import BF16, assert_matches, new_factory, to_host
+from gpuarray.core import ops
+
+# --------------------------------------------------------------------------
+# inputs and the numpy side
+# --------------------------------------------------------------------------
+
+
+def host_inputs():
+    """Fresh host arrays, one per name; tensors of the same values are made per row."""
+    f = np.arange(-5.5, 6.5, dtype=np.float32).reshape(3, 4)
+    return dict(
+        f=f, d=f.astype(np.float64), h=f.astype(np.float16), i=f.astype(np.int32),
+        u=np.arange(12, dtype=np.uint8).reshape(3, 4), b=f > 0, i8=np.arange(4, dtype=np.int8),
+        v=np.arange(5, dtype=np.float32), s=np.array(2.5, np.float32), si=np.array(3, np.int64),
+        e=np.zeros((0, 4), np.float32), q=np.arange(9, dtype=np.float32).reshape(3, 3),
+        n=np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0], np.float32),
+        g=np.arange(24, dtype=np.float32).reshape(2, 3, 4),
+    )
+
+
+class _NumpySpec:
+    """numpy with gpuarray's conventions: reductions keep their axes by default,
+    and ops numpy lacks (rsqrt, erf...) run through the op table."""
+
+    _KEEPDIMS = ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin",
+                 "any", "all", "ptp")
+
+    def __getattr__(self, name):
+        if name in self._KEEPDIMS:
+            func = getattr(np, name)
+            return lambda a, axis=None, keepdims=True, **kw: func(a, axis=axis, keepdims=keepdims, **kw)
+        if name in ops.OPS and not hasattr(np, name):
+            return _custom_op(name)
+        return getattr(np, name)
+
+    @staticmethod
+    def evaluate(x, out=None):
+        if out is None:
+            return np.array(x)
+        out[...] = x
+        return out
+
+    @staticmethod
+    def batched_dot(a, b):
+        return np.matmul(a, b)
+
+
+def _custom_op(name):
+    def run(x):  # every such op is unary
+        x = np.asarray(x)
+        (loop,), _ = ops.resolve(name, (x.dtype,))
+        return ops.OPS[name].numpy(x.astype(loop).reshape(-1)).reshape(x.shape)
+    return run
+
+
+NP = _NumpySpec()
+
+
+class raises:
+    """Expected outcome where gpuarray deliberately differs from numpy."""
+
+    def __init__(self, cls, match=None):
+        self.cls, self.match = cls, match
+
+
+def setitem(target, key, value):
+    """``target[key] = value`` as an expression; returns the target."""
+    target[key] = value
+    return target
+
+
+def row(name, call, numpy_call=None, msg=True, xfail=None):
+    """One table row; ``xfail`` names a known problem (a strict xfail)."""
+    marks = [pytest.mark.xfail(strict=True, reason=xfail)] if xfail else []
+    return pytest.param(call, numpy_call or call, msg, id=name, marks=marks)
+
+
+FIXING = "issue 9: being fixed: "
+BUG = "bug found by test_bad_input (not in this module's files): "
+
+# --------------------------------------------------------------------------
+# the check
+# --------------------------------------------------------------------------
+
+
+def _public_class(err):
+    """numpy's exception class as users see it (builtin or numpy.exceptions)."""
+    for cls in type(err).__mro__:
+        if cls.__module__ in ("builtins", "numpy.exceptions"):
+            return cls
+    return type(err)
+
+
+def _numpy_outcome(numpy_call):
+    host = SimpleNamespace(**host_inputs())
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            return numpy_call(NP, host), None
+        except Exception as err:  # noqa: BLE001 - the outcome under test
+            return None, err
+
+
+def check(ng, call, numpy_call, msg=True):
+    """Run ``call`` on ``ng`` and ``numpy_call`` on numpy; the outcomes must agree."""
+    expected, error = (None, numpy_call) if isinstance(numpy_call, raises) \
+        else _numpy_outcome(numpy_call)
+    ours = SimpleNamespace(**{k: ng.array(v) for k, v in host_inputs().items()})
+    if error is not None:
+        cls = error.cls if isinstance(error, raises) else _public_class(error)
+        match = error.match if isinstance(error, raises) else (re.escape(str(error)) if msg else None)
+        with pytest.raises(cls, match=match):
+            call(ng, ours)  # raised when the call is made, never when evaluated
+        return
+    _compare(call(ng, ours), expected)
+
+
+def _compare(got, expected):
+    if isinstance(expected, (tuple, list)):
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _compare(g, e)
+    elif isinstance(expected, (np.ndarray, np.generic)):
+        assert_matches(to_host(got), np.asarray(expected), scale=1)
+    else:
+        assert got == expected
+
+
+@contextlib.contextmanager
+def known_bug(ng, key):
+    """A strict xfail on one factory kind, where ``KNOWN_BUGS[(kind, *key)]`` names a bug."""
+    reason = KNOWN_BUGS.get((ng_kind(ng),) + key)
+    if reason is None:
+        yield
+        return
+    try:
+        yield
+    except (Exception, pytest.fail.Exception):  # noqa: BLE001 - the failure expected
+        pytest.xfail(reason)
+    pytest.fail(f"XPASS(strict) on {ng_kind(ng)}: {reason}")
+
+
+def ng_kind(ng):
+    """``"gpu"`` or ``"cpu"``."""
+    return "gpu" if "GPU" in type(ng).__name__ else "cpu"
+
+
+#: (factory kind, test, case...) -> a bug in a file this module's author does not own
+KNOWN_BUGS = {
+    ("cpu", "shapes", "erf", "0d"): BUG + "CPU ng.erf of a 0-d tensor raises AttributeError "
+                                          "when evaluated (ops._special: frompyfunc returns a "
+                                          "Python float for 0-d input) -- core/ops.py",
+    ("cpu", "shapes", "erfc", "0d"): BUG + "CPU ng.erfc of a 0-d tensor raises AttributeError "
+                                           "when evaluated (ops._special) -- core/ops.py",
+}
+
+
+def other_factory():
+    """A second CPU factory, whose tensors this session's factories must refuse."""
+    return _OTHER.setdefault("cpu", new_factory("cpu", seed=7))
+
+
+_OTHER = {}
+
+
+def foreign(host):
+    """A tensor of :func:`other_factory`."""
+    return other_factory().array(host)
+
+
+# --------------------------------------------------------------------------
+# creation: empty/zeros/ones/full, *_like, array
+# --------------------------------------------------------------------------
+
+CREATION = [
+    row("zeros-negative", lambda m, a: m.zeros(-1)),
+    row("zeros-negative-in-tuple", lambda m, a: m.zeros((2, -3))),
+    row("zeros-float-shape", lambda m, a: m.zeros(2.5), msg=False),
+    row("zeros-bool-shape", lambda m, a: m.zeros(True), msg=False,
+        xfail=BUG + "ng.zeros(True) makes shape (1,); numpy raises TypeError -- core/shapes.py"),
+    row("zeros-str-shape", lambda m, a: m.zeros("3"), msg=False),
+    row("zeros-None-in-shape", lambda m, a: m.zeros((2, None)), msg=False),
+    row("zeros-numpy-int-shape", lambda m, a: m.zeros((np.int64(2), np.uint8(3)), np.float64)),
+    row("zeros-0d", lambda m, a: m.zeros((), np.float32)),
+    row("ones-empty", lambda m, a: m.ones((0, 3), np.int8)),
+    row("empty-shape-dtype", lambda m, a: (m.empty((2, 0, 3), "f2").shape, m.empty(4, "u1").dtype)),
+    row("empty-bad-dtype-name", lambda m, a: m.empty(3, "float33"), msg=False),
+    row("zeros-too-big", lambda m, a: m.zeros((2**40, 2**40)),
+        xfail=FIXING + "overflowing sizes"),
+    row("empty-too-big", lambda m, a: m.empty((2**62, 8), np.float64),
+        xfail=FIXING + "overflowing sizes"),
+    row("full-nan", lambda m, a: m.full((2, 2), np.nan, np.float16)),
+    row("full-inf-into-float16", lambda m, a: m.full(3, 1e10, np.float16)),
+    row("full-float-into-int", lambda m, a: m.full(3, -2.7, np.int32)),
+    row("full-bool-into-float", lambda m, a: m.full(3, True, np.float32)),
+    row("full-int-out-of-range", lambda m, a: m.full(3, 300, np.int8),
+        xfail=FIXING + "Python ints out of the dtype's range"),
+    row("full-negative-into-unsigned", lambda m, a: m.full(3, -1, np.uint64),
+        xfail=FIXING + "Python ints out of the dtype's range"),
+    row("full-str", lambda m, a: m.full(3, "a", np.float32), msg=False,
+        xfail=BUG + "ng.full(3, 'a', float32) raises TypeError; numpy raises ValueError "
+                    "(could not convert string to float) -- core/backend.py"),
+    row("full-None", lambda m, a: m.full(3, None, np.float32),
+        xfail=BUG + "ng.full(3, None, float32) raises TypeError; numpy fills NaN -- core/optree.py"),
+    row("zeros_like-0d", lambda m, a: m.zeros_like(a.s)),
+    row("ones_like-empty-dtype", lambda m, a: m.ones_like(a.e, np.int16)),
+    row("full-like-view", lambda m, a: m.zeros_like(a.f.T[::2])),
+    row("empty_like-bad-dtype", lambda m, a: m.empty_like(a.f, "c8"), raises(TypeError)),
+    row("zeros_like-list", lambda m, a: m.zeros_like([1.0, 2.0]),
+        xfail=BUG + "ng.zeros_like([1.0, 2.0]) raises AttributeError; numpy takes any "
+                    "array_like -- core/backend.py"),
+    row("array-ragged", lambda m, a: m.array([[1, 2], [3]]), msg=False),
+    row("array-None", lambda m, a: m.array(None), raises(TypeError)),
+    row("array-huge-int", lambda m, a: m.array([1, 2**70]), raises(TypeError)),
+    row("array-str", lambda m, a: m.array("abc"), raises(TypeError)),
+    row("array-nonfinite", lambda m, a: m.array([np.nan, -np.inf, np.inf], np.float16)),
+    row("array-negative-strides", lambda m, a: m.array(np.arange(12.0).reshape(3, 4)[::-1, ::-2])),
+    row("array-0d", lambda m, a: m.array(np.float16(3.5))),
+    row("array-python-scalars", lambda m, a: (m.array(3), m.array(2.5), m.array(True))),
+    row("array-empty-list", lambda m, a: m.array([])),
+    row("array-cast-nan-to-bool", lambda m, a: m.array([np.nan, 0.0], dtype=bool)),
+    row("array-of-tensor-view", lambda m, a: m.array(a.f[::-1, 1:3], np.float64)),
+    row("array-big-endian", lambda m, a: m.array(np.arange(3, dtype=">i4")),
+        xfail=FIXING + "big-endian host input"),
+    row("array-big-endian-dtype", lambda m, a: m.array([1.5, 2.5], dtype=">f8"),
+        xfail=FIXING + "big-endian host input"),
+    row("array-foreign-tensor", lambda m, a: m.array(foreign(np.ones(3))),
+        raises(ValueError, "(?i)different")),
+]
+
+
+@pytest.mark.parametrize("call,numpy_call,msg", CREATION)
+def test_creation(ng, call, numpy_call, msg):
+    check(ng, call, numpy_call, msg)
+
+
+def test_from_dlpack(ng):
+    """from_dlpack refuses objects without ``__dlpack__`` (numpy: AttributeError)."""
+    if not hasattr(ng, "from_dlpack"):
+        pytest.xfail(FIXING + "CPU().from_dlpack")
+    for bad in (3, [1.0, 2.0], None):
+        with pytest.raises((AttributeError, TypeError)):
+            ng.from_dlpack(bad)
+
+
+# --------------------------------------------------------------------------
+# elementwise functions: every op on edge values, 0-d, empty and view inputs
+# --------------------------------------------------------------------------
+
+EDGE_DTYPES = [np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.uint8,
+                                     np.int32, np.uint32, np.int64, np.uint64, np.bool_)]
+
+
+def edge_values(dtype, positive=False):
+    """Values where implementations disagree: non-finite, signed zeros, extremes."""
+    if dtype == np.bool_:
+        return np.array([False, True])
+    if dtype.kind == "f":
+        fi = np.finfo(dtype)
+        vals = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, fi.max, fi.tiny]
+        return np.array(vals, np.float64).astype(dtype)
+    ii = np.iinfo(dtype)
+    vals = [0, 1, 2, 7, 31, 63, ii.max, ii.max - 1] + ([] if ii.min == 0 else [-1, -2, -8, ii.min])
+    return np.array([v for v in vals if ii.min <= v <= ii.max and (v >= 0 or not positive)], dtype)
+
+
+def _ew_inputs(name, dtype):
+    """Operands covering every pair of edge values (x down the rows, y across)."""
+    arity = ops.OPS[name].arity
+    x = edge_values(dtype)
+    if arity == 1:
+        return [x]
+    # integer ** negative int raises in numpy: its own row below
+    y = edge_values(dtype, positive=name == "power" and dtype.kind in "iu")
+    return [x[:, None], y[None, :]]
+
+
+def _ew_call(m, name, args):
+    func = getattr(m, name) if name in ops.OPS and hasattr(np, name) else None
+    return (func or getattr(NP, name) if m is NP else getattr(m, name))(*args)
+
+
+@pytest.mark.parametrize("name", ops.ELEMENTWISE)
+def test_elementwise_edge_values(ng, name):
+    """Each op on every dtype's edge values: numpy's result, or numpy's TypeError."""
+    for dtype in EDGE_DTYPES:
+        host = _ew_inputs(name, dtype)
+        expected, error = _numpy_outcome(lambda np_, _: _ew_call(np_, name, host))
+        tensors = [ng.array(x) for x in host]
+        if error is not None:
+            with pytest.raises(_public_class(error)):
+                _ew_call(ng, name, tensors)
+            continue
+        got = _ew_call(ng, name, tensors)
+        with known_bug(ng, ("edge", name, dtype.name)):
+            assert_matches(to_host(got), expected, scale=1, transcendental=True,
+                           err_msg=f"{name} {dtype}")
+
+
+SHAPED = {"0d": lambda a: a.s, "empty": lambda a: a.e, "reversed": lambda a: a.f[::-1, ::-2],
+          "transposed": lambda a: a.f.T, "newaxis": lambda a: a.v[None, :, None],
+          "nonfinite": lambda a: a.n}
+
+
+@pytest.mark.parametrize("shape", list(SHAPED))
+@pytest.mark.parametrize("name", ops.ELEMENTWISE)
+def test_elementwise_shapes(ng, name, shape):
+    """0-d, empty, strided-view and non-finite operands; a binary op meets itself reversed."""
+    def call(m, a):
+        x = SHAPED[shape](a)
+        args = (x,) if ops.OPS[name].arity == 1 else (x, x[::-1] if x.ndim else x)
+        return _ew_call(m, name, args)
+    with known_bug(ng, ("shapes", name, shape)):
+        check(ng, call, call)
