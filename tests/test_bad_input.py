@@ -22,9 +22,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from numpy.exceptions import AxisError
 
-from conftest import BF16, assert_matches, new_factory, to_host
+from conftest import assert_matches, new_factory, to_host
 from gpuarray.core import ops
 
 # --------------------------------------------------------------------------
