@@ -173,7 +173,7 @@ def int_bounds(dtype):
     return int(info.min), int(info.max)
 
 
-def assigned_scalar(value, dtype):
+def assigned_scalar(value, dtype, created=False):
     """The scalar ``t[...] = value`` (or ``t.fill(value)``) stores into ``dtype``.
 
     numpy 2 checks a Python int against an integer dtype (``OverflowError:
@@ -181,13 +181,16 @@ def assigned_scalar(value, dtype):
     for a float dtype (``OverflowError`` past float64's range) and takes its
     truth for bool.  Converting here also keeps the kernel's argument a
     double or a bool, never an integer too wide for it.  Other values pass
-    unchanged.
+    unchanged.  ``created``: as ``np.full``, which converts a Python int for
+    a bool array through int64 (and so rejects one beyond int64's range).
     """
     if not isinstance(value, int) or isinstance(value, bool):
         return value
     if is_float(dtype):
         return float(value)
     if np.dtype(dtype).kind == "b":
+        if created:
+            check_weak_int(value, np.dtype(dtype))
         return bool(value)
     check_weak_int(value, np.dtype(dtype))
     return value
