@@ -119,6 +119,20 @@ def test_python_int_assignment(ng, dtype, how):
         check(lambda: ours(ng, t, v), expected, f"{dtype} {how} v={v}")
 
 
+CLIP_BOUNDS = [(0, 1000), (-1000, 50), (1000, 2000), (-2000, -1000), (0, 2**70),
+               (-2**70, 2**64), (None, 1000), (300, None), (-5, 300), (2, 2**63)]
+
+
+@pytest.mark.parametrize("dtype", NUMPY_DTYPES, ids=dtype_id)
+def test_clip_with_python_int_bounds(ng, dtype):
+    """numpy drops a Python int bound every value passes; others convert."""
+    data = host_data(dtype)
+    t = ng.array(data)
+    for lo, hi in CLIP_BOUNDS:
+        expected = numpy_outcome(lambda d, lo=lo, hi=hi: np.clip(d, lo, hi), dtype, data)
+        check(lambda: ng.clip(t, lo, hi), expected, f"{dtype} clip({lo}, {hi})")
+
+
 def test_inplace_operator_checks_the_int(ng):
     t = ng.array(np.array([1, 2], np.int8))
     with pytest.raises(OverflowError, match="Python integer 300 out of bounds for int8"):

@@ -194,3 +194,15 @@ def assigned_scalar(value, dtype, created=False):
         return bool(value)
     check_weak_int(value, np.dtype(dtype))
     return value
+
+
+def clip_bound_is_void(bound, dtype, upper):
+    """True for a Python int clip bound that every ``dtype`` value passes.
+
+    numpy's ``clip`` drops such a bound (its NEP 50 rule) rather than raise
+    the OverflowError that converting it to an integer dtype would.
+    """
+    if type(bound) is not int or np.dtype(dtype).kind not in "iu":
+        return False
+    low, high = int_bounds(dtype)
+    return bound >= high if upper else bound <= low
