@@ -121,7 +121,7 @@ class Tensor(Expression):
 
     def __setitem__(self, key, value):
         whole = key is Ellipsis or (type(key) is slice and key == slice(None))
-        self.backend.assign(self if whole else self[key], value)
+        self.backend.assign(self if whole else self[key], dtypes.assigned_scalar(value, self.dtype))
 
     def transpose(self, *axes):
         """View with permuted axes (reversed when none are given)."""
@@ -158,8 +158,14 @@ class Tensor(Expression):
         return self.backend.evaluate(self)
 
     def fill(self, value):
-        """Set every element to ``value``; returns self."""
-        self.backend.assign(self, value)
+        """Set every element to ``value``; returns self.
+
+        Raises
+        ------
+        OverflowError
+            For a Python int that ``dtype`` cannot hold, as numpy 2.
+        """
+        self.backend.assign(self, dtypes.assigned_scalar(value, self.dtype))
         return self
 
     def _inplace(name):

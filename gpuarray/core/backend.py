@@ -64,7 +64,8 @@ class Backend(MathFunctions):
 
     def full(self, shape, value, dtype=np.float32):
         """New tensor with every element ``value``."""
-        return self.empty(shape, dtype).fill(value)
+        out = self.empty(shape, dtype)
+        return out.fill(dtypes.assigned_scalar(value, out.dtype, created=True))
 
     def empty_like(self, t, dtype=None):
         """Uninitialised tensor of ``t``'s shape (and dtype unless given)."""

@@ -106,11 +106,19 @@ def numpy_compute_dtype(dtype):
 
 
 def scalar_c_type(value):
-    """C type used to pass a Python scalar to a kernel as an argument."""
+    """C type used to pass a Python scalar to a kernel as an argument.
+
+    Decided by the scalar's type, never its value, so that a recorded
+    program replays for any value: a Python int always travels as a
+    ``long long`` (a uint64 above 2**63 as its two's-complement bit pattern,
+    which C converts back when it meets an unsigned operand).
+    """
     if isinstance(value, (bool, np.bool_)):
         return "bool"
+    if isinstance(value, np.unsignedinteger):
+        return "unsigned long long"
     if isinstance(value, (int, np.integer)):
-        return "long long" if value < 2**63 else "unsigned long long"
+        return "long long"
     return "double"
 
 
@@ -128,3 +136,73 @@ def check_scalar(value):
     if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         return value
     raise TypeError(f"unsupported scalar operand {value!r} of type {type(value).__name__}")
+
+
+def check_weak_int(value, loop_dtype):
+    """Convert a Python int operand the way numpy 2 does (NEP 50), for its error.
+
+    numpy converts a Python int into the dtype of the loop that runs, and
+    raises when it does not fit: ``OverflowError: Python integer 300 out of
+    bounds for uint8`` (numpy's own conversion raises here, with numpy's
+    wording), past float64's range ``int too large to convert to float``.
+    For a bool loop (``logical_and``) numpy converts through int64.
+
+    Parameters
+    ----------
+    value : int
+        The Python int operand.
+    loop_dtype : numpy.dtype
+        The loop dtype of its operand position (``ops.resolve``).
+
+    Raises
+    ------
+    OverflowError
+        When ``value`` does not convert.
+    """
+    if is_float(loop_dtype):
+        float(value)
+    elif loop_dtype.kind == "b":
+        np.int64(value)
+    else:
+        loop_dtype.type(value)
+
+
+def int_bounds(dtype):
+    """(min, max) of an integer dtype, as Python ints."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def assigned_scalar(value, dtype, created=False):
+    """The scalar ``t[...] = value`` (or ``t.fill(value)``) stores into ``dtype``.
+
+    numpy 2 checks a Python int against an integer dtype (``OverflowError:
+    Python integer 300 out of bounds for uint8``), converts it to a double
+    for a float dtype (``OverflowError`` past float64's range) and takes its
+    truth for bool.  Converting here also keeps the kernel's argument a
+    double or a bool, never an integer too wide for it.  Other values pass
+    unchanged.  ``created``: as ``np.full``, which converts a Python int for
+    a bool array through int64 (and so rejects one beyond int64's range).
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    if is_float(dtype):
+        return float(value)
+    if np.dtype(dtype).kind == "b":
+        if created:
+            check_weak_int(value, np.dtype(dtype))
+        return bool(value)
+    check_weak_int(value, np.dtype(dtype))
+    return value
+
+
+def clip_bound_is_void(bound, dtype, upper):
+    """True for a Python int clip bound that every ``dtype`` value passes.
+
+    numpy's ``clip`` drops such a bound (its NEP 50 rule) rather than raise
+    the OverflowError that converting it to an integer dtype would.
+    """
+    if type(bound) is not int or np.dtype(dtype).kind not in "iu":
+        return False
+    low, high = int_bounds(dtype)
+    return bound >= high if upper else bound <= low

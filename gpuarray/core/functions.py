@@ -32,9 +32,10 @@ class MathFunctions:
         if a_min is None and a_max is None:
             raise ValueError("One of max or min must be given")
         node = self.operand(a)
-        if a_min is not None:
+        dtype = node.dtype
+        if a_min is not None and not dtypes.clip_bound_is_void(a_min, dtype, upper=False):
             node = self.maximum(node, a_min)
-        if a_max is not None:
+        if a_max is not None and not dtypes.clip_bound_is_void(a_max, dtype, upper=True):
             node = self.minimum(node, a_max)
         return self._finish(node, out)
 

@@ -11,6 +11,7 @@ Leaves are tensors (``array.Tensor``) and :class:`Scalar`; ``Rand`` is a
 leaf-like node drawing uniform numbers when evaluated.
 """
 import itertools
+import operator
 
 import numpy as np
 
@@ -18,6 +19,8 @@ from . import dtypes, ops, shapes
 
 _rand_serial = itertools.count()
 _PRODUCTS = ("dot", "batched_dot")
+_COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
+                "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
 _WEAK = {int: (int, np.dtype(np.int64)), float: (float, np.dtype(np.float64)),
          bool: (None, np.dtype(np.bool_))}
 
@@ -258,8 +261,58 @@ def elementwise(backend, name, args):
     if name == "where":
         dtype = ops.promote(*[a.operand_type for a in args[1:]])
     else:
-        dtype = ops.resolve(name, tuple([a.operand_type for a in args]))[1]
+        loop, dtype = ops.resolve(name, tuple([a.operand_type for a in args]))
+        if Scalar in map(type, args):
+            exact = _check_scalars(name, args, loop)
+            if exact is not None:
+                return elementwise(backend, *exact)
     return OpTreeNode(backend, name, args, (), shape, dtype)
+
+
+def _check_scalars(name, args, loop):
+    """Apply numpy 2's rules for scalar operands (NEP 50) when the tree is built.
+
+    A Python int must convert to the loop dtype of its position, else
+    numpy's OverflowError (:func:`dtypes.check_weak_int`).  Comparisons are
+    the exception: an integer operand compared with a Python int beyond its
+    range has one answer for every element, so the comparison is rewritten
+    into an equivalent one with that answer (returned as ``(name, args)``;
+    None when nothing is rewritten).  An integer raised to a negative scalar
+    exponent is numpy's ValueError.  An integer *tensor* exponent is only
+    known when evaluated: the CPU factory raises there (numpy does), the
+    GPU cannot and gives the truncated value (0, or 1 / -1 for bases 1 / -1).
+    """
+    for k, a in enumerate(args):
+        if type(a) is not Scalar or a.weak_type is not int:
+            continue
+        if name in _COMPARISONS and _beyond_integer(a.value, args[1 - k], loop[k]):
+            return _constant_comparison(name, args, k, loop[k])
+        dtypes.check_weak_int(a.value, loop[k])
+    exponent = args[-1]
+    if (name == "power" and type(exponent) is Scalar and loop[1].kind in "iu"
+            and isinstance(exponent.value, (int, np.integer)) and exponent.value < 0):
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    return None
+
+
+def _beyond_integer(value, other, loop_dtype):
+    """True when ``value`` lies outside the range of ``other``'s integer dtype."""
+    kind = getattr(other.operand_type, "kind", None)  # a weak scalar has no dtype
+    if kind is None or kind not in "iu" or loop_dtype.kind not in "iu":
+        return False
+    low, high = dtypes.int_bounds(loop_dtype)
+    return not low <= value <= high
+
+
+def _constant_comparison(name, args, k, loop_dtype):
+    """``x OP value`` with ``value`` beyond x's range, as ``x <= max`` (always
+    true) or ``x > max`` (always false): one fused kernel, and the bound is a
+    kernel argument like any scalar.  Every x compares with ``value`` as 0 does.
+    """
+    x = args[1 - k]
+    truth = _COMPARISONS[name](*(a.value if i == k else 0 for i, a in enumerate(args)))
+    bound = Scalar(dtypes.int_bounds(loop_dtype)[1])
+    return ("less_equal" if truth else "greater", (x, bound))
 
 
 def _common_shape(args):

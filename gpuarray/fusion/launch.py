@@ -259,4 +259,6 @@ def scalar_arg(value, ctype):
         return int(value) % 2**64
     if ctype == "bool":
         return int(bool(value))
-    return int(value)
+    # a Python int above 2**63 (stored into a uint64) travels as its bit
+    # pattern; C's conversion to the unsigned type restores it
+    return (int(value) + 2**63) % 2**64 - 2**63
