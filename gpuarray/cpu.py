@@ -14,6 +14,7 @@ from .core import dtypes, ops
 from .core.array import Tensor
 from .core.backend import Backend
 from .core.optree import Scalar, operand_type
+from .cuda import interop
 from .gemm.functions import ProductFunctions
 
 
@@ -47,13 +48,41 @@ class CPU(ProductFunctions, Backend):
         return f"gpuarray.CPU(seed={self.seed})"
 
     def _allocate(self, nbytes):
-        return np.empty(max(nbytes, 1), np.uint8)
+        try:
+            return np.empty(max(nbytes, 1), np.uint8)
+        except MemoryError as err:
+            raise MemoryError(f"out of host memory allocating {nbytes} bytes") from err
 
     def _upload(self, tensor, host):
         tensor.numpy_view()[...] = host
 
     def _download(self, tensor):
         return tensor.numpy_view().copy()
+
+    def from_dlpack(self, obj):
+        """A tensor sharing the memory of a host DLPack producer (a numpy array...).
+
+        Parameters
+        ----------
+        obj : object with ``__dlpack__``, or a DLPack capsule
+            Memory the CPU can read: kDLCPU, or CUDA pinned host memory.
+
+        Raises
+        ------
+        ValueError
+            For device memory (a CUDA tensor): copy it to the host first, or
+            import it with ``gpuarray.GPU().from_dlpack``.
+        """
+        device = getattr(obj, "__dlpack_device__", None)
+        if device is not None:
+            _check_host_device(device()[0])  # before the producer hands its memory over
+        buf = interop.from_dlpack(obj)
+        _check_host_device(buf.device_type)
+        lo, hi = _byte_span(buf.shape, buf.strides, buf.dtype.itemsize)
+        if hi == lo:  # no elements: nothing to share
+            return self.empty(buf.shape, buf.dtype)
+        memory = np.asarray(_HostMemory(buf, lo, hi - lo))
+        return CPUTensor(self, memory, buf.shape, buf.dtype, buf.strides, -lo)
 
     def _execute(self, out, tree):
         self._stats["kernels_launched"] += 1
@@ -83,6 +112,37 @@ class CPU(ProductFunctions, Backend):
             finite = np.isfinite(stored)
             top = stored[finite].max() if finite.any() else 0.0
             call.stats.numpy_view()[:] = (top, np.count_nonzero(~finite))
+
+
+_HOST_DEVICES = (interop.kDLCPU, interop.kDLCUDAHost)
+
+
+def _check_host_device(device_type):
+    if device_type not in _HOST_DEVICES:
+        raise ValueError(
+            f"CPU.from_dlpack needs host memory, got DLPack device type {device_type} "
+            "(a CUDA tensor?); copy it to the host first (e.g. torch's .cpu()), or "
+            "import it with gpuarray.GPU().from_dlpack")
+
+
+def _byte_span(shape, strides, itemsize):
+    """(lowest, highest + 1) byte offsets from element 0 that a view touches."""
+    if 0 in shape:
+        return 0, 0
+    lo = sum(min(0, (d - 1) * s) for d, s in zip(shape, strides))
+    hi = sum(max(0, (d - 1) * s) for d, s in zip(shape, strides)) + itemsize
+    return lo, hi
+
+
+class _HostMemory:
+    """Bytes of an imported DLPack buffer as numpy sees them; the numpy
+    array made from it holds this object, which holds the buffer, so the
+    producer's memory lives as long as any tensor viewing it."""
+
+    def __init__(self, buf, lo, nbytes):
+        self.buf = buf
+        self.__array_interface__ = dict(version=3, shape=(nbytes,), typestr="|u1",
+                                        data=(buf.ptr + lo, bool(buf.readonly)))
 
 
 def _gemm_operand(t, precision):
