@@ -1,7 +1,8 @@
 """The CPU factory: the same API as ``gpuarray.GPU``, evaluated with numpy.
 
-In: op-trees built with :mod:`gpuarray.core.optree` and a destination view.
-Out: the destination filled in.  It is the oracle the GPU path is tested
+In: op-trees built with :mod:`gpuarray.core.optree` and a destination view;
+host DLPack producers (``from_dlpack``).  Out: the destination filled in;
+tensors sharing the producers' memory.  It is the oracle the GPU path is tested
 against and lets every program run on a machine with no GPU.  It follows
 the GPU's numeric model exactly where that differs from plain numpy:
 float16/bfloat16 values are computed in float32 and rounded only when

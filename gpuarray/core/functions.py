@@ -6,6 +6,10 @@ op-tree, or, when ``out=`` is given, ``out`` after the tree was evaluated
 into it.  Composite functions (mean, var, std, ptp, clip) are written in
 terms of the primitive ops so the fusion compiler sees through them.
 
+A reduction over no axes (``axis=()``, a 0-d operand, a scalar) gives each
+value on its own in the reduction's dtype, as numpy's; for a scalar that is
+a 0-d result.
+
 Reductions keep the reduced axes by default (``keepdims=True``), a
 documented difference from numpy kept from nervanagpu, so that
 ``A - ng.mean(A, axis=1)`` broadcasts.

@@ -44,7 +44,7 @@ def nbytes_of(shape, itemsize):
             "array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum "
             f"possible size. (shape {shape_str(shape)} of {itemsize}-byte elements: "
             f"{nbytes} bytes)")
-    return size_of(shape) * itemsize
+    return 0 if 0 in shape else nbytes
 
 
 def as_shape_allow_unknown(shape):
