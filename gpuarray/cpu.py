@@ -11,7 +11,7 @@ same bit-level algorithm as the generated kernels.
 """
 import numpy as np
 
-from .core import dtypes, ops
+from .core import dtypes, ops, shapes
 from .core.array import Tensor
 from .core.backend import Backend
 from .core.optree import Scalar, operand_type
@@ -79,7 +79,7 @@ class CPU(ProductFunctions, Backend):
             _check_host_device(device()[0])  # before the producer hands its memory over
         buf = interop.from_dlpack(obj)
         _check_host_device(buf.device_type)
-        lo, hi = _byte_span(buf.shape, buf.strides, buf.dtype.itemsize)
+        lo, hi = shapes.byte_span(buf.shape, buf.strides, buf.dtype.itemsize)
         if hi == lo:  # no elements: nothing to share
             return self.empty(buf.shape, buf.dtype)
         memory = np.asarray(_HostMemory(buf, lo, hi - lo))
@@ -124,15 +124,6 @@ def _check_host_device(device_type):
             f"CPU.from_dlpack needs host memory, got DLPack device type {device_type} "
             "(a CUDA tensor?); copy it to the host first (e.g. torch's .cpu()), or "
             "import it with gpuarray.GPU().from_dlpack")
-
-
-def _byte_span(shape, strides, itemsize):
-    """(lowest, highest + 1) byte offsets from element 0 that a view touches."""
-    if 0 in shape:
-        return 0, 0
-    lo = sum(min(0, (d - 1) * s) for d, s in zip(shape, strides))
-    hi = sum(max(0, (d - 1) * s) for d, s in zip(shape, strides)) + itemsize
-    return lo, hi
 
 
 class _HostMemory:

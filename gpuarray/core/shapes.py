@@ -84,6 +84,15 @@ def is_contiguous(shape, strides, itemsize):
     return True
 
 
+def byte_span(shape, strides, itemsize):
+    """(lowest, highest + 1) byte offsets from element 0 that a view touches."""
+    if 0 in shape:
+        return 0, 0
+    lo = sum(min(0, (d - 1) * s) for d, s in zip(shape, strides))
+    hi = sum(max(0, (d - 1) * s) for d, s in zip(shape, strides)) + itemsize
+    return lo, hi
+
+
 def broadcast_shapes(*shapes):
     """numpy's broadcast of several shapes, with numpy's error message."""
     if len(shapes) == 2 and len(shapes[0]) == len(shapes[1]):
