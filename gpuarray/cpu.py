@@ -1,7 +1,8 @@
 """The CPU factory: the same API as ``gpuarray.GPU``, evaluated with numpy.
 
-In: op-trees built with :mod:`gpuarray.core.optree` and a destination view.
-Out: the destination filled in.  It is the oracle the GPU path is tested
+In: op-trees built with :mod:`gpuarray.core.optree` and a destination view;
+host DLPack producers (``from_dlpack``).  Out: the destination filled in;
+tensors sharing the producers' memory.  It is the oracle the GPU path is tested
 against and lets every program run on a machine with no GPU.  It follows
 the GPU's numeric model exactly where that differs from plain numpy:
 float16/bfloat16 values are computed in float32 and rounded only when
@@ -10,10 +11,11 @@ same bit-level algorithm as the generated kernels.
 """
 import numpy as np
 
-from .core import dtypes, ops
+from .core import dtypes, ops, shapes
 from .core.array import Tensor
 from .core.backend import Backend
 from .core.optree import Scalar, operand_type
+from .cuda import interop
 from .gemm.functions import ProductFunctions
 
 
@@ -47,13 +49,41 @@ class CPU(ProductFunctions, Backend):
         return f"gpuarray.CPU(seed={self.seed})"
 
     def _allocate(self, nbytes):
-        return np.empty(max(nbytes, 1), np.uint8)
+        try:
+            return np.empty(max(nbytes, 1), np.uint8)
+        except MemoryError as err:
+            raise MemoryError(f"out of host memory allocating {nbytes} bytes") from err
 
     def _upload(self, tensor, host):
         tensor.numpy_view()[...] = host
 
     def _download(self, tensor):
         return tensor.numpy_view().copy()
+
+    def from_dlpack(self, obj):
+        """A tensor sharing the memory of a host DLPack producer (a numpy array...).
+
+        Parameters
+        ----------
+        obj : object with ``__dlpack__``, or a DLPack capsule
+            Memory the CPU can read: kDLCPU, or CUDA pinned host memory.
+
+        Raises
+        ------
+        ValueError
+            For device memory (a CUDA tensor): copy it to the host first, or
+            import it with ``gpuarray.GPU().from_dlpack``.
+        """
+        device = getattr(obj, "__dlpack_device__", None)
+        if device is not None:
+            _check_host_device(device()[0])  # before the producer hands its memory over
+        buf = interop.from_dlpack(obj)
+        _check_host_device(buf.device_type)
+        lo, hi = shapes.byte_span(buf.shape, buf.strides, buf.dtype.itemsize)
+        if hi == lo:  # no elements: nothing to share
+            return self.empty(buf.shape, buf.dtype)
+        memory = np.asarray(_HostMemory(buf, lo, hi - lo))
+        return CPUTensor(self, memory, buf.shape, buf.dtype, buf.strides, -lo)
 
     def _execute(self, out, tree):
         self._stats["kernels_launched"] += 1
@@ -83,6 +113,28 @@ class CPU(ProductFunctions, Backend):
             finite = np.isfinite(stored)
             top = stored[finite].max() if finite.any() else 0.0
             call.stats.numpy_view()[:] = (top, np.count_nonzero(~finite))
+
+
+_HOST_DEVICES = (interop.kDLCPU, interop.kDLCUDAHost)
+
+
+def _check_host_device(device_type):
+    if device_type not in _HOST_DEVICES:
+        raise ValueError(
+            f"CPU.from_dlpack needs host memory, got DLPack device type {device_type} "
+            "(a CUDA tensor?); copy it to the host first (e.g. torch's .cpu()), or "
+            "import it with gpuarray.GPU().from_dlpack")
+
+
+class _HostMemory:
+    """Bytes of an imported DLPack buffer as numpy sees them; the numpy
+    array made from it holds this object, which holds the buffer, so the
+    producer's memory lives as long as any tensor viewing it."""
+
+    def __init__(self, buf, lo, nbytes):
+        self.buf = buf
+        self.__array_interface__ = dict(version=3, shape=(nbytes,), typestr="|u1",
+                                        data=(buf.ptr + lo, bool(buf.readonly)))
 
 
 def _gemm_operand(t, precision):

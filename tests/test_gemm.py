@@ -181,6 +181,52 @@ def test_dot_vectors(ng):
     _check(D.get(), b.astype(np.float64) @ a.T, "f32")
 
 
+#: how the vectors of an inner product are stored: (rows, cols) of the host matrix, vector of it
+INNER_VIEWS = {
+    "contiguous": (lambda k: (1, k), lambda t: t[0]),
+    "strided": (lambda k: (k, 3), lambda t: t[:, 1]),
+    "reversed": (lambda k: (1, k), lambda t: t[0, ::-1]),
+}
+
+
+@pytest.mark.parametrize("view", list(INNER_VIEWS))
+@pytest.mark.parametrize("k", [1, 37, 3000])
+@pytest.mark.parametrize("kind", KINDS, ids=KIND_IDS)
+def test_inner_product(ng, kind, k, view):
+    """dot of two vectors is numpy's inner product: a 0-d result, lazily or into a 0-d C."""
+    dtype, precision = kind
+    shape, pick = INNER_VIEWS[view]
+    rng = np.random.default_rng(k)
+    hosts = [rng.uniform(0.5, 1.5, shape(k)).astype(dtype) for _ in range(2)]
+    v, w = (pick(h).astype(np.float64) for h in hosts)
+    V, W = (pick(ng.array(h)) for h in hosts)
+    ref = np.dot(v, w)
+    node = ng.dot(V, W, precision=precision)
+    assert (node.shape, node.dtype) == ((), dtype)
+    got = node.get()
+    assert isinstance(got, np.ndarray) and got.shape == ()
+    kid = _kind_id(dtype, precision)
+    _check(got, ref, kid)
+    C = ng.empty((), dtype)
+    C[...] = ng.dot(V, W, precision=precision) * 2
+    _check(C.get(), 2 * ref, kid)
+    bias = ng.array(np.float32(-0.25 * k))
+    C.fill(-1)
+    assert ng.dot(V, W, C, alpha=0.5, beta=-2.0, relu=True, bias=bias, precision=precision) is C
+    _check(C.get(), np.maximum(0.5 * ref - 0.25 * k, 0) + 2.0, kid)
+    lazy = ng.dot(V, W, alpha=0.5, relu=True, bias=bias, precision=precision)
+    _check(lazy.get(), np.maximum(0.5 * ref - 0.25 * k, 0), kid)
+
+
+def test_inner_product_of_empty_vectors(ng):
+    V = ng.empty((0,), np.float32)
+    assert np.dot(np.empty(0), np.empty(0)) == 0
+    np.testing.assert_array_equal(ng.dot(V, V).get(), np.float32(0))
+    C = ng.full((), 3.0, np.float32)
+    ng.dot(V, V, C, beta=0.5, bias=ng.ones((), np.float32), stats=ng.empty((2,), np.float32))
+    np.testing.assert_array_equal(C.get(), np.float32(2.5))
+
+
 @pytest.mark.parametrize("bias_shape", [(160,), (200, 160)])
 def test_lazy_dot_fuses_the_epilogue(ng, bias_shape):
     rng = np.random.default_rng(2)
@@ -275,6 +321,8 @@ ERRORS = [
     (lambda ng, f: ng.batched_dot(f((3, 4)), f((4, 6))), ValueError, "3-D operands"),
     (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), f((3, 6)), alpha="2"), TypeError, "alpha"),
     (lambda ng, f: ng.dot(f((3, 4)), 2.0), TypeError, "not scalars"),
+    (lambda ng, f: ng.dot(f((3,)), f((4,))), ValueError, r"shapes \(3,\) and \(4,\) not aligned"),
+    (lambda ng, f: ng.dot(f((4,)), f((4,)), f((1,))), ValueError, r"C has shape \(1,\)"),
 ]
 
 

@@ -193,6 +193,24 @@ def test_unaligned_operands_use_the_unaligned_family(ng):
     assert name.startswith("ga_gemm_sm80u_")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_inner_product_is_a_1x1_gemm(ng, dtype):
+    V, W = ng.empty((256,), dtype), ng.empty((512,), dtype)[::2]
+    C = ng.empty((), dtype)
+    ng.dot(V, W, C, alpha=2.0, beta=0.5, relu=True, bias=ng.empty((), np.float32))
+    name, args = _main(ng)
+    assert (args["M"], args["N"], args["K"], args["batch"], args["kbatch"]) == (1, 1, 256, 1, 1)
+    assert (args["a_k"], args["b_k"], args["ldc"], args["bias_m"], args["bias_n"]) == (1, 2, 1, 0, 0)
+    assert args["c"] == C.ptr
+    assert args["flags"] == gk.EPI_RELU | gk.EPI_BIAS | gk.EPI_BETA
+    family, _, input_name, layout = name.split("_")[2:]
+    assert tiles.configs(family, input_name, layout)  # a kernel of the catalogue
+    ng.launches.clear()
+    C[...] = ng.dot(V, W)  # the lazy product: one GEMM into C
+    _, args = _main(ng)
+    assert (args["M"], args["N"], args["K"], args["c"], args["flags"]) == (1, 1, 256, C.ptr, 0)
+
+
 def test_old_gpus_are_refused():
     ng = GemmRecordingGPU(arch="sm_75")
     with pytest.raises(tiles.UnsupportedDevice, match="compute capability 8.0"):

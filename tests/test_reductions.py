@@ -548,3 +548,68 @@ def test_reduction_of_broadcast_expression(ng):
         got = ng.max(A - B, axis=axis).get()
         want = np.max(a64 - b64, axis=axis, keepdims=True)
         assert_matches(got, want.astype(np.float32), np.float32)
+
+
+# --------------------------------------------------------------------------
+# no axes, scalars, and axis arguments numpy refuses
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reduction_over_no_axes(ng, name, dtype):
+    """axis=(): every element on its own, in numpy's result dtype (argmax: TypeError)."""
+    rng = np.random.default_rng(seed_of(name, str(dtype), "no axes"))
+    x = make_data(rng, name, (3, 5), dtype)
+    # keepdims=False drops nothing here: half the dtypes check that, half the default
+    keepdims = False if ALL_DTYPES.index(dtype) % 2 else None
+    check_reduction(ng, name, x, (), keepdims)
+
+
+#: operands with no axes: Python and numpy scalars, and a 0-d tensor (made from the host value)
+NO_AXES_OPERANDS = {
+    "float": 2.5,
+    "int": 3,
+    "bool": True,
+    "float32": np.float32(-1.5),
+    "uint8": np.uint8(7),
+    "0-d tensor": np.array(0.75, np.float32),
+}
+
+
+@pytest.mark.parametrize("axis", [None, ()], ids=["axisNone", "axisEmpty"])
+@pytest.mark.parametrize("operand", list(NO_AXES_OPERANDS))
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reduction_of_scalars(ng, name, operand, axis):
+    """numpy reduces a scalar to itself (argmax to 0); here the result is a 0-d tensor."""
+    value = NO_AXES_OPERANDS[operand]
+    arg = ng.array(value) if isinstance(value, np.ndarray) else value
+    try:
+        with np.errstate(all="ignore"):
+            want = np.asarray(getattr(np, name)(value, axis=axis))
+    except TypeError:  # ptp of a bool, argmax over axis=()
+        with pytest.raises(TypeError):
+            getattr(ng, name)(arg, axis=axis)
+        return
+    node = getattr(ng, name)(arg, axis=axis)
+    assert (node.shape, node.dtype) == ((), want.dtype)
+    got = node.get()
+    assert isinstance(got, np.ndarray) and got.shape == ()
+    assert_matches(got, want, want.dtype)
+
+
+#: axis arguments numpy refuses on a 2-D array, each with numpy's exception
+BAD_AXES = [True, np.True_, (0, True), 1.0, np.float64(0.0), "0", (0, 0), (1, -1), 2, -3,
+            (0, 2)]
+
+
+@pytest.mark.parametrize("axis", BAD_AXES, ids=repr)
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_bad_axes_raise_numpys_errors(ng, name, axis):
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(Exception) as expected:
+        getattr(np, name)(x, axis=axis)
+    with pytest.raises(expected.type) as got:
+        getattr(ng, name)(ng.array(x), axis=axis)
+    if expected.type is not TypeError:  # numpy's TypeError wording differs by function
+        assert str(got.value) == str(expected.value)

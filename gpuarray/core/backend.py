@@ -50,7 +50,7 @@ class Backend(MathFunctions):
     def empty(self, shape, dtype=np.float32):
         """New uninitialised tensor."""
         shape, dtype = shapes.as_shape(shape), dtypes.as_dtype(dtype)
-        buffer = self._allocate(shapes.size_of(shape) * dtype.itemsize)
+        buffer = self._allocate(shapes.nbytes_of(shape, dtype.itemsize))
         rounding = True if self.stochastic_round and dtypes.is_low_precision(dtype) else None
         return self.tensor_class(self, buffer, shape, dtype, rounding=rounding)
 
@@ -94,7 +94,8 @@ class Backend(MathFunctions):
             return self.evaluate(value if dtype is None else self.astype(value, dtype))
         host = np.asarray(obj) if dtype is None else np.asarray(obj, dtype=dtypes.as_dtype(dtype))
         out = self.empty(host.shape, host.dtype)
-        self._upload(out, np.ascontiguousarray(host))
+        # out.dtype is native-endian: numpy swaps the bytes of big-endian data here
+        self._upload(out, np.ascontiguousarray(host, dtype=out.dtype))
         return out
 
     # -- evaluation -----------------------------------------------------

@@ -6,6 +6,10 @@ op-tree, or, when ``out=`` is given, ``out`` after the tree was evaluated
 into it.  Composite functions (mean, var, std, ptp, clip) are written in
 terms of the primitive ops so the fusion compiler sees through them.
 
+A reduction over no axes (``axis=()``, a 0-d operand, a scalar) gives each
+value on its own in the reduction's dtype, as numpy's; for a scalar that is
+a 0-d result.
+
 Reductions keep the reduced axes by default (``keepdims=True``), a
 documented difference from numpy kept from nervanagpu, so that
 ``A - ng.mean(A, axis=1)`` broadcasts.
@@ -50,13 +54,29 @@ class MathFunctions:
     # -- reductions -----------------------------------------------------
     def _reduction(self, name, a, axis, keepdims, out):
         a = self.operand(a)
-        node = optree.reduction(self, name, a, shapes.normalize_axes(axis, a.ndim))
+        axes = shapes.normalize_axes(axis, a.ndim)
+        if axes:
+            node = optree.reduction(self, name, a, axes)
+        else:
+            node = self._reduce_no_axes(name, a)
         return self._finish(self._keepdims(node, a, axis, keepdims), out)
 
+    def _reduce_no_axes(self, name, a):
+        """A reduction over no axes (``axis=()``, or a 0-d operand or scalar):
+        each element on its own, in the reduction's result dtype, as numpy's.
+
+        A cast node rather than a reduction node, so no kernel reduces over
+        nothing; a scalar operand becomes a 0-d result.
+        """
+        if name in ("argmax", "argmin"):
+            # only a 0-d operand gets here (a tuple axis is refused): index 0
+            a = optree.Scalar(np.int64(0))
+        return optree.astype(self, a, ops.reduction_dtype(name, a.dtype))
+
     def _keepdims(self, node, a, axis, keepdims):
-        if keepdims:
-            return node
         axes = shapes.normalize_axes(axis, a.ndim)
+        if keepdims or not axes:
+            return node
         shape = tuple(d for i, d in enumerate(node.shape) if i not in axes)
         return optree.squeeze(self, node, shape)
 

@@ -11,6 +11,9 @@ import operator
 import numpy as np
 from numpy.exceptions import AxisError
 
+#: numpy's largest dimension and byte count (``npy_intp``)
+MAX_INTP = 2**63 - 1
+
 
 def as_shape(shape):
     """Normalise an int or a sequence of ints into a shape tuple."""
@@ -23,6 +26,25 @@ def as_shape(shape):
     if any(d < 0 for d in dims):
         raise ValueError("negative dimensions are not allowed")
     return dims
+
+
+def nbytes_of(shape, itemsize):
+    """Bytes of a C-contiguous array of ``shape``, checked before any allocation.
+
+    Raises numpy's ValueError for a dimension or a byte count above the
+    largest signed 64-bit integer (numpy's ``npy_intp``), which no
+    allocator could take.
+    """
+    if any(d > MAX_INTP for d in shape):
+        raise ValueError("Maximum allowed dimension exceeded")
+    # numpy counts the other dimensions even when one of them is 0
+    nbytes = size_of(d for d in shape if d) * itemsize
+    if nbytes > MAX_INTP:
+        raise ValueError(
+            "array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum "
+            f"possible size. (shape {shape_str(shape)} of {itemsize}-byte elements: "
+            f"{nbytes} bytes)")
+    return 0 if 0 in shape else nbytes
 
 
 def as_shape_allow_unknown(shape):
@@ -60,6 +82,15 @@ def is_contiguous(shape, strides, itemsize):
             return False
         expected *= d
     return True
+
+
+def byte_span(shape, strides, itemsize):
+    """(lowest, highest + 1) byte offsets from element 0 that a view touches."""
+    if 0 in shape:
+        return 0, 0
+    lo = sum(min(0, (d - 1) * s) for d, s in zip(shape, strides))
+    hi = sum(max(0, (d - 1) * s) for d, s in zip(shape, strides)) + itemsize
+    return lo, hi
 
 
 def broadcast_shapes(*shapes):
@@ -105,6 +136,9 @@ def broadcast_strides(shape, strides, target):
 
 def normalize_axis(axis, ndim):
     """Map a possibly negative axis into range, raising numpy's AxisError."""
+    if isinstance(axis, (bool, np.bool_)):
+        # operator.index takes True as 1; numpy refuses booleans as axes
+        raise TypeError("an integer is required")
     try:
         axis = operator.index(axis)
     except TypeError as err:

@@ -113,14 +113,20 @@ def batched_shape(a, b):
 
 
 def _as_3d(t, rows, cols, batches):
-    """View ``t`` as (batches, rows, cols); 1-D and 2-D operands repeat (stride 0)."""
+    """View ``t`` as (batches, rows, cols); 0-D, 1-D and 2-D operands repeat (stride 0).
+
+    A 1-D vector is a row (rows == 1) or a column (cols == 1); a 0-d
+    tensor is the 1 x 1 result of an inner product.
+    """
     s = t.strides
     if t.ndim == 3:
         return t
     if t.ndim == 2:
-        return t._view((batches, rows, cols), (0,) + s, t.offset)
-    # a 1-D vector is a row (rows == 1) or a column (cols == 1)
-    strides = (0, 0, s[0]) if rows == 1 else (0, s[0], 0)
+        strides = (0,) + s
+    elif t.ndim == 0:
+        strides = (0, 0, 0)
+    else:
+        strides = (0, 0, s[0]) if rows == 1 else (0, s[0], 0)
     return t._view((batches, rows, cols), strides, t.offset)
 
 
@@ -184,7 +190,7 @@ def make_call(backend, a, b, c, batched, alpha=1.0, beta=0.0, relu=False, bias=N
         m = a.shape[0] if a.ndim == 2 else 1
         n = b.shape[1] if b.ndim == 2 else 1
         k = a.shape[-1]
-        c3 = _as_3d(c, m, n, 1) if c.ndim < 2 else c._view((1, m, n), (0,) + c.strides, c.offset)
+        c3 = _as_3d(c, m, n, 1)
     if c.backend is not backend:
         raise ValueError("C belongs to a different factory than A and B")
     if max(m, n, k, batches) >= 2**31:

@@ -23,7 +23,8 @@ class ProductFunctions:
         ----------
         A, B : tensors (or expressions), 1-D or 2-D
             float16, bfloat16 or float32, one dtype; transposed views
-            (``A.T``) select the transposed product without a copy.
+            (``A.T``) select the transposed product without a copy.  Two
+            vectors give their inner product, a 0-d result (numpy's).
         C : tensor, optional
             Output of the product's shape (float16, bfloat16 or float32).
             Without it the product is a lazy op-tree node, so
@@ -34,7 +35,7 @@ class ProductFunctions:
             Clamp negative results (after bias, before beta * C).
         bias : tensor, optional
             Added to the product, broadcast numpy-style: shape (N,), (M, 1)
-            or (M, N).
+            or (M, N); () for an inner product.
         stats : float32 tensor of shape (2,), optional
             Filled with the largest ``abs(C)`` over finite values and the number of
             non-finite values of the stored C (needs C).

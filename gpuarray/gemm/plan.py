@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..core import shapes
 from ..cuda import driver
 from . import catalogue as gk, tiles
 from .call import GemmCall, epilogue_tree, stats_by_reduction
@@ -104,17 +105,11 @@ def _unit(t, axis):
             and all(s >= 0 for s in t.strides))
 
 
-def _span(t):
-    lo = t.offset + sum(min(0, (d - 1) * s) for d, s in zip(t.shape, t.strides))
-    hi = t.offset + sum(max(0, (d - 1) * s) for d, s in zip(t.shape, t.strides)) + t.itemsize
-    return lo, hi
-
-
 def _overlaps(x, y):
     if x.buffer is not y.buffer:
         return False
-    (x0, x1), (y0, y1) = _span(x), _span(y)
-    return x0 < y1 and y0 < x1
+    (x0, x1), (y0, y1) = (shapes.byte_span(t.shape, t.strides, t.itemsize) for t in (x, y))
+    return x0 + x.offset < y1 + y.offset and y0 + y.offset < x1 + x.offset
 
 
 def _transposed(call):
