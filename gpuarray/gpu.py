@@ -25,6 +25,7 @@ import atexit
 import functools
 import os
 import threading
+import types
 import weakref
 
 import numpy as np
@@ -45,6 +46,8 @@ _FORKED = ("gpuarray.GPU cannot be used in a child process forked after CUDA was
            "initialised; use the 'spawn' start method")
 #: every factory, so that a forked child can send them all to the slow path
 _FACTORIES = weakref.WeakSet()
+#: device id -> its retained primary context
+_PRIMARY = {}
 
 
 def gpu_unavailable_reason():
@@ -191,6 +194,9 @@ class GPU(ProductFunctions, Backend):
     """
 
     tensor_class = GPUTensor
+    #: replaced per factory by :meth:`_take_context`; a subclass that skips
+    #: it (a test double with the driver stubbed out) needs no context
+    _attached = types.SimpleNamespace(ready=True)
 
     def __init__(self, stochastic_round=False, seed=0, device_id=0):
         super().__init__(seed, stochastic_round)
@@ -224,7 +230,13 @@ class GPU(ProductFunctions, Backend):
         self._drv = drv
         self.context = drv.Context.get_current()
         if self.context is None:
-            self.context = drv.Device(device_id).retain_primary_context()
+            # one pycuda object per device and process: pycuda frees memory
+            # only in a thread where its own context object is current (or
+            # in the thread that made the object)
+            self.context = _PRIMARY.get(device_id)
+            if self.context is None:
+                self.context = _PRIMARY.setdefault(
+                    device_id, drv.Device(device_id).retain_primary_context())
             _push(self.context)
         self._attached = _Attached()
         self._attached.ready = True
@@ -270,7 +282,7 @@ class GPU(ProductFunctions, Backend):
         ptr = tensor.ptr  # first: a freed buffer raises before any device work
         host = np.empty(tensor.shape, tensor.dtype)
         if host.size:
-            self.synchronize()
+            self.context.synchronize()
             self._drv.memcpy_dtoh(host.reshape(-1).view(np.uint8), ptr)
         return host
 
