@@ -157,9 +157,10 @@ def test_forked_child_gets_a_clear_error(gpu_ng):
 
 # -- out of memory -------------------------------------------------------------------
 
-def _fill_device(ng, sizes=(1 << 30, 1 << 24), limit=4096):
-    """Tensors allocated until the device is full, and the first MemoryError's text."""
-    chunks, first = [], None
+def _fill_device(ng, chunks, sizes=(1 << 30, 1 << 24), limit=4096):
+    """Append tensors to ``chunks`` until the device is full; the first
+    MemoryError's (request, text)."""
+    first = None
     for nbytes in sizes:
         for _ in range(limit):
             try:
@@ -167,7 +168,7 @@ def _fill_device(ng, sizes=(1 << 30, 1 << 24), limit=4096):
             except MemoryError as err:
                 first = first or (nbytes, str(err))
                 break
-    return chunks, first
+    return first
 
 
 def test_out_of_memory_raises_and_the_factory_recovers(gpu_ng):
@@ -176,14 +177,16 @@ def test_out_of_memory_raises_and_the_factory_recovers(gpu_ng):
     x = rng.standard_normal((64, 64)).astype(np.float32)
     keep = ng.array(x)
     ng.evaluate(ng.dot(keep, keep) + keep * 2)  # kernels loaded before memory runs out
+    chunks = []
     try:
-        chunks, (nbytes, message) = _fill_device(ng)
+        nbytes, message = _fill_device(ng, chunks)
         assert f"allocating {nbytes} bytes" in message and "bytes in use" in message
         chunks.clear()  # back to the pool's cache, which now holds the device
         got = ng.evaluate(ng.dot(keep, keep) + keep * 2).get()
         np.testing.assert_allclose(got, x.astype(np.float64) @ x + 2 * x, rtol=1e-4, atol=1e-3)
         np.testing.assert_array_equal(keep.get(), x)
     finally:
+        chunks.clear()  # even when a check failed: the rest of the suite needs the memory
         ng.pool.free_cached()
 
 
