@@ -13,34 +13,139 @@ hand-written GEMM kernels instead (:mod:`gpuarray.gemm.plan`).
 
 pycuda is imported lazily, so the package imports (and the CPU factory
 works) on machines without CUDA.
+
+Every entry point that touches the device (:func:`_device_call`) first
+checks, through a thread-local flag, that the calling thread has the
+factory's context current; only the first call from a thread takes the
+slow path, which pushes the context -- or raises clearly in a child
+process forked after CUDA was initialised, or once a kernel has faulted
+and left the context unusable.
 """
 import atexit
+import functools
+import os
+import threading
+import types
+import weakref
 
 import numpy as np
 
 from .core.array import Tensor
 from .core.backend import Backend
-from .cuda import compiler, interop
+from .cuda import compiler, driver, interop
 from .cuda.mempool import DeviceMemoryPool
 from .fusion import dispatch, generate
 from .gemm import catalogue, plan as gemm_plan
 from .gemm.functions import ProductFunctions
 
 _UNAVAILABLE = []
+#: the process that initialised CUDA; a forked child inherits a copy of the
+#: driver's state that it cannot use
+_CUDA_PID = []
+_FORKED = ("gpuarray.GPU cannot be used in a child process forked after CUDA was "
+           "initialised; use the 'spawn' start method")
+#: every factory, so that a forked child can send them all to the slow path
+_FACTORIES = weakref.WeakSet()
+#: device id -> its retained primary context
+_PRIMARY = {}
 
 
 def gpu_unavailable_reason():
     """Why no GPU can be used here, or None when one can."""
+    if _CUDA_PID and _CUDA_PID[0] != os.getpid():
+        return _FORKED
     if not _UNAVAILABLE:
         try:
             import pycuda.driver as drv
             drv.init()
+            _CUDA_PID.append(os.getpid())
             if drv.Device.count() == 0:
                 raise RuntimeError("no CUDA device found")
             _UNAVAILABLE.append(None)
         except Exception as err:  # ImportError, no driver, no device
             _UNAVAILABLE.append(f"{type(err).__name__}: {err}")
     return _UNAVAILABLE[0]
+
+
+class _Attached(threading.local):
+    """Per thread: True once the factory's context is current in the thread."""
+
+    ready = False
+
+
+def _after_fork_in_child():
+    # the child's copy of the forking thread still reads ready=True: send
+    # every factory's next call to the slow path, which raises
+    for gpu in list(_FACTORIES):
+        gpu._attached = _Attached()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _Pushed:
+    """Pops the contexts pushed on one thread when that thread ends.
+
+    pycuda aborts the process if a thread ends with a context on its stack.
+    Kept in a module-level thread-local, so it is dropped -- and pops -- in
+    its own thread, as the thread exits.
+    """
+
+    def __init__(self):
+        self.contexts = []
+        self.thread, self.pid = threading.get_ident(), os.getpid()
+
+    def __call__(self):
+        if self.thread != threading.get_ident() or self.pid != os.getpid():
+            return  # not the thread (or process) that pushed: nothing to pop
+        while self.contexts:
+            self.contexts.pop().pop()  # pycuda's Context.pop pops the current one
+
+    def __del__(self):
+        try:
+            self()
+        except Exception:  # noqa: BLE001 - a finalizer must never raise
+            pass
+
+
+_PUSHED = threading.local()
+
+
+def _push(context):
+    """Make ``context`` current in the calling thread, popped again when it ends."""
+    context.push()
+    pushed = getattr(_PUSHED, "pushed", None)
+    if pushed is None:
+        pushed = _PUSHED.pushed = _Pushed()
+        if threading.current_thread() is threading.main_thread():
+            # the main thread's locals outlive pycuda at exit: pop earlier
+            atexit.register(pushed)
+    pushed.contexts.append(context)
+
+
+def _is_driver_error(err):
+    """True for pycuda's exceptions and for :class:`driver.DriverError`."""
+    return isinstance(err, driver.DriverError) or type(err).__module__.startswith("pycuda")
+
+
+def _device_call(method):
+    """Wrap a factory method that talks to the device.
+
+    The first call from a thread attaches the factory's context to it; a
+    driver error caused by a faulted kernel becomes a clear RuntimeError,
+    raised again by every later call.
+    """
+    @functools.wraps(method)
+    def call(self, *args):
+        if not self._attached.ready:
+            self._attach()
+        try:
+            return method(self, *args)
+        except Exception as err:
+            if _is_driver_error(err):
+                self._check_context(err)
+            raise
+    return call
 
 
 def gpu_available():
@@ -89,20 +194,19 @@ class GPU(ProductFunctions, Backend):
     """
 
     tensor_class = GPUTensor
+    #: replaced per factory by :meth:`_take_context`; a subclass that skips
+    #: it (a test double with the driver stubbed out) needs no context
+    _attached = types.SimpleNamespace(ready=True)
 
     def __init__(self, stochastic_round=False, seed=0, device_id=0):
         super().__init__(seed, stochastic_round)
         reason = gpu_unavailable_reason()
+        if reason == _FORKED:
+            raise RuntimeError(_FORKED)
         if reason:
             raise RuntimeError(f"gpuarray.GPU needs pycuda and a CUDA device: {reason}")
         import pycuda.driver as drv
-        self._drv = drv
-        self.context = drv.Context.get_current()
-        if self.context is None:
-            self.context = drv.Device(device_id).retain_primary_context()
-            self.context.push()
-            # pycuda aborts at exit if a pushed context is left on the stack
-            atexit.register(self.context.pop)
+        self._take_context(drv, device_id)
         device = self.context.get_device()
         self.device_id = next(i for i in range(drv.Device.count()) if drv.Device(i) == device)
         major, minor = device.compute_capability()
@@ -120,19 +224,66 @@ class GPU(ProductFunctions, Backend):
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
 
+    # -- threads, fork, faults -----------------------------------------------
+    def _take_context(self, drv, device_id):
+        """Use the current context, else push the device's primary context."""
+        self._drv = drv
+        self.context = drv.Context.get_current()
+        if self.context is None:
+            # one pycuda object per device and process: pycuda frees memory
+            # only in a thread where its own context object is current (or
+            # in the thread that made the object)
+            self.context = _PRIMARY.get(device_id)
+            if self.context is None:
+                self.context = _PRIMARY.setdefault(
+                    device_id, drv.Device(device_id).retain_primary_context())
+            _push(self.context)
+        self._attached = _Attached()
+        self._attached.ready = True
+        self._pid = os.getpid()
+        #: why the context is unusable (a kernel faulted), once it is
+        self._failure = None
+        _FACTORIES.add(self)
+
+    def _attach(self):
+        """First device call from this thread: make the context current, or
+        raise if this process or the context cannot use the GPU any more."""
+        if self._failure is not None:
+            raise RuntimeError(self._failure)
+        if os.getpid() != self._pid:
+            raise RuntimeError(_FORKED)
+        if self._drv.Context.get_current() != self.context:
+            _push(self.context)
+        self._attached.ready = True
+
+    def _check_context(self, err):
+        """After a driver error: raise clearly if a kernel fault killed the context."""
+        reason = driver.sticky_error()
+        if reason is None:
+            return  # an ordinary error (bad argument, out of memory): recoverable
+        self._failure = (f"the GPU context hit an unrecoverable error ({reason} in an "
+                         f"earlier kernel); this process must restart to use the GPU")
+        # every thread's next call takes the slow path, which raises at once
+        self._attached = _Attached()
+        raise RuntimeError(self._failure) from err
+
     # -- storage ------------------------------------------------------------
+    @_device_call
     def _allocate(self, nbytes):
         return self.pool.allocate(nbytes)
 
+    @_device_call
     def _upload(self, tensor, host):
         if host.size:
             self._drv.memcpy_htod(tensor.ptr, host.reshape(-1).view(np.uint8))
 
+    @_device_call
     def _download(self, tensor):
+        ptr = tensor.ptr  # first: a freed buffer raises before any device work
         host = np.empty(tensor.shape, tensor.dtype)
         if host.size:
-            self.synchronize()
-            self._drv.memcpy_dtoh(host.reshape(-1).view(np.uint8), tensor.ptr)
+            self.context.synchronize()
+            self._drv.memcpy_dtoh(host.reshape(-1).view(np.uint8), ptr)
         return host
 
     def from_dlpack(self, obj):
@@ -144,6 +295,7 @@ class GPU(ProductFunctions, Backend):
         # with negative strides
         return GPUTensor(self, buf, buf.shape, buf.dtype, buf.strides, 0)
 
+    @_device_call
     def synchronize(self):
         """Wait until all queued kernels and copies finished."""
         self.context.synchronize()
@@ -155,11 +307,16 @@ class GPU(ProductFunctions, Backend):
         return counters
 
     # -- evaluation ---------------------------------------------------------
+    @_device_call
     def _execute(self, out, tree):
         """Evaluate a checked op-tree into ``out`` with fused kernels."""
         self._dispatcher.execute(out, tree)
 
+    @_device_call
     def _gemm(self, call):
+        for t in (call.a, call.b, call.c, call.bias, call.stats):
+            if t is not None:
+                t.ptr  # noqa: B018 - a freed buffer raises here, before any work is queued
         gemm_plan.run(self, call)
 
     def _kernel(self, program, layout):
@@ -169,7 +326,12 @@ class GPU(ProductFunctions, Backend):
         if kernel is None:
             source = generate.generate(program, layout)
             cubin = compiler.compile_source(source.text, self.arch, generate.HEADERS)
-            module = self._drv.module_from_buffer(cubin)
+            try:
+                module = self._drv.module_from_buffer(cubin)
+            except self._drv.MemoryError:
+                # loading takes device memory, which the pool's cache may hold
+                self.pool.free_cached()
+                module = self._drv.module_from_buffer(cubin)
             kernel = module.get_function(source.name)
             kernel.prepare(source.arg_format)
             kernel.source = source.text

@@ -305,3 +305,78 @@ def test_numpy_integer_nbytes_accepted(pool):
 def test_default_allocator_imports_pycuda_lazily():
     # Constructing the pool must not import pycuda.
     mempool.DeviceMemoryPool()
+
+
+# -- use after free ------------------------------------------------------------
+
+@pytest.mark.parametrize("take", [lambda b: b.ptr, int, lambda b: [0][b:]],
+                         ids=["ptr", "int", "index"])
+def test_freed_buffer_pointer_raises(pool, take):
+    a = pool.allocate(1000)
+    a.free()
+    with pytest.raises(ValueError, match="device memory was freed"):
+        take(a)
+
+
+def test_freed_block_lent_again_leaves_the_old_buffer_dead(pool):
+    a = pool.allocate(1000)
+    a.free()
+    b = pool.allocate(1000)
+    assert b.ptr  # the same block, live in its new buffer
+    with pytest.raises(ValueError, match="freed"):
+        a.ptr
+    a.free()  # a second free neither raises nor gives b's block back
+    assert pool.stats()["blocks_in_use"] == 1
+    assert "FreedBuffer" in repr(a) and "PooledBuffer" in repr(b)
+
+
+def test_zero_byte_buffer_is_also_dead_after_free(pool):
+    a = pool.allocate(0)
+    a.free()
+    with pytest.raises(ValueError, match="freed"):
+        a.ptr
+
+
+# -- running out of memory -----------------------------------------------------
+
+class BudgetAllocator(FakeAllocator):
+    """A device of ``budget`` bytes: fails when the live blocks would exceed it."""
+
+    def __init__(self, budget):
+        super().__init__()
+        self.budget, self.sizes = budget, {}
+
+    def __call__(self, nbytes):
+        if sum(self.sizes[p] for p in self.live) + nbytes > self.budget:
+            self.calls.append(nbytes)
+            raise PycudaLikeMemoryError("cuMemAlloc failed: out of memory")
+        allocation = super().__call__(nbytes)
+        self.sizes[allocation.ptr] = nbytes
+        return allocation
+
+
+def test_allocating_until_out_of_memory_then_recovering():
+    fake = BudgetAllocator(10 * 4096)
+    pool = mempool.DeviceMemoryPool(alloc=fake)
+    keep = pool.allocate(4096)
+    chunks = []
+    with pytest.raises(MemoryError) as info:
+        for _ in range(100):
+            chunks.append(pool.allocate(4096))
+    assert len(chunks) == 9
+    message = str(info.value)
+    assert "allocating 4096 bytes" in message and f"{10 * 4096} bytes in use" in message
+    # nothing lent out was lost, and freed memory serves the next requests,
+    # even of another size (the cache is released on the next failure)
+    assert keep.ptr in fake.live and all(c.ptr in fake.live for c in chunks)
+    for c in chunks:
+        c.free()
+    big = pool.allocate(8 * 4096)
+    assert big.capacity == 8 * 4096 and keep.ptr in fake.live
+    assert pool.stats()["bytes_cached"] == 0
+
+
+def test_request_beyond_the_address_space_raises_memory_error(pool, fake):
+    with pytest.raises(MemoryError, match=str(1 << 70)):
+        pool.allocate(1 << 70)
+    assert fake.calls == []

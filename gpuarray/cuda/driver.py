@@ -3,8 +3,9 @@
 In: a tensor's device address, element type, extents and strides, and the
 tile box a kernel copies; or a cubin and a kernel's parameter block.  Out:
 the 128-byte ``CUtensorMap`` that a TMA kernel receives by value (the bulk
-tensor copy engine reads its layout from it), and kernels launched with
-their parameter block passed through ``kernelParams``.
+tensor copy engine reads its layout from it), kernels launched with
+their parameter block passed through ``kernelParams``, and whether the
+current context hit an unrecoverable (sticky) error.
 
 pycuda launches every kernel with one packed argument buffer
 (``CU_LAUNCH_PARAM_BUFFER_POINTER``); a kernel whose parameter is a
@@ -100,12 +101,39 @@ def encode_tiled(ptr, dtype, dims, strides, box, swizzle_bytes, tf32=False):
     return ctypes.string_at(address, TENSOR_MAP_BYTES)
 
 
+def _error_text(getter, result):
+    text = ctypes.c_char_p()
+    getter(result, ctypes.byref(text))
+    return text.value.decode() if text.value else "unknown"
+
+
 def _check(result, what):
     if result != 0:
-        text = ctypes.c_char_p()
-        _libcuda().cuGetErrorName(result, ctypes.byref(text))
-        name = text.value.decode() if text.value else "unknown"
-        raise DriverError(f"{what} failed: {name} ({result})")
+        raise DriverError(f"{what} failed: {_error_text(_libcuda().cuGetErrorName, result)} "
+                          f"({result})")
+
+
+#: CUresults that leave a context unusable: after a kernel faulted, every
+#: later call in the context returns the same error until the process ends
+#: (illegal address, device assert, stack error, illegal instruction,
+#: misaligned address, invalid address space, invalid PC, launch failed)
+STICKY_ERRORS = frozenset({700, 710, 714, 715, 716, 717, 718, 719})
+
+
+def sticky_error():
+    """Why the calling thread's context is unusable, or None if it is not.
+
+    Returns
+    -------
+    str or None
+        The driver's description of the sticky error (e.g. "an illegal
+        memory access was encountered"), found by synchronizing the context.
+    """
+    lib = _libcuda()
+    result = lib.cuCtxSynchronize()
+    if result in STICKY_ERRORS:
+        return _error_text(lib.cuGetErrorString, result)
+    return None
 
 
 def load_module(path):

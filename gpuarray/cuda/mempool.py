@@ -19,7 +19,7 @@ import gc
 import operator
 import threading
 
-__all__ = ["DeviceMemoryPool", "PooledBuffer", "round_size"]
+__all__ = ["DeviceMemoryPool", "FreedBuffer", "PooledBuffer", "round_size"]
 
 #: Small requests round up to a multiple of this many bytes.
 GRANULE = 512
@@ -27,6 +27,8 @@ GRANULE = 512
 LARGE_THRESHOLD = 1 << 20
 #: Number of bins between two consecutive powers of two for large requests.
 BINS_PER_OCTAVE = 8
+#: Largest request passed to the driver (its size argument is a 64-bit size_t).
+MAX_REQUEST = (1 << 64) - 1
 
 
 def round_size(nbytes):
@@ -87,9 +89,13 @@ class PooledBuffer:
     Notes
     -----
     ``free()`` (or garbage collection) hands the block back to the pool's
-    cache; the device pointer must not be used afterwards.  Returning only
-    appends to a deque (atomic, no lock), so it is safe from ``__del__``,
-    from any thread and during interpreter shutdown.
+    cache.  Returning only appends to a deque (atomic, no lock), so it is
+    safe from ``__del__``, from any thread and during interpreter shutdown.
+    ``free()`` also turns the object into a :class:`FreedBuffer`, whose
+    ``ptr`` raises: the block may already be lent to another tensor, so a
+    use after free must fail rather than read or write someone else's data.
+    A live buffer's ``ptr`` stays a plain slot read, so the check costs the
+    dispatch path nothing.
     """
 
     __slots__ = ("ptr", "nbytes", "capacity", "_raw", "_returns", "__weakref__")
@@ -107,22 +113,51 @@ class PooledBuffer:
     __index__ = __int__
 
     def free(self):
-        """Return the block to the pool's cache; later calls do nothing."""
+        """Return the block to the pool's cache; later calls do nothing.
+
+        Afterwards ``ptr`` and ``int()`` raise ``ValueError``.
+        """
+        self._give_back()
+        self.__class__ = FreedBuffer
+
+    def _give_back(self):
         raw, self._raw = self._raw, None
         if raw is not None:
             self._returns.append((self.capacity, raw))
 
     def __del__(self):
-        # Guard against a half-constructed object or torn-down globals.
+        # Only the return: nobody can see the object any more.  Guard
+        # against a half-constructed object or torn-down globals.
         try:
-            self.free()
+            self._give_back()
         except Exception:  # noqa: BLE001 - a finalizer must never raise
             pass
 
     def __repr__(self):
-        state = "freed" if self._raw is None and self.capacity else "live"
-        return (f"<PooledBuffer ptr=0x{self.ptr:x} nbytes={self.nbytes} "
-                f"capacity={self.capacity} {state}>")
+        return (f"<{type(self).__name__} ptr=0x{_SLOT_PTR.__get__(self):x} "
+                f"nbytes={self.nbytes} capacity={self.capacity}>")
+
+
+#: the slot behind ``PooledBuffer.ptr``, readable even once the buffer is freed
+_SLOT_PTR = PooledBuffer.ptr
+
+
+class FreedBuffer(PooledBuffer):
+    """A :class:`PooledBuffer` after ``free()``: taking its pointer raises.
+
+    Raises
+    ------
+    ValueError
+        On ``ptr``, ``int()`` or ``operator.index()``.
+    """
+
+    __slots__ = ()
+
+    @property
+    def ptr(self):
+        """Always raises: the block went back to the pool."""
+        raise ValueError("tensor's device memory was freed (its buffer's free() was "
+                         "called); it can no longer be read, written or computed with")
 
 
 class DeviceMemoryPool:
@@ -186,6 +221,10 @@ class DeviceMemoryPool:
         if nbytes == 0:
             return PooledBuffer(None, 0, 0, 0, self._returns)
         capacity = round_size(nbytes)
+        if capacity > MAX_REQUEST:
+            # the driver's size argument would overflow: no device holds this
+            raise MemoryError(f"out of device memory allocating {nbytes} bytes: "
+                              f"more than any device holds")
         with self._lock:
             self._drain_returns()
             blocks = self._cache.get(capacity)

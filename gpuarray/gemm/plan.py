@@ -256,8 +256,8 @@ def launch(gpu, prob):
         launches.append((reduce, (blocks, 1, 1), (_REDUCE_THREADS, 1, 1), params, 0))
     # the workspace returns to the pool when the next GEMM replaces this
     # record; later work on the stream runs after these kernels anyway
-    gpu.last_gemm = GemmLaunch(name, splits, launches, workspace)
-    gpu.last_gemm.replay()
+    record = gpu.last_gemm = GemmLaunch(name, splits, launches, workspace)
+    record.replay()  # not gpu.last_gemm: another thread may have replaced it
     gpu._stats["kernels_launched"] += len(launches)
 
 
