@@ -231,6 +231,7 @@ print("OUTCOMES " + json.dumps(outcomes), flush=True)
 """
 
 
+@pytest.mark.faults
 def test_faulting_kernel_leaves_a_clear_error(gpu_ng):
     # in a subprocess: the fault kills its CUDA context for good
     tests = str(Path(__file__).resolve().parent)

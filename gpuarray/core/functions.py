@@ -54,7 +54,7 @@ class MathFunctions:
     # -- reductions -----------------------------------------------------
     def _reduction(self, name, a, axis, keepdims, out):
         a = self.operand(a)
-        axes = shapes.normalize_axes(axis, a.ndim)
+        axes = shapes.reduction_axes(axis, a.ndim)
         if axes:
             node = optree.reduction(self, name, a, axes)
         else:
@@ -74,7 +74,7 @@ class MathFunctions:
         return optree.astype(self, a, ops.reduction_dtype(name, a.dtype))
 
     def _keepdims(self, node, a, axis, keepdims):
-        axes = shapes.normalize_axes(axis, a.ndim)
+        axes = shapes.reduction_axes(axis, a.ndim)
         if keepdims or not axes:
             return node
         shape = tuple(d for i, d in enumerate(node.shape) if i not in axes)

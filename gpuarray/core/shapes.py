@@ -160,6 +160,18 @@ def normalize_axes(axis, ndim):
     return (normalize_axis(axis, ndim),)
 
 
+def reduction_axes(axis, ndim):
+    """:func:`normalize_axes` for reductions, with numpy's rule for 0-d operands:
+    axis 0 or -1 (alone or in a tuple) reduces a 0-d operand over nothing."""
+    if ndim == 0 and axis is not None:
+        try:
+            normalize_axes(axis, 1)
+            return ()
+        except AxisError:
+            pass
+    return normalize_axes(axis, ndim)
+
+
 def transpose(shape, strides, axes):
     """Permute a view's axes; ``axes`` empty or None reverses them."""
     ndim = len(shape)
