@@ -180,13 +180,7 @@ def ng_kind(ng):
 
 
 #: (test, case...) -> (factory kind, bug in a file this module's author does not own)
-KNOWN_BUGS = {
-    ("shapes", "erf", "0d"): ("cpu", BUG + "CPU ng.erf of a 0-d tensor raises AttributeError "
-                                          "when evaluated (ops._special: frompyfunc returns a "
-                                          "Python float for 0-d input) -- core/ops.py"),
-    ("shapes", "erfc", "0d"): ("cpu", BUG + "CPU ng.erfc of a 0-d tensor raises AttributeError "
-                                            "when evaluated (ops._special) -- core/ops.py"),
-}
+KNOWN_BUGS = {}
 
 
 def other_factory():
@@ -231,11 +225,8 @@ CREATION = [
         xfail=FIXING + "Python ints out of the dtype's range"),
     row("full-negative-into-unsigned", lambda m, a: m.full(3, -1, np.uint64),
         xfail=FIXING + "Python ints out of the dtype's range"),
-    row("full-str", lambda m, a: m.full(3, "a", np.float32), msg=False,
-        xfail=BUG + "ng.full(3, 'a', float32) raises TypeError; numpy raises ValueError "
-                    "(could not convert string to float) -- core/backend.py"),
-    row("full-None", lambda m, a: m.full(3, None, np.float32),
-        xfail=BUG + "ng.full(3, None, float32) raises TypeError; numpy fills NaN -- core/optree.py"),
+    row("full-str", lambda m, a: m.full(3, "a", np.float32), msg=False),
+    row("full-None", lambda m, a: m.full(3, None, np.float32)),
     row("zeros_like-0d", lambda m, a: m.zeros_like(a.s)),
     row("ones_like-empty-dtype", lambda m, a: m.ones_like(a.e, np.int16)),
     row("full-like-view", lambda m, a: m.zeros_like(a.f.T[::2])),
@@ -384,8 +375,8 @@ OPERATORS = [
     row("float32-plus-0d-float64-array", lambda m, a: a.f + np.array(1.5)),
     row("plus-None", lambda m, a: a.f + None, msg=False),
     row("less-None", lambda m, a: a.f < None, msg=False),
-    row("equal-None", lambda m, a: a.f == None,  # noqa: E711 - the case under test
-        xfail=BUG + "tensor == None raises TypeError; numpy gives all False -- core/optree.py"),
+    row("equal-None", lambda m, a: a.f == None),  # noqa: E711 - the case under test
+    row("not-equal-None", lambda m, a: None != a.i8),  # noqa: E711 - the case under test
     row("plus-str", lambda m, a: a.f + "a", msg=False),
     row("plus-complex", lambda m, a: a.f * 1j, raises(TypeError)),
     row("plus-list", lambda m, a: a.v + [1.0] * 5,
@@ -395,20 +386,24 @@ OPERATORS = [
     row("negative-unsigned", lambda m, a: -a.u),
     row("abs-int8-min", lambda m, a: abs(a.i8 - 127 - 1)),
     row("invert-bool", lambda m, a: ~a.b),
-    row("pos-bool", lambda m, a: +a.b, msg=False,
-        xfail=BUG + "+tensor of bool returns the tensor; numpy raises TypeError (no "
-                    "'positive' loop for bool) -- core/optree.py"),
-    row("matmul-operator", lambda m, a: a.q @ a.q,
-        xfail=BUG + "Tensor has no @ (__matmul__): TypeError; numpy multiplies -- core/optree.py"),
-    row("divmod", lambda m, a: divmod(a.f, 2.0),
-        xfail=BUG + "divmod(tensor, 2.0) raises TypeError (no __divmod__) -- core/optree.py"),
+    row("pos-bool", lambda m, a: +a.b),
+    row("pos-float", lambda m, a: +a.h),
+    row("matmul-operator", lambda m, a: a.q @ a.q),
+    row("matmul-stack-vector", lambda m, a: a.g @ a.f[0]),
+    row("matmul-misaligned", lambda m, a: a.f @ a.f, msg=False),
+    row("matmul-scalar", lambda m, a: a.f @ 2.0),
+    row("rmatmul-scalar", lambda m, a: 2.0 @ a.f),
+    row("matmul-int", lambda m, a: a.i @ a.i.T, raises(TypeError)),
+    row("divmod", lambda m, a: divmod(a.f, 2.0)),
+    row("rdivmod", lambda m, a: divmod(7, a.i)),
     row("bool-of-many", lambda m, a: bool(a.f)),
     row("bool-of-empty", lambda m, a: bool(a.e), msg=False),
     row("bool-of-0d", lambda m, a: bool(a.s)),
     row("float-of-many", lambda m, a: float(a.v), msg=False),
-    row("float-of-1x1", lambda m, a: float(a.f[:1, :1]),
-        xfail=BUG + "float() of a (1, 1) tensor returns a float; numpy 2.4 raises TypeError "
-                    "'only 0-dimensional arrays can be converted to Python scalars' -- core/optree.py"),
+    row("float-of-1x1", lambda m, a: float(a.f[:1, :1])),
+    row("int-of-1-element", lambda m, a: int(a.i8[:1])),
+    row("index-of-1-element", lambda m, a: [1, 2, 3][a.i8[1:2]]),
+    row("index-of-bool", lambda m, a: [1, 2, 3][a.b[2, 3]], msg=False),
     row("int-of-nan", lambda m, a: int(a.n[0])),
     row("int-of-inf", lambda m, a: int(a.n[1])),
     row("index-of-float", lambda m, a: [1, 2, 3][a.s], msg=False),
@@ -419,10 +414,7 @@ OPERATORS = [
     row("iadd-into-broadcast-target", lambda m, a: m.add(a.f[:1], a.f, out=a.f[:1])),
     row("out-aliases-reversed-input", lambda m, a: m.add(a.f, a.f[::-1], out=a.f)),
     row("out-aliases-transposed-input", lambda m, a: m.subtract(a.q, a.q.T, out=a.q)),
-    row("out-uint8-from-int16", lambda m, a: m.subtract(a.u[0], a.i8, out=a.u[0]), msg=False,
-        xfail=BUG + "out=uint8 for an int16 result is accepted; numpy's same_kind rule "
-                    "refuses signed -> unsigned (dtypes.can_cast_same_kind orders 'biuf', "
-                    "numpy 'buif') -- core/dtypes.py"),
+    row("out-uint8-from-int16", lambda m, a: m.subtract(a.u[0], a.i8, out=a.u[0]), msg=False),
     row("out-not-a-tensor", lambda m, a: m.add(a.f, 1, out=[0]), msg=False),
 ]
 
@@ -525,16 +517,13 @@ MISC = [
         lambda m, a: a.f.astype(">f8").astype(np.float64)),  # tensors are native-endian
     # indexing
     row("index-float", lambda m, a: a.f[1.0], msg=False),
-    row("index-float-wording", lambda m, a: a.f[1.0],
-        xfail=BUG + "t[1.0] raises IndexError in gpuarray's words, not numpy's 'only integers, "
-                    "slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
-                    "boolean arrays are valid indices' -- core/shapes.py"),
+    row("index-float-wording", lambda m, a: a.f[1.0]),
+    row("index-str-in-tuple", lambda m, a: a.f[0, "1"]),
     row("index-huge-int", lambda m, a: a.f[2**70], msg=False),
     row("index-numpy-int", lambda m, a: a.f[np.int8(-1), np.uint64(2)]),
     row("index-0d-int-tensor", lambda m, a: a.v[a.si]),
-    row("index-0d-float-tensor", lambda m, a: a.v[a.s], msg=False,
-        xfail=BUG + "t[<0-d float tensor>] raises TypeError; numpy raises IndexError -- "
-                    "core/optree.py (__index__) / core/shapes.py"),
+    row("index-0d-float-tensor", lambda m, a: a.v[a.s]),
+    row("index-float-tensor", lambda m, a: a.v[a.v]),
     row("index-slice-step-zero", lambda m, a: a.f[::0]),
     row("index-slice-out-of-range", lambda m, a: (a.f[10:20], a.f[-100:100:3], a.f[3:1])),
     row("index-two-ellipses", lambda m, a: a.f[..., ...]),
@@ -546,20 +535,22 @@ MISC = [
     row("index-list", lambda m, a: a.f[[0, 2]], raises(IndexError, "basic indexing")),
     # assignment
     row("set-wrong-length-list", lambda m, a: setitem(a.f, 0, [1.0, 2.0])),
-    row("set-nan-into-int", lambda m, a: setitem(a.i, slice(None), np.nan),
-        xfail=BUG + "int[:] = nan stores a value; numpy raises ValueError 'cannot convert "
-                    "float NaN to integer' -- core/backend.py"),
-    row("set-inf-into-int", lambda m, a: setitem(a.i, 0, np.inf),
-        xfail=BUG + "int[0] = inf stores a value; numpy raises OverflowError 'cannot convert "
-                    "float infinity to integer' -- core/backend.py"),
+    row("set-nan-into-int", lambda m, a: setitem(a.i, slice(None), np.nan)),
+    row("set-inf-into-int", lambda m, a: setitem(a.i, 0, np.inf)),
+    row("set-minus-inf-into-uint8", lambda m, a: setitem(a.u, 0, -np.inf)),
+    row("set-numpy-nan-into-int", lambda m, a: setitem(a.i, 0, np.float64(np.nan))),
+    row("set-negative-float-into-uint8", lambda m, a: setitem(a.u, 0, -1.5)),
+    row("set-huge-float-into-int", lambda m, a: setitem(a.i, 0, 1e20), msg=False),
+    row("fill-nan-into-int", lambda m, a: a.i8.fill(np.nan)),
     row("set-float-into-int", lambda m, a: setitem(a.i, slice(None), -2.7)),
     row("set-300-into-int8", lambda m, a: setitem(a.i8, 0, 300), xfail=OUT_OF_RANGE),
     row("set-minus1-into-uint8", lambda m, a: setitem(a.u, 0, -1), xfail=OUT_OF_RANGE),
-    row("set-str", lambda m, a: setitem(a.f, 0, "abc"), msg=False,
-        xfail=BUG + "t[0] = 'abc' raises TypeError; numpy raises ValueError (could not convert "
-                    "string to float) -- core/backend.py"),
-    row("set-None-into-float", lambda m, a: setitem(a.f, 0, None),
-        xfail=BUG + "float_t[0] = None raises TypeError; numpy stores NaN -- core/backend.py"),
+    row("set-str", lambda m, a: setitem(a.f, 0, "abc")),
+    row("set-str-into-int", lambda m, a: setitem(a.i, 0, "abc")),
+    row("set-numeric-str", lambda m, a: (setitem(a.f, 0, "1.5"), setitem(a.i, 1, "-3"))),
+    row("set-None-into-float", lambda m, a: setitem(a.h, 0, None)),
+    row("set-None-into-int", lambda m, a: setitem(a.i, 0, None)),
+    row("set-None-into-bool", lambda m, a: setitem(a.b, 2, None)),
     row("set-index-out-of-range", lambda m, a: setitem(a.f, (0, -5), 1.0)),
     row("set-empty-target", lambda m, a: setitem(a.e, slice(None), 5.0)),
     row("set-0d-target", lambda m, a: setitem(a.s, (), a.f[2, 3])),

@@ -120,14 +120,32 @@ class Expression:
     def __rlshift__(self, other): return self._binary("left_shift", other, True)
     def __rshift__(self, other): return self._binary("right_shift", other)
     def __rrshift__(self, other): return self._binary("right_shift", other, True)
-    def __eq__(self, other): return self._binary("equal", other)
-    def __ne__(self, other): return self._binary("not_equal", other)
+    def __eq__(self, other):
+        if other is None:  # numpy: elementwise, never equal; x AND False is that tree
+            return self._binary("logical_and", False)
+        return self._binary("equal", other)
+
+    def __ne__(self, other):
+        if other is None:
+            return self._binary("logical_or", True)
+        return self._binary("not_equal", other)
+
     def __lt__(self, other): return self._binary("less", other)
     def __le__(self, other): return self._binary("less_equal", other)
     def __gt__(self, other): return self._binary("greater", other)
     def __ge__(self, other): return self._binary("greater_equal", other)
+    def __divmod__(self, other): return self // other, self % other
+    def __rdivmod__(self, other): return self.__rfloordiv__(other), self.__rmod__(other)
+    def __matmul__(self, other): return matmul(self.backend, self, other)
+    def __rmatmul__(self, other): return matmul(self.backend, other, self)
     def __neg__(self): return self.backend.elementwise("negative", self)
-    def __pos__(self): return self
+
+    def __pos__(self):
+        if self.dtype.kind == "b":
+            raise TypeError("ufunc 'positive' did not contain a loop with signature matching "
+                            "types <class 'numpy.dtypes.BoolDType'> -> None")
+        return self
+
     def __abs__(self): return self.backend.elementwise("absolute", self)
     def __invert__(self): return self.backend.elementwise("invert", self)
 
@@ -161,14 +179,15 @@ class Expression:
         return int(self._only_value())
 
     def __index__(self):
-        if not (self.dtype.kind in "iub"):
+        if self.ndim or self.dtype.kind not in "iu":
             raise TypeError("only integer scalar arrays can be converted to a scalar index")
         return int(self._only_value())
 
     def _only_value(self):
-        if self.size != 1:
-            raise TypeError("only length-1 arrays can be converted to Python scalars")
-        return self.get().reshape(())[()]
+        # numpy 2.4 ended the deprecated conversion of size-1 arrays of any ndim
+        if self.ndim:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+        return self.get()[()]
 
     def _reduce(name):
         def method(self, axis=None, keepdims=True, out=None, **kwargs):
@@ -267,6 +286,44 @@ def elementwise(backend, name, args):
             if exact is not None:
                 return elementwise(backend, *exact)
     return OpTreeNode(backend, name, args, (), shape, dtype)
+
+
+def matmul(backend, a, b):
+    """``a @ b``: numpy's matmul through the factory's matrix products.
+
+    1-D and 2-D operands run ``backend.dot``.  Stacks of matrices (3-D,
+    batch first) run ``backend.batched_dot`` with the other operand 3-D,
+    2-D (shared by every matrix) or 1-D (a row or column vector, its axis
+    dropped from the result), and a stack of one matrix broadcasts over the
+    other's batch, as numpy's.  Dtypes are those ``ng.dot`` takes.
+
+    Raises
+    ------
+    ValueError
+        For a 0-d operand (numpy's message), misaligned shapes, and stacks
+        of more than 3 dimensions, which ``batched_dot`` cannot run.
+    """
+    a, b = backend.operands((a, b))
+    for k, x in enumerate((a, b)):
+        if x.ndim == 0:
+            raise ValueError(f"matmul: Input operand {k} does not have enough dimensions (has 0, "
+                             "gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)")
+    if a.ndim <= 2 and b.ndim <= 2:
+        return backend.dot(a, b)
+    if a.ndim > 3 or b.ndim > 3:
+        raise ValueError(f"matmul of {a.ndim}-D and {b.ndim}-D operands: gpuarray multiplies "
+                         "stacks of 3 dimensions at most (batched_dot)")
+    # views (a vector as a matrix, one matrix of a stack) need tensors
+    a, b = (backend.evaluate(x) if isinstance(x, OpTreeNode) else x for x in (a, b))
+    if a.ndim == b.ndim == 3 and a.shape[0] != b.shape[0] and 1 in (a.shape[0], b.shape[0]):
+        a, b = (x[0] if x.shape[0] == 1 else x for x in (a, b))
+    if a.ndim == 1:
+        node = backend.batched_dot(a.reshape(1, a.shape[0]), b)
+        return squeeze(backend, node, node.shape[::2])
+    if b.ndim == 1:
+        node = backend.batched_dot(a, b.reshape(b.shape[0], 1))
+        return squeeze(backend, node, node.shape[:2])
+    return backend.batched_dot(a, b)
 
 
 def _check_scalars(name, args, loop):
