@@ -187,11 +187,12 @@ def assigned_scalar(value, dtype, created=False):
     check); None is NaN for a float dtype; a string is parsed by ``float()``
     or ``int()``.  Converting here also keeps the kernel's argument a double
     or a bool, never an integer too wide for it.  Other values (tensors,
-    host arrays) pass unchanged.  ``created``: as ``np.full``, which
-    converts a Python int for a bool array through int64 (and so rejects
-    one beyond int64's range).
+    host arrays) pass unchanged.  ``created``: as ``np.full``, which casts
+    a float to an integer dtype unsafely (no error for NaN) and converts a
+    Python int for a bool array through int64 (and so rejects one beyond
+    int64's range).
     """
-    value = _parsed(value, np.dtype(dtype))
+    value = _parsed(value, np.dtype(dtype), created)
     if not isinstance(value, int) or isinstance(value, bool):
         return value
     if is_float(dtype):
@@ -204,7 +205,7 @@ def assigned_scalar(value, dtype, created=False):
     return value
 
 
-def _parsed(value, dtype):
+def _parsed(value, dtype, created):
     """None, a string, or a float bound for an integer dtype, converted as numpy does."""
     if value is None or isinstance(value, (str, bytes)):
         if dtype.kind == "b":
@@ -214,6 +215,8 @@ def _parsed(value, dtype):
         return int(value)
     if dtype.kind not in "iu" or not isinstance(value, (float, np.floating)):
         return value
+    if created:  # np.full casts a float unsafely (copyto), NaN and all
+        return np.array(value).astype(dtype)[()]
     if not isinstance(value, np.generic):
         return int(value)
     if not np.isfinite(value):  # a finite numpy float is cast as numpy casts it
