@@ -397,7 +397,7 @@ OPERATORS = [
     row("divmod", lambda m, a: divmod(a.f, 2.0)),
     row("rdivmod", lambda m, a: divmod(7, a.i)),
     row("bool-of-many", lambda m, a: bool(a.f)),
-    row("bool-of-empty", lambda m, a: bool(a.e), msg=False),
+    row("bool-of-empty", lambda m, a: bool(a.e)),
     row("bool-of-0d", lambda m, a: bool(a.s)),
     row("float-of-many", lambda m, a: float(a.v), msg=False),
     row("float-of-1x1", lambda m, a: float(a.f[:1, :1])),

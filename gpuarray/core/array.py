@@ -199,12 +199,12 @@ def _check_index_types(key):
     the limit.
     """
     for item in key if type(key) is tuple else (key,):
-        if isinstance(item, Expression):
+        if isinstance(item, (Expression, np.ndarray)):
             if dtypes.kind(item.dtype) not in "iub":
                 raise IndexError("arrays used as indices must be of integer (or boolean) type")
             if item.ndim == 0 and item.dtype.kind == "b":
                 raise IndexError("gpuarray supports basic indexing only (integers, slices, "
-                                 "'...', None); got a 0-d boolean tensor as an index")
+                                 "'...', None); got a 0-d boolean array as an index")
         elif not (item is None or item is Ellipsis or hasattr(item, "__index__")
                   or isinstance(item, (slice, list, tuple, np.ndarray))):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "

@@ -167,6 +167,9 @@ class Expression:
         return host if dtype is None else host.astype(dtype)
 
     def __bool__(self):
+        if self.size == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use "
+                             "`array.size > 0` to check that an array is not empty.")
         if self.size != 1:
             raise ValueError("The truth value of an array with more than one element "
                              "is ambiguous. Use a.any() or a.all()")
@@ -289,19 +292,15 @@ def elementwise(backend, name, args):
 
 
 def matmul(backend, a, b):
-    """``a @ b``: numpy's matmul through the factory's matrix products.
-
-    1-D and 2-D operands run ``backend.dot``.  Stacks of matrices (3-D,
-    batch first) run ``backend.batched_dot`` with the other operand 3-D,
-    2-D (shared by every matrix) or 1-D (a row or column vector, its axis
-    dropped from the result), and a stack of one matrix broadcasts over the
-    other's batch, as numpy's.  Dtypes are those ``ng.dot`` takes.
+    """``a @ b``, numpy's matmul, run by ``backend.dot`` (1-D and 2-D operands)
+    or ``backend.batched_dot`` (3-D stacks, batch first; the other operand
+    may be 2-D and shared, or 1-D with its axis dropped, and a stack of one
+    broadcasts).  Dtypes are those ``ng.dot`` takes (TypeError otherwise).
 
     Raises
     ------
     ValueError
-        For a 0-d operand (numpy's message), misaligned shapes, and stacks
-        of more than 3 dimensions, which ``batched_dot`` cannot run.
+        A 0-d operand (numpy's message), misaligned shapes, stacks beyond 3-D.
     """
     a, b = backend.operands((a, b))
     for k, x in enumerate((a, b)):
