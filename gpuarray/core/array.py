@@ -116,6 +116,7 @@ class Tensor(Expression):
                           self._rounding)
 
     def __getitem__(self, key):
+        _check_index_types(key)
         shape, strides, offset = shapes.index_view(self.shape, self.strides, self.offset, key)
         return self._view(shape, strides, offset)
 
@@ -188,3 +189,23 @@ class Tensor(Expression):
     __ilshift__ = _inplace("left_shift")
     __irshift__ = _inplace("right_shift")
     del _inplace
+
+
+def _check_index_types(key):
+    """numpy's IndexError, in numpy's words, for index entries of no index type.
+
+    Entries numpy takes but basic indexing does not (integer or boolean
+    arrays and lists) are left to :func:`shapes.index_view`, which names
+    the limit.
+    """
+    for item in key if type(key) is tuple else (key,):
+        if isinstance(item, (Expression, np.ndarray)):
+            if dtypes.kind(item.dtype) not in "iub":
+                raise IndexError("arrays used as indices must be of integer (or boolean) type")
+            if item.ndim == 0 and item.dtype.kind == "b":
+                raise IndexError("gpuarray supports basic indexing only (integers, slices, "
+                                 "'...', None); got a 0-d boolean array as an index")
+        elif not (item is None or item is Ellipsis or hasattr(item, "__index__")
+                  or isinstance(item, (slice, list, tuple, np.ndarray))):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+                             "(`None`) and integer or boolean arrays are valid indices")

@@ -69,15 +69,15 @@ class Backend(MathFunctions):
 
     def empty_like(self, t, dtype=None):
         """Uninitialised tensor of ``t``'s shape (and dtype unless given)."""
-        return self.empty(t.shape, t.dtype if dtype is None else dtype)
+        return self.empty(*_like(t, dtype))
 
     def zeros_like(self, t, dtype=None):
-        """Zeros of ``t``'s shape and dtype."""
-        return self.full(t.shape, 0, t.dtype if dtype is None else dtype)
+        """Zeros of ``t``'s shape and dtype; ``t`` may be any array_like."""
+        return self.full(*_like(t, dtype, 0))
 
     def ones_like(self, t, dtype=None):
-        """Ones of ``t``'s shape and dtype."""
-        return self.full(t.shape, 1, t.dtype if dtype is None else dtype)
+        """Ones of ``t``'s shape and dtype; ``t`` may be any array_like."""
+        return self.full(*_like(t, dtype, 1))
 
     def array(self, obj, dtype=None):
         """Copy a host array (or anything ``numpy.asarray`` takes) into a new tensor.
@@ -127,6 +127,8 @@ class Backend(MathFunctions):
         expr = self.operand(expr)
         if out is None:
             out = self.empty(expr.shape, expr.dtype)
+        elif not isinstance(out, Tensor):
+            raise TypeError(f"out must be a tensor, not {type(out).__name__}")
         self.assign(out, expr)
         return out
 
@@ -161,8 +163,9 @@ class Backend(MathFunctions):
             tensor = self.evaluate(tensor)
         return self._download(tensor)
 
-    def _finish(self, node, out):
-        """Return the lazy node, or evaluate it into ``out`` (numpy's out= rules)."""
+    def _finish(self, node, out, casting="same_kind"):
+        """Return the lazy node, or evaluate it into ``out`` (numpy's out= rules:
+        ``casting`` is "same_kind" for ufuncs, "unsafe" for reductions)."""
         if out is None:
             return node
         if not isinstance(out, Tensor):
@@ -175,9 +178,16 @@ class Backend(MathFunctions):
             raise ValueError(
                 f"non-broadcastable output operand with shape {shapes.shape_str(out.shape)} "
                 f"doesn't match the broadcast shape {shapes.shape_str(node.shape)}") from None
-        if not dtypes.can_cast_same_kind(node.dtype, out.dtype):
+        if casting == "same_kind" and not dtypes.can_cast_same_kind(node.dtype, out.dtype):
             raise TypeError(
                 f"Cannot cast ufunc '{getattr(node, 'op', 'assign')}' output from "
                 f"{node.dtype!r} to {out.dtype!r} with casting rule 'same_kind'")
         self.assign(out, node)
         return out
+
+
+def _like(t, dtype, *fill):
+    """``(shape, [fill,] dtype)`` of a ``*_like`` call: ``t`` may be any array_like."""
+    if not (hasattr(t, "shape") and hasattr(t, "dtype")):
+        t = np.asarray(t)
+    return (t.shape, *fill, t.dtype if dtype is None else dtype)

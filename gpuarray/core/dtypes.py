@@ -87,12 +87,14 @@ def kind(dtype):
 
 
 def can_cast_same_kind(src, dst):
-    """numpy's 'same_kind' casting rule, bfloat16 included as a float."""
-    order = "biuf"
-    ks, kd = kind(src), kind(dst)
-    if ks == kd or order.index(ks) < order.index(kd):
-        return True
-    return ks == "u" and kd == "i"
+    """numpy's 'same_kind' casting rule, bfloat16 included as a float.
+
+    Kinds are ordered bool < unsigned < signed < float: a cast may move up
+    the order or stay within a kind (any size), never down (int16 to uint8
+    is refused, as numpy's ``np.can_cast(int16, uint8, 'same_kind')``).
+    """
+    order = "buif"
+    return order.index(kind(src)) <= order.index(kind(dst))
 
 
 def is_low_precision(dtype):
@@ -176,14 +178,21 @@ def int_bounds(dtype):
 def assigned_scalar(value, dtype, created=False):
     """The scalar ``t[...] = value`` (or ``t.fill(value)``) stores into ``dtype``.
 
-    numpy 2 checks a Python int against an integer dtype (``OverflowError:
-    Python integer 300 out of bounds for uint8``), converts it to a double
-    for a float dtype (``OverflowError`` past float64's range) and takes its
-    truth for bool.  Converting here also keeps the kernel's argument a
-    double or a bool, never an integer too wide for it.  Other values pass
-    unchanged.  ``created``: as ``np.full``, which converts a Python int for
-    a bool array through int64 (and so rejects one beyond int64's range).
+    numpy 2 converts the value as Python does: a Python int is checked
+    against an integer dtype (``OverflowError: Python integer 300 out of
+    bounds for uint8``), made a double for a float dtype (``OverflowError``
+    past float64's range) and taken for its truth by bool; a float goes to
+    an integer dtype through ``int()`` (``ValueError: cannot convert float
+    NaN to integer``, ``OverflowError`` for infinity, then the int's range
+    check); None is NaN for a float dtype; a string is parsed by ``float()``
+    or ``int()``.  Converting here also keeps the kernel's argument a double
+    or a bool, never an integer too wide for it.  Other values (tensors,
+    host arrays) pass unchanged.  ``created``: as ``np.full``, which casts
+    a float to an integer dtype unsafely (no error for NaN) and converts a
+    Python int for a bool array through int64 (and so rejects one beyond
+    int64's range).
     """
+    value = _parsed(value, np.dtype(dtype), created)
     if not isinstance(value, int) or isinstance(value, bool):
         return value
     if is_float(dtype):
@@ -193,6 +202,25 @@ def assigned_scalar(value, dtype, created=False):
             check_weak_int(value, np.dtype(dtype))
         return bool(value)
     check_weak_int(value, np.dtype(dtype))
+    return value
+
+
+def _parsed(value, dtype, created):
+    """None, a string, or a float bound for an integer dtype, converted as numpy does."""
+    if value is None or isinstance(value, (str, bytes)):
+        if dtype.kind == "b":
+            return bool(value)
+        if is_float(dtype):
+            return float("nan") if value is None else float(value)
+        return int(value)
+    if dtype.kind not in "iu" or not isinstance(value, (float, np.floating)):
+        return value
+    if created:  # np.full casts a float unsafely (copyto), NaN and all
+        return np.array(value).astype(dtype)[()]
+    if not isinstance(value, np.generic):
+        return int(value)
+    if not np.isfinite(value):  # a finite numpy float is cast as numpy casts it
+        int(value)
     return value
 
 

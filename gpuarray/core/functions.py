@@ -26,21 +26,27 @@ class MathFunctions:
         """Apply elementwise op ``name`` (see :data:`gpuarray.core.ops.OPS`)."""
         return self._finish(optree.elementwise(self, name, self.operands(args)), out)
 
-    def where(self, condition, x, y, out=None):
+    def where(self, condition, x=None, y=None, out=None):
         """``x`` where ``condition`` is true, else ``y`` (numpy.where)."""
+        if x is None or y is None:
+            if x is not None or y is not None:
+                raise ValueError("either both or neither of x and y should be given")
+            raise TypeError("where(condition) alone (nonzero) has a data-dependent shape; "
+                            "gpuarray needs x and y")
         args = self.operands((condition, x, y))
         return self._finish(optree.elementwise(self, "where", args), out)
 
     def clip(self, a, a_min, a_max, out=None):
-        """Limit values to [a_min, a_max]; either bound may be None."""
-        if a_min is None and a_max is None:
-            raise ValueError("One of max or min must be given")
+        """Limit values to [a_min, a_max]; either bound may be None (both None:
+        a copy, as numpy 2 gives)."""
         node = self.operand(a)
         dtype = node.dtype
         if a_min is not None and not dtypes.clip_bound_is_void(a_min, dtype, upper=False):
             node = self.maximum(node, a_min)
         if a_max is not None and not dtypes.clip_bound_is_void(a_max, dtype, upper=True):
             node = self.minimum(node, a_max)
+        if node is a or not isinstance(node, optree.OpTreeNode):
+            node = optree.astype(self, node, dtype)  # a copy, never the input itself
         return self._finish(node, out)
 
     def astype(self, a, dtype, out=None):
@@ -59,7 +65,7 @@ class MathFunctions:
             node = optree.reduction(self, name, a, axes)
         else:
             node = self._reduce_no_axes(name, a)
-        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+        return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
     def _reduce_no_axes(self, name, a):
         """A reduction over no axes (``axis=()``, or a 0-d operand or scalar):
@@ -122,7 +128,7 @@ class MathFunctions:
         a = self._float_operand(a)
         total = self.sum(a, axis)
         node = self.divide(total, self._count(a, axis))
-        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+        return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
     def var(self, a, axis=None, keepdims=True, out=None, ddof=0):
         """Variance over ``axis`` with ``ddof`` delta degrees of freedom."""
@@ -130,19 +136,19 @@ class MathFunctions:
         centred = self.subtract(a, self.mean(a, axis))
         squares = self.sum(self.multiply(centred, centred), axis)
         node = self.divide(squares, max(self._count(a, axis) - ddof, 0))
-        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+        return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
     def std(self, a, axis=None, keepdims=True, out=None, ddof=0):
         """Standard deviation over ``axis``."""
         a = self.operand(a)
         node = self.sqrt(self.var(a, axis, ddof=ddof))
-        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+        return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
     def ptp(self, a, axis=None, keepdims=True, out=None):
         """Range (max - min) over ``axis``."""
         a = self.operand(a)
         node = self.subtract(self.max(a, axis), self.min(a, axis))
-        return self._finish(self._keepdims(node, a, axis, keepdims), out)
+        return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
     def _float_operand(self, a):
         a = self.operand(a)

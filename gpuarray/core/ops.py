@@ -54,7 +54,8 @@ _erfc = np.frompyfunc(math.erfc, 1, 1)
 def _special(func):
     """numpy implementation for functions numpy lacks, exact in the input dtype."""
     def run(x):
-        return func(x.astype(np.float64)).astype(np.float64).astype(x.dtype)
+        # frompyfunc gives an object array, or a bare Python float for 0-d input
+        return np.asarray(func(x.astype(np.float64)), np.float64).astype(x.dtype)
     return run
 
 

@@ -120,14 +120,32 @@ class Expression:
     def __rlshift__(self, other): return self._binary("left_shift", other, True)
     def __rshift__(self, other): return self._binary("right_shift", other)
     def __rrshift__(self, other): return self._binary("right_shift", other, True)
-    def __eq__(self, other): return self._binary("equal", other)
-    def __ne__(self, other): return self._binary("not_equal", other)
+    def __eq__(self, other):
+        if other is None:  # numpy: elementwise, never equal; x AND False is that tree
+            return self._binary("logical_and", False)
+        return self._binary("equal", other)
+
+    def __ne__(self, other):
+        if other is None:
+            return self._binary("logical_or", True)
+        return self._binary("not_equal", other)
+
     def __lt__(self, other): return self._binary("less", other)
     def __le__(self, other): return self._binary("less_equal", other)
     def __gt__(self, other): return self._binary("greater", other)
     def __ge__(self, other): return self._binary("greater_equal", other)
+    def __divmod__(self, other): return self // other, self % other
+    def __rdivmod__(self, other): return self.__rfloordiv__(other), self.__rmod__(other)
+    def __matmul__(self, other): return matmul(self.backend, self, other)
+    def __rmatmul__(self, other): return matmul(self.backend, other, self)
     def __neg__(self): return self.backend.elementwise("negative", self)
-    def __pos__(self): return self
+
+    def __pos__(self):
+        if self.dtype.kind == "b":
+            raise TypeError("ufunc 'positive' did not contain a loop with signature matching "
+                            "types <class 'numpy.dtypes.BoolDType'> -> None")
+        return self
+
     def __abs__(self): return self.backend.elementwise("absolute", self)
     def __invert__(self): return self.backend.elementwise("invert", self)
 
@@ -149,6 +167,9 @@ class Expression:
         return host if dtype is None else host.astype(dtype)
 
     def __bool__(self):
+        if self.size == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use "
+                             "`array.size > 0` to check that an array is not empty.")
         if self.size != 1:
             raise ValueError("The truth value of an array with more than one element "
                              "is ambiguous. Use a.any() or a.all()")
@@ -161,14 +182,15 @@ class Expression:
         return int(self._only_value())
 
     def __index__(self):
-        if not (self.dtype.kind in "iub"):
+        if self.ndim or self.dtype.kind not in "iu":
             raise TypeError("only integer scalar arrays can be converted to a scalar index")
         return int(self._only_value())
 
     def _only_value(self):
-        if self.size != 1:
-            raise TypeError("only length-1 arrays can be converted to Python scalars")
-        return self.get().reshape(())[()]
+        # numpy 2.4 ended the deprecated conversion of size-1 arrays of any ndim
+        if self.ndim:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+        return self.get()[()]
 
     def _reduce(name):
         def method(self, axis=None, keepdims=True, out=None, **kwargs):
@@ -260,6 +282,11 @@ def elementwise(backend, name, args):
     shape = _common_shape(args)
     if name == "where":
         dtype = ops.promote(*[a.operand_type for a in args[1:]])
+        # numpy's where wraps a Python int that its result dtype cannot hold
+        # (np.where(c, int8, 300) stores 44); we raise NEP 50's OverflowError
+        for a in args[1:]:
+            if type(a) is Scalar and a.weak_type is int and dtype.kind in "iu":
+                dtypes.check_weak_int(a.value, dtype)
     else:
         loop, dtype = ops.resolve(name, tuple([a.operand_type for a in args]))
         if Scalar in map(type, args):
@@ -267,6 +294,40 @@ def elementwise(backend, name, args):
             if exact is not None:
                 return elementwise(backend, *exact)
     return OpTreeNode(backend, name, args, (), shape, dtype)
+
+
+def matmul(backend, a, b):
+    """``a @ b``, numpy's matmul, run by ``backend.dot`` (1-D and 2-D operands)
+    or ``backend.batched_dot`` (3-D stacks, batch first; the other operand
+    may be 2-D and shared, or 1-D with its axis dropped, and a stack of one
+    broadcasts).  Dtypes are those ``ng.dot`` takes (TypeError otherwise).
+
+    Raises
+    ------
+    ValueError
+        A 0-d operand (numpy's message), misaligned shapes, stacks beyond 3-D.
+    """
+    a, b = backend.operands((a, b))
+    for k, x in enumerate((a, b)):
+        if x.ndim == 0:
+            raise ValueError(f"matmul: Input operand {k} does not have enough dimensions (has 0, "
+                             "gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)")
+    if a.ndim <= 2 and b.ndim <= 2:
+        return backend.dot(a, b)
+    if a.ndim > 3 or b.ndim > 3:
+        raise ValueError(f"matmul of {a.ndim}-D and {b.ndim}-D operands: gpuarray multiplies "
+                         "stacks of 3 dimensions at most (batched_dot)")
+    # views (a vector as a matrix, one matrix of a stack) need tensors
+    a, b = (backend.evaluate(x) if isinstance(x, OpTreeNode) else x for x in (a, b))
+    if a.ndim == b.ndim == 3 and a.shape[0] != b.shape[0] and 1 in (a.shape[0], b.shape[0]):
+        a, b = (x[0] if x.shape[0] == 1 else x for x in (a, b))
+    if a.ndim == 1:
+        node = backend.batched_dot(a.reshape(1, a.shape[0]), b)
+        return squeeze(backend, node, node.shape[::2])
+    if b.ndim == 1:
+        node = backend.batched_dot(a, b.reshape(b.shape[0], 1))
+        return squeeze(backend, node, node.shape[:2])
+    return backend.batched_dot(a, b)
 
 
 def _check_scalars(name, args, loop):

@@ -17,6 +17,8 @@ MAX_INTP = 2**63 - 1
 
 def as_shape(shape):
     """Normalise an int or a sequence of ints into a shape tuple."""
+    if isinstance(shape, (bool, np.bool_)):
+        raise TypeError(f"expected a sequence of integers or a single integer, got '{shape}'")
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
@@ -152,7 +154,7 @@ def normalize_axes(axis, ndim):
     """Axis argument (None, int or tuple) -> sorted tuple of distinct axes."""
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, (tuple, list)):
+    if isinstance(axis, tuple):
         axes = [normalize_axis(a, ndim) for a in axis]
         if len(set(axes)) != len(axes):
             raise ValueError("duplicate value in 'axis'")
@@ -188,14 +190,13 @@ def transpose(shape, strides, axes):
 
 
 def reshape_shape(size, newshape):
-    """Resolve a single -1 in ``newshape`` and check the element count."""
+    """Resolve a single unknown (negative, as numpy 2.4 takes it) dimension in
+    ``newshape`` and check the element count."""
     newshape = list(newshape)
-    unknown = [i for i, d in enumerate(newshape) if d == -1]
+    unknown = [i for i, d in enumerate(newshape) if d < 0]
     if len(unknown) > 1:
         raise ValueError("can only specify one unknown dimension")
-    if any(d < -1 for d in newshape):
-        raise ValueError("negative dimensions not allowed")
-    known = size_of(d for d in newshape if d != -1)
+    known = size_of(d for d in newshape if d >= 0)
     if unknown:
         if known == 0 or size % known:
             raise ValueError(f"cannot reshape array of size {size} into shape {shape_str(newshape)}")

@@ -232,7 +232,12 @@ template <class T> GA_D bool ga_logical_not(T a) { return a == (T)0; }
     GA_D T ga_erfc(T a) { return erfc##F(a); }                                             \
     GA_D T ga_sigmoid(T a) { return (T)1 / ((T)1 + exp##F(-a)); }                          \
     GA_D T ga_copysign(T a, T b) { return copysign##F(a, b); }                             \
-    GA_D T ga_hypot(T a, T b) { return hypot##F(a, b); }                                   \
+    /* IEEE: hypot(+-inf, nan) is +inf; CUDA's double hypot gives nan there */             \
+    GA_D T ga_hypot(T a, T b) {                                                            \
+        if (a == a && a - a != a - a) return fabs##F(a);                                   \
+        if (b == b && b - b != b - b) return fabs##F(b);                                   \
+        return hypot##F(a, b);                                                             \
+    }                                                                                      \
     GA_D T ga_floor(T a) { return floor##F(a); }                                           \
     GA_D T ga_ceil(T a) { return ceil##F(a); }                                             \
     GA_D T ga_trunc(T a) { return trunc##F(a); }                                           \
