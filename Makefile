@@ -60,10 +60,10 @@ stress:
 
 # compute-sanitizer over the GPU cases of the suite, one tool after another;
 # the CPU cases (-k "not cpu") and the tests that fault a kernel on purpose
-# (-m "not faults") are left out.  Narrow it with SANITIZE_TESTS=tests/test_x.py.
+# (-m "not no_sanitizer") are left out.  Narrow it with SANITIZE_TESTS=tests/test_x.py.
 SANITIZE_TOOLS ?= memcheck racecheck synccheck
 SANITIZE_TESTS ?= tests
-SANITIZE_PYTEST ?= -q -p no:cacheprovider -k "not cpu" -m "not faults"
+SANITIZE_PYTEST ?= -q -p no:cacheprovider -k "not cpu" -m "not no_sanitizer"
 sanitize:
 	@for tool in $(SANITIZE_TOOLS); do \
 	  echo "== compute-sanitizer --tool $$tool"; \

@@ -240,4 +240,4 @@ def round_to(values, dtype):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "faults: makes a kernel fault on purpose (left out of make sanitize)")
+        "markers", "no_sanitizer: left out of make sanitize (a kernel that faults on purpose, a forked child)")

@@ -147,6 +147,7 @@ def _run_forked(target, *args):
     return outcomes
 
 
+@pytest.mark.no_sanitizer
 def test_forked_child_gets_a_clear_error(gpu_ng):
     t = gpu_ng.array(np.arange(6, dtype=np.float32))
     outcomes = _run_forked(_fork_child, gpu_ng, t)
@@ -234,7 +235,7 @@ print("OUTCOMES " + json.dumps(outcomes), flush=True)
 """
 
 
-@pytest.mark.faults
+@pytest.mark.no_sanitizer
 def test_faulting_kernel_leaves_a_clear_error(gpu_ng):
     # in a subprocess: the fault kills its CUDA context for good
     tests = str(Path(__file__).resolve().parent)

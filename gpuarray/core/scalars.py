@@ -1,0 +1,104 @@
+"""Scalars as operands, and numpy 2's rules for them (NEP 50).
+
+In: Python and numpy scalars an expression meets (``A * 2``, ``A < 1000``),
+and the loop dtypes type resolution chose.  Out: :class:`Scalar` leaves,
+whose signature holds their type and never their value (so kernels are
+shared across values), and :func:`check_scalars`, which raises numpy's
+OverflowError or ValueError when the tree is built, or rewrites a
+comparison whose answer the scalar's value alone decides.
+"""
+import operator
+
+import numpy as np
+
+from . import dtypes
+
+_COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
+                "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
+_WEAK = {int: (int, np.dtype(np.int64)), float: (float, np.dtype(np.float64)),
+         bool: (None, np.dtype(np.bool_))}
+
+
+class Scalar:
+    """A scalar operand.  Python scalars are weakly typed (numpy 2, NEP 50).
+
+    ``dtype`` is the dtype the value has on its own; ``weak_type`` is the
+    Python type (``bool``, ``int``, ``float``) for weak scalars, else None.
+    """
+
+    __slots__ = ("value", "dtype", "weak_type", "operand_type", "sig")
+    shape = ()
+    ndim = 0
+    backend = None
+    has_gemm = False
+
+    def __init__(self, value):
+        kind = type(value)
+        if kind in _WEAK:
+            # Python int and float are weakly typed; a Python bool is simply bool
+            self.weak_type, self.dtype = _WEAK[kind]
+        else:
+            dtypes.check_scalar(value)
+            if isinstance(value, np.generic):
+                self.dtype, self.weak_type = dtypes.as_dtype(value.dtype), None
+            else:  # a subclass of int or float
+                self.weak_type, self.dtype = _WEAK[float if isinstance(value, float) else int]
+        self.value = value
+        #: what numpy's type resolution sees for this operand
+        self.operand_type = self.weak_type or self.dtype
+        #: structural signature: the type, never the value
+        self.sig = ("S", self.operand_type)
+
+    @property
+    def leaves(self):
+        """This scalar, as the only leaf of itself."""
+        return (self,)
+
+    def __repr__(self):
+        return f"Scalar({self.value!r})"
+
+
+def check_scalars(name, args, loop):
+    """Apply numpy 2's rules for scalar operands (NEP 50) when the tree is built.
+
+    A Python int must convert to the loop dtype of its position, else
+    numpy's OverflowError (:func:`dtypes.check_weak_int`).  Comparisons are
+    the exception: an integer operand compared with a Python int beyond its
+    range has one answer for every element, so the comparison is rewritten
+    into an equivalent one with that answer (returned as ``(name, args)``;
+    None when nothing is rewritten).  An integer raised to a negative scalar
+    exponent is numpy's ValueError.  An integer *tensor* exponent is only
+    known when evaluated: the CPU factory raises there (numpy does), the
+    GPU cannot and gives the truncated value (0, or 1 / -1 for bases 1 / -1).
+    """
+    for k, a in enumerate(args):
+        if type(a) is not Scalar or a.weak_type is not int:
+            continue
+        if name in _COMPARISONS and _beyond_integer(a.value, args[1 - k], loop[k]):
+            return _constant_comparison(name, args, k, loop[k])
+        dtypes.check_weak_int(a.value, loop[k])
+    exponent = args[-1]
+    if (name == "power" and type(exponent) is Scalar and loop[1].kind in "iu"
+            and isinstance(exponent.value, (int, np.integer)) and exponent.value < 0):
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    return None
+
+
+def _beyond_integer(value, other, loop_dtype):
+    """True when ``value`` lies outside the range of ``other``'s integer dtype."""
+    kind = getattr(other.operand_type, "kind", None)  # a weak scalar has no dtype
+    if kind is None or kind not in "iu" or loop_dtype.kind not in "iu":
+        return False
+    low, high = dtypes.int_bounds(loop_dtype)
+    return not low <= value <= high
+
+
+def _constant_comparison(name, args, k, loop_dtype):
+    """``x OP value`` with ``value`` beyond x's range, as ``x <= max`` (always
+    true) or ``x > max`` (always false): one fused kernel, and the bound is a
+    kernel argument like any scalar.  Every x compares with ``value`` as 0 does.
+    """
+    x = args[1 - k]
+    truth = _COMPARISONS[name](*(a.value if i == k else 0 for i, a in enumerate(args)))
+    bound = Scalar(dtypes.int_bounds(loop_dtype)[1])
+    return ("less_equal" if truth else "greater", (x, bound))
