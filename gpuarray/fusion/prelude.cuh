@@ -232,11 +232,18 @@ template <class T> GA_D bool ga_logical_not(T a) { return a == (T)0; }
     GA_D T ga_erfc(T a) { return erfc##F(a); }                                             \
     GA_D T ga_sigmoid(T a) { return (T)1 / ((T)1 + exp##F(-a)); }                          \
     GA_D T ga_copysign(T a, T b) { return copysign##F(a, b); }                             \
-    /* IEEE: hypot(+-inf, nan) is +inf; CUDA's double hypot gives nan there */             \
+    /* IEEE hypot: +inf beside an infinity even with NaN, and +inf on overflow */          \
+    /* (CUDA's double hypot misses the overflow of hypot(DBL_MAX, DBL_MAX)); below */       \
+    /* half the top exponent nothing can overflow and the library call serves */         \
     GA_D T ga_hypot(T a, T b) {                                                            \
-        if (a == a && a - a != a - a) return fabs##F(a);                                   \
-        if (b == b && b - b != b - b) return fabs##F(b);                                   \
-        return hypot##F(a, b);                                                             \
+        a = fabs##F(a);                                                                    \
+        b = fabs##F(b);                                                                    \
+        if (a == a && a - a != a - a) return a;                                            \
+        if (b == b && b - b != b - b) return b;                                            \
+        const T big = a > b ? a : b, small = a > b ? b : a;                                \
+        if (!(big > (T)(sizeof(T) == 8 ? 0x1p1023 : 0x1p127))) return hypot##F(a, b);      \
+        const T r = small / big;                                                           \
+        return big * sqrt##F((T)1 + r * r);                                                \
     }                                                                                      \
     GA_D T ga_floor(T a) { return floor##F(a); }                                           \
     GA_D T ga_ceil(T a) { return ceil##F(a); }                                             \
