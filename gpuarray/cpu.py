@@ -15,6 +15,8 @@ from .core import dtypes, ops, shapes
 from .core.array import Tensor
 from .core.backend import Backend
 from .core.optree import Scalar, operand_type
+from .conv import reference as conv_reference
+from .conv.functions import ConvFunctions
 from .cuda import interop
 from .gemm.functions import ProductFunctions
 
@@ -28,7 +30,7 @@ class CPUTensor(Tensor):
                           strides=self.strides)
 
 
-class CPU(ProductFunctions, Backend):
+class CPU(ConvFunctions, ProductFunctions, Backend):
     """Factory of host tensors evaluated with numpy.
 
     Parameters
@@ -113,6 +115,29 @@ class CPU(ProductFunctions, Backend):
             finite = np.isfinite(stored)
             top = stored[finite].max() if finite.any() else 0.0
             call.stats.numpy_view()[:] = (top, np.count_nonzero(~finite))
+
+    def _conv(self, call):
+        self._stats["kernels_launched"] += 1
+        run = getattr(conv_reference, f"{call.kind}_conv")
+        value = run(call.layer, call.a.numpy_view(), call.b.numpy_view())
+        dest = call.out.numpy_view()
+        bias = None if call.bias is None else call.bias.numpy_view()
+        value = conv_reference.epilogue(value, call.alpha, bias, call.relu, call.beta, dest)
+        with np.errstate(all="ignore"):
+            store(dest, value, call.out.rounding, self._rng)
+
+    def _pool(self, call):
+        self._stats["kernels_launched"] += 1
+        inputs = call.inputs.numpy_view()
+        if call.kind == "fprop":
+            value, index = conv_reference.fprop_pool(call.layer, inputs)
+            if call.argmax is not None:
+                call.argmax.numpy_view()[...] = index
+        else:
+            index = None if call.argmax is None else call.argmax.numpy_view()
+            value = conv_reference.bprop_pool(call.layer, call.errors.numpy_view(), index, inputs)
+        with np.errstate(all="ignore"):
+            store(call.out.numpy_view(), value, call.out.rounding, self._rng)
 
 
 _HOST_DEVICES = (interop.kDLCPU, interop.kDLCUDAHost)

@@ -30,6 +30,7 @@ import weakref
 
 import numpy as np
 
+from .conv.functions import ConvFunctions
 from .core.array import Tensor
 from .core.backend import Backend
 from .cuda import compiler, driver, interop
@@ -153,6 +154,10 @@ def gpu_available():
     return gpu_unavailable_reason() is None
 
 
+_NO_CONV_KERNELS = ("convolution and pooling kernels for the GPU are not built yet (issue 11); "
+                    "use gpuarray.CPU() for the reference")
+
+
 class GPUTensor(Tensor):
     """A tensor in device memory; shares it zero-copy via CAI v3 and DLPack."""
 
@@ -179,7 +184,7 @@ class GPUTensor(Tensor):
         return (interop.kDLCUDA, self.backend.device_id)
 
 
-class GPU(ProductFunctions, Backend):
+class GPU(ConvFunctions, ProductFunctions, Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
     Parameters
@@ -318,6 +323,12 @@ class GPU(ProductFunctions, Backend):
             if t is not None:
                 t.ptr  # noqa: B018 - a freed buffer raises here, before any work is queued
         gemm_plan.run(self, call)
+
+    def _conv(self, call):
+        raise NotImplementedError(_NO_CONV_KERNELS)
+
+    def _pool(self, call):
+        raise NotImplementedError(_NO_CONV_KERNELS)
 
     def _kernel(self, program, layout):
         """Compiled kernel for (program, layout), generating it on first use."""

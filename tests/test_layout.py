@@ -22,6 +22,7 @@ ALLOWED = {
     "cuda": {"core", "cuda"},
     "fusion": {"core", "cuda", "fusion"},
     "gemm": {"core", "cuda", "gemm"},
+    "conv": {"core", "cuda", "conv"},
 }
 
 

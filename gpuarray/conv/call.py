@@ -1,0 +1,142 @@
+"""Convolution and pooling calls, checked against their layer.
+
+In: the user's layer, tensors and options of one ``ng.fprop_conv`` ...
+``ng.bprop_pool`` call.  Out: a :class:`ConvCall` or :class:`PoolCall`
+the factory runs with its ``_conv`` / ``_pool`` hook.  Every misuse -- a
+tensor of the wrong shape, dtype or factory, a bad option -- raises here,
+naming the expected and the actual value, before anything runs.
+"""
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core import dtypes, shapes
+from ..core.array import Tensor
+from .layer import DTYPES, ConvLayer, PoolLayer
+
+CONV_KINDS = ("fprop", "bprop", "update")
+
+
+@dataclass
+class ConvCall:
+    """One checked convolution: ``out = relu(alpha * op(a, b) + bias) + beta * out``.
+
+    ============ ======= ======= ========
+    kind         a       b       out
+    ============ ======= ======= ========
+    ``fprop``    I       F       O
+    ``bprop``    F       E       grad_I
+    ``update``   I       E       grad_F
+    ============ ======= ======= ========
+
+    ``relu`` and ``bias`` (shape ``(K,)``) belong to fprop only.
+    """
+
+    kind: str
+    layer: ConvLayer
+    a: Tensor
+    b: Tensor
+    out: Tensor
+    alpha: float = 1.0
+    beta: float = 0.0
+    relu: bool = False
+    bias: Tensor = None
+
+
+@dataclass
+class PoolCall:
+    """One checked pooling pass.
+
+    ``fprop``: ``out`` (O) from ``inputs`` (I), and ``argmax`` filled for
+    max pooling when given.  ``bprop``: ``out`` (grad_I) from ``errors``
+    (E); max pooling reads ``argmax`` when given, else recomputes it from I.
+    """
+
+    kind: str
+    layer: PoolLayer
+    inputs: Tensor
+    out: Tensor
+    errors: Tensor = None
+    argmax: Tensor = None
+
+
+_MAKERS = {ConvLayer: "ng.conv_layer", PoolLayer: "ng.pool_layer"}
+
+
+def check_layer(layer, classes, what):
+    """``layer`` must be an instance of one of ``classes``."""
+    classes = classes if isinstance(classes, tuple) else (classes,)
+    if not isinstance(layer, classes):
+        wanted = " or ".join(f"{c.__name__} (from {_MAKERS[c]})" for c in classes)
+        raise TypeError(f"{what} needs a {wanted}, not {type(layer).__name__}")
+    return layer
+
+
+def check_tensor(backend, t, name, shape, dtype, what):
+    """``t`` must be a tensor of ``backend`` (with ``shape`` and ``dtype`` unless None)."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{what}: {name} must be a tensor, not {type(t).__name__}")
+    if t.backend is not backend:
+        raise ValueError(f"{what}: {name} belongs to a different factory ({t.backend!r}, "
+                         f"not {backend!r}); copy it over first")
+    if dtype is None:
+        return t
+    if t.dtype != dtype:
+        raise TypeError(f"{what}: {name} must be {dtypes.name(dtype)} as the layer expects, "
+                        f"not {dtypes.name(t.dtype)}")
+    if t.shape != tuple(shape):
+        raise ValueError(f"{what}: {name} has shape {shapes.shape_str(t.shape)}, but the "
+                         f"layer expects {shapes.shape_str(shape)}")
+    return t
+
+
+def real(value, name):
+    """A Python float from a real number (bools and arrays refused)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
+    return float(value)
+
+
+def _check_bias(backend, bias, layer):
+    if bias is None:
+        return None
+    if not isinstance(bias, Tensor) or bias.dtype not in DTYPES:
+        kind = dtypes.name(bias.dtype) if isinstance(bias, Tensor) else type(bias).__name__
+        raise TypeError(f"fprop_conv: bias must be a float16, bfloat16 or float32 tensor, "
+                        f"not {kind}")
+    return check_tensor(backend, bias, "bias", (layer.K,), bias.dtype, "fprop_conv")
+
+
+def conv_call(backend, kind, layer, a, b, out, alpha=1.0, beta=0.0, relu=False, bias=None):
+    """Check one convolution and build its :class:`ConvCall`."""
+    what = f"{kind}_conv"
+    layer = check_layer(layer, ConvLayer, what)
+    names = {"fprop": (("I", layer.dimI), ("F", layer.dimF), ("O", layer.dimO)),
+             "bprop": (("F", layer.dimF), ("E", layer.dimO), ("grad_I", layer.dimI)),
+             "update": (("I", layer.dimI), ("E", layer.dimO), ("grad_F", layer.dimF))}[kind]
+    a, b, out = (check_tensor(backend, t, name, shape, layer.dtype, what)
+                 for t, (name, shape) in zip((a, b, out), names))
+    return ConvCall(kind, layer, a, b, out, alpha=real(alpha, "alpha"), beta=real(beta, "beta"),
+                    relu=bool(relu), bias=_check_bias(backend, bias, layer))
+
+
+def _check_argmax(backend, argmax, pool, what):
+    if argmax is None:
+        return None
+    if pool.op != "max":
+        raise ValueError(f"{what}: argmax applies to max pooling, not {pool.op!r}")
+    return check_tensor(backend, argmax, "argmax", pool.dimO, pool.argmax_dtype, what)
+
+
+def pool_call(backend, kind, pool, inputs, out, errors=None, argmax=None):
+    """Check one pooling pass and build its :class:`PoolCall`."""
+    what = f"{kind}_pool"
+    pool = check_layer(pool, PoolLayer, what)
+    inputs = check_tensor(backend, inputs, "I", pool.dimI, pool.dtype, what)
+    if kind == "fprop":
+        out = check_tensor(backend, out, "O", pool.dimO, pool.dtype, what)
+    else:
+        errors = check_tensor(backend, errors, "E", pool.dimO, pool.dtype, what)
+        out = check_tensor(backend, out, "grad_I", pool.dimI, pool.dtype, what)
+    return PoolCall(kind, pool, inputs, out, errors, _check_argmax(backend, argmax, pool, what))
