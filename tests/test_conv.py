@@ -1,0 +1,227 @@
+"""Convolution and pooling (issue 11): layers, the numpy reference, checks.
+
+Every value test runs on both factories through ``ng``.  The CPU runs the
+numpy reference (gpuarray/conv/reference.py), checked here against
+hand-computed cases and an independent loop implementation over a seeded
+sweep; the GPU kernels are not built yet, so the GPU cases check the clear
+``NotImplementedError`` -- flip ``GPU_KERNELS`` when they land and the
+same tests compare their values.  Layout conversions and argument checks
+run on both factories today.  Criterion as the GEMM tests:
+``max|err| / mean|ref|`` at most 5e-5 (float32) or 7e-3 (float16/bfloat16)
+after forgiving the rounding of the stored result.
+"""
+import itertools
+
+import numpy as np
+import pytest
+from conftest import BF16
+
+import gpuarray
+
+F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
+#: True once the GPU's conv/pool kernels exist (issue 11)
+GPU_KERNELS = False
+TOLERANCE = {F16: 7e-3, BF16: 7e-3, F32: 5e-5}
+
+
+def compute(ng, run):
+    """``run()``, or on the GPU without kernels: check it refuses clearly, then skip."""
+    if isinstance(ng, gpuarray.GPU) and not GPU_KERNELS:
+        with pytest.raises(NotImplementedError, match="not built yet .issue 11."):
+            run()
+        pytest.skip("GPU convolution kernels not built yet (issue 11)")
+    return run()
+
+
+def check(got, ref, dtype):
+    """``max|got - ref| / mean|ref|`` within the tolerance, one ulp of a 16-bit result forgiven."""
+    got = np.asarray(got.get() if hasattr(got, "get") else got)
+    assert got.dtype == dtype and got.shape == ref.shape
+    ulp = np.abs(np.spacing(np.abs(ref).astype(dtype)).astype(np.float64)) if dtype != F32 else 0
+    excess = np.maximum(np.abs(got.astype(np.float64) - ref) - ulp, 0)
+    err = excess.max() / max(np.abs(ref).mean(), 1e-30)
+    assert err <= TOLERANCE[dtype], f"max|err| / mean|ref| = {err:.2e}"
+
+
+def data(ng, rng, shape, dtype):
+    """(tensor, float64 value of what it stores)."""
+    host = rng.uniform(-2, 2, shape).astype(dtype)
+    return ng.array(host), host.astype(np.float64)
+
+
+# -- an independent loop implementation (float64) ---------------------------
+
+def conv_taps(layer):
+    """Every (output position, filter tap, input position) that meets the input."""
+    outs, filt = layer.dimO[1:4], layer.dimF[1:4]
+    for out in np.ndindex(*outs):
+        for tap in np.ndindex(*filt):
+            pos = tuple(o * st + t * dl - p for o, t, st, dl, p in
+                        zip(out, tap, layer.stride, layer.dilation, layer.pad))
+            if all(0 <= x < n for x, n in zip(pos, layer.dimI[1:4])):
+                yield out, tap, pos
+
+
+def naive_conv(layer, kind, a, b):
+    """fprop(I, F), bprop(F, E) or update(I, E) by loops over taps."""
+    shape = {"fprop": layer.dimO, "bprop": layer.dimI, "update": layer.dimF}[kind]
+    res = np.zeros(shape)
+    for out, tap, pos in conv_taps(layer):
+        o, t, i = (slice(None),) + out, (slice(None),) + tap, (slice(None),) + pos
+        if kind == "fprop":
+            res[o] += a[i] @ b[t].T
+        elif kind == "bprop":
+            res[i] += b[o] @ a[t]
+        else:
+            res[t] += b[o].T @ a[i]
+    return res
+
+
+def pool_windows(pool):
+    """Per output (n, m, p, q, k): its window's [(flat index, (n, d, h, w, c))] inside the input."""
+    sizes = (pool.C,) + pool.dimI[1:4]
+    for n, (k, m, p, q) in itertools.product(range(pool.N), np.ndindex(*pool.dimO[4:], *pool.dimO[1:4])):
+        inside = []
+        for flat, tap in enumerate(np.ndindex(pool.J, pool.T, pool.R, pool.S)):
+            c, d, h, w = (o * st + t - pd for o, t, st, pd in
+                          zip((k, m, p, q), tap, pool.stride, pool.pad))
+            if all(0 <= v < size for v, size in zip((c, d, h, w), sizes)):
+                inside.append((flat, (n, d, h, w, c)))
+        yield (n, m, p, q, k), inside
+
+
+def naive_pool(pool, x):
+    """(values, argmax) of pooling by loops; argmax -1 for average pooling."""
+    value, index = np.zeros(pool.dimO), np.full(pool.dimO, -1)
+    for out, inside in pool_windows(pool):
+        vals = [x[pos] for _, pos in inside]
+        if pool.op == "max":
+            best = int(np.argmax(vals))  # first maximum
+            value[out], index[out] = vals[best], inside[best][0]
+        else:
+            value[out] = sum(vals) / (pool.window if pool.include_padding else len(vals))
+    return value, index
+
+
+def naive_pool_grad(pool, e, index):
+    """Gradient of pooling by loops, from the argmax ``index`` for max pooling."""
+    grad = np.zeros(pool.dimI)
+    for out, inside in pool_windows(pool):
+        for flat, pos in inside:
+            if pool.op == "max":
+                grad[pos] += e[out] * (flat == index[out])
+            else:
+                grad[pos] += e[out] / (pool.window if pool.include_padding else len(inside))
+    return grad
+
+
+# -- cases --------------------------------------------------------------------
+
+_AXES = (("D", "T", "pad_d", "str_d", "dil_d"), ("H", "R", "pad_h", "str_h", "dil_h"),
+         ("W", "S", "pad_w", "str_w", "dil_w"))
+
+
+def _random_conv_cases(count, seed=11):
+    """Seeded layers with odd sizes: every fourth 3-D, N = 1, C and K of 1, 3, 7."""
+    rng, cases = np.random.default_rng(seed), []
+    while len(cases) < count:
+        kw = dict(N=int(rng.choice([1, 2])), C=int(rng.choice([1, 3, 7])),
+                  K=int(rng.choice([1, 3, 7])))
+        for size, tap, pad, st, dl in _AXES[int(len(cases) % 4 != 0):]:
+            taps, dil = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+            kw.update({size: int(rng.integers(1, 9)), tap: taps, st: int(rng.integers(1, 4)),
+                       dl: dil, pad: int(rng.integers(0, dil * (taps - 1) + 1))})
+        try:
+            gpuarray.CPU().conv_layer(F32, **kw)
+        except ValueError:
+            continue  # an output size below 1
+        cases.append(kw)
+    return cases
+
+
+#: every padding / stride / dilation combination on a small 2-D shape
+COMBOS = [dict(N=1, C=3, K=2, H=7, W=6, R=3, S=3, pad_h=p, pad_w=p, str_h=s, str_w=s,
+               dil_h=d, dil_w=d) for p, s, d in itertools.product((0, 1, 2), (1, 2), (1, 2))]
+CONV_CASES = COMBOS + _random_conv_cases(16)
+CONV_PARAMS = ([pytest.param(kw, F32, id=f"f32-{i}") for i, kw in enumerate(CONV_CASES)]
+               + [pytest.param(kw, dt, id=f"{dt.name}-{i}") for i, kw in enumerate(CONV_CASES[-4:])
+                  for dt in (F16, BF16)])
+
+#: (layer sizes, I, F, O) worked out by hand, along W unless said
+CONV_HAND = [
+    (dict(W=4, S=2), [1, 2, 3, 4], [1, 10], [21, 32, 43]),
+    (dict(W=4, S=2, pad_w=1), [1, 2, 3, 4], [1, 10], [10, 21, 32, 43, 4]),
+    (dict(W=4, S=2, str_w=2), [1, 2, 3, 4], [1, 10], [21, 43]),
+    (dict(W=4, S=2, dil_w=2), [1, 2, 3, 4], [1, 10], [31, 42]),
+    (dict(H=3, R=2, pad_h=1, str_h=2), [1, 2, 3], [1, 10], [10, 32]),
+    (dict(C=2, K=2), [1, 2], [1, 2, 3, 4], [5, 11]),
+    (dict(H=2, W=2, R=2, S=2), [1, 2, 3, 4], [1, 0, 0, 1], [5]),
+    (dict(D=2, T=2), [1, 2], [3, 4], [11]),
+]
+
+
+def _conv_tensors(ng, layer, kind, rng):
+    """(tensors, float64 values) of a call's two inputs."""
+    dims = {"fprop": (layer.dimI, layer.dimF), "bprop": (layer.dimF, layer.dimO),
+            "update": (layer.dimI, layer.dimO)}[kind]
+    return zip(*(data(ng, rng, d, layer.dtype) for d in dims))
+
+
+# -- convolution ----------------------------------------------------------------
+
+@pytest.mark.parametrize("kw, I, F, O", CONV_HAND)
+def test_conv_hand_computed(ng, kw, I, F, O):
+    layer = ng.conv_layer(F32, **{"N": 1, "C": 1, "K": 1, **kw})
+    I, F = (ng.array(np.array(v, F32).reshape(d)) for v, d in ((I, layer.dimI), (F, layer.dimF)))
+    out = ng.empty(layer.dimO, F32)
+    compute(ng, lambda: ng.fprop_conv(layer, I, F, out))
+    np.testing.assert_array_equal(out.get().ravel(), O)
+
+
+@pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
+@pytest.mark.parametrize("kw, dtype", CONV_PARAMS)
+def test_conv_matches_loops(ng, kind, kw, dtype):
+    layer = ng.conv_layer(dtype, **kw)
+    (a, b), (va, vb) = _conv_tensors(ng, layer, kind, np.random.default_rng(1))
+    ref = naive_conv(layer, kind, va, vb)
+    out = ng.empty(ref.shape, dtype)
+    compute(ng, lambda: getattr(ng, f"{kind}_conv")(layer, a, b, out))
+    check(out, ref, dtype)
+
+
+@pytest.mark.parametrize("kw", CONV_CASES[::3])
+def test_bprop_and_update_are_adjoints_of_fprop(ng, kw):
+    """<fprop(I, F), E> == <I, bprop(F, E)> == <F, update(I, E)>."""
+    layer = ng.conv_layer(F32, **kw)
+    rng = np.random.default_rng(2)
+    (I, vi), (F, vf), (E, ve) = (data(ng, rng, d, F32) for d in (layer.dimI, layer.dimF, layer.dimO))
+    O, gI, gF = (ng.empty(d, F32) for d in (layer.dimO, layer.dimI, layer.dimF))
+    compute(ng, lambda: (ng.fprop_conv(layer, I, F, O), ng.bprop_conv(layer, F, E, gI),
+                         ng.update_conv(layer, I, E, gF)))
+    products = [np.vdot(O.get().astype(np.float64), ve), np.vdot(vi, gI.get()),
+                np.vdot(vf, gF.get())]
+    scale = np.abs(vi).sum() * np.abs(vf).max() * np.abs(ve).max()
+    np.testing.assert_allclose(products, products[0], atol=1e-6 * scale)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=["f32", "f16", "bf16"])
+def test_fprop_epilogue(ng, dtype):
+    """O = relu(alpha * conv + bias) + beta * O."""
+    layer = ng.conv_layer(dtype, 2, 3, 5, H=5, W=4, R=3, S=2, pad_h=1)
+    rng = np.random.default_rng(3)
+    (I, vi), (F, vf), (O, vo), (b, vb) = (data(ng, rng, d, dtype) for d in
+                                          (layer.dimI, layer.dimF, layer.dimO, (layer.K,)))
+    ref = np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - 2 * vo
+    compute(ng, lambda: ng.fprop_conv(layer, I, F, O, alpha=0.5, beta=-2, relu=True, bias=b))
+    check(O, ref, dtype)
+
+
+@pytest.mark.parametrize("kind", ["bprop", "update"])
+def test_gradients_alpha_beta(ng, kind):
+    layer = ng.conv_layer(F32, 1, 3, 7, D=3, H=4, W=5, T=2, R=3, S=2, pad_h=1, str_w=2)
+    rng = np.random.default_rng(4)
+    (a, b), (va, vb) = _conv_tensors(ng, layer, kind, rng)
+    ref = naive_conv(layer, kind, va, vb)
+    out, vo = data(ng, rng, ref.shape, F32)
+    compute(ng, lambda: getattr(ng, f"{kind}_conv")(layer, a, b, out, alpha=3.0, beta=0.5))
+    check(out, 3 * ref + 0.5 * vo, F32)
