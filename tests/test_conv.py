@@ -225,3 +225,205 @@ def test_gradients_alpha_beta(ng, kind):
     out, vo = data(ng, rng, ref.shape, F32)
     compute(ng, lambda: getattr(ng, f"{kind}_conv")(layer, a, b, out, alpha=3.0, beta=0.5))
     check(out, 3 * ref + 0.5 * vo, F32)
+
+
+# -- pooling ------------------------------------------------------------------
+
+#: (layer sizes, I, O, argmax) worked out by hand, along W unless said
+POOL_HAND = [
+    (dict(op="max", W=4, S=2), [1, 2, 3, 4], [2, 4], [1, 1]),
+    (dict(op="max", W=4, S=3, str_w=1, pad_w=1), [3, 1, 4, 1], [3, 4, 4, 4], [1, 2, 1, 0]),
+    (dict(op="max", W=2, S=2, str_w=1, pad_w=1), [-np.inf] * 2, [-np.inf] * 3, [1, 0, 0]),
+    (dict(op="avg", W=4, S=2, pad_w=1), [1, 2, 3, 4], [1, 2.5, 4], None),
+    (dict(op="avg", W=4, S=2, pad_w=1, include_padding=True), [1, 2, 3, 4], [0.5, 2.5, 2], None),
+    (dict(op="max", C=4, J=2), [1, 5, 3, 2], [5, 3], [1, 0]),
+    (dict(op="avg", C=3, J=3), [1, 2, 6], [3], None),
+    (dict(op="max", H=2, W=2, R=2, S=2), [1, 4, 3, 2], [4], [1]),
+]
+
+POOL_CASES = [
+    dict(op="max", N=2, C=3, H=7, W=6, R=3, S=3, str_h=2, str_w=2),
+    dict(op="max", N=1, C=5, H=5, W=5, R=2, S=3, pad_h=1, pad_w=2, str_h=1, str_w=2),
+    dict(op="max", N=2, C=7, H=3, W=4, J=3, str_c=2, pad_c=1, R=2, S=2),
+    dict(op="max", N=1, C=2, D=4, H=3, W=5, T=2, R=3, S=2, pad_d=1, str_d=1),
+    dict(op="avg", N=2, C=3, H=7, W=6, R=3, S=3, pad_h=1, pad_w=2, str_h=2, str_w=1),
+    dict(op="avg", N=2, C=3, H=7, W=6, R=3, S=3, pad_h=1, pad_w=2, str_h=2, str_w=1,
+         include_padding=True),
+    dict(op="avg", N=1, C=6, H=2, W=3, J=2, pad_c=1, str_c=1, S=2),
+    dict(op="avg", N=1, C=1, D=3, H=4, W=4, T=3, R=2, S=2, pad_d=2, include_padding=True),
+]
+POOL_PARAMS = ([pytest.param(kw, F32, id=f"f32-{i}") for i, kw in enumerate(POOL_CASES)]
+               + [pytest.param(kw, dt, id=f"{dt.name}-{i}") for i, kw in enumerate(POOL_CASES)
+                  if i % 3 == 1 for dt in (F16, BF16)])
+
+
+@pytest.mark.parametrize("kw, I, O, A", POOL_HAND)
+def test_pool_hand_computed(ng, kw, I, O, A):
+    pool = ng.pool_layer(F32, **{"N": 1, "C": 1, **kw})
+    I = ng.array(np.array(I, F32).reshape(pool.dimI))
+    out, argmax = ng.empty(pool.dimO, F32), None
+    if A is not None:
+        argmax = ng.empty(pool.dimO, pool.argmax_dtype)
+    compute(ng, lambda: ng.fprop_pool(pool, I, out, argmax))
+    np.testing.assert_array_equal(out.get().ravel(), O)
+    if A is not None:
+        np.testing.assert_array_equal(argmax.get().ravel(), A)
+
+
+@pytest.mark.parametrize("kw, dtype", POOL_PARAMS)
+def test_pool_matches_loops(ng, kw, dtype):
+    pool = ng.pool_layer(dtype, **kw)
+    I, vi = data(ng, np.random.default_rng(5), pool.dimI, dtype)
+    ref, index = naive_pool(pool, vi)
+    out = ng.empty(pool.dimO, dtype)
+    argmax = ng.empty(pool.dimO, pool.argmax_dtype) if pool.op == "max" else None
+    compute(ng, lambda: ng.fprop_pool(pool, I, out, argmax))
+    check(out, ref, dtype)
+    if argmax is not None:
+        np.testing.assert_array_equal(argmax.get(), index)
+
+
+#: max pooling's bprop with the argmax given and with it recomputed from I
+BPROP_POOL_PARAMS = [pytest.param(*p.values, given, id=f"{p.id}-{'argmax' if given else 'found'}")
+                     for p in POOL_PARAMS for given in (True, False)
+                     if given or p.values[0]["op"] == "max"]
+
+
+@pytest.mark.parametrize("kw, dtype, given", BPROP_POOL_PARAMS)
+def test_bprop_pool_matches_loops(ng, kw, dtype, given):
+    pool = ng.pool_layer(dtype, **kw)
+    rng = np.random.default_rng(6)
+    (I, vi), (E, ve) = data(ng, rng, pool.dimI, dtype), data(ng, rng, pool.dimO, dtype)
+    argmax = None
+    if pool.op == "max" and given:
+        argmax = ng.array(naive_pool(pool, vi)[1].astype(pool.argmax_dtype))
+    grad = ng.empty(pool.dimI, dtype)
+    compute(ng, lambda: ng.bprop_pool(pool, I, E, grad, argmax))
+    check(grad, naive_pool_grad(pool, ve, naive_pool(pool, vi)[1]), dtype)
+
+
+def test_argmax_is_compact():
+    cpu = gpuarray.CPU()
+    assert cpu.pool_layer(F16, "max", 1, 1, H=16, W=16, R=16, S=16).argmax_dtype == np.uint8
+    assert cpu.pool_layer(F16, "max", 1, 2, H=16, W=16, J=2, R=16, S=16).argmax_dtype == np.int32
+
+
+# -- layouts --------------------------------------------------------------------
+
+LAYER = dict(N=2, C=3, K=4, D=1, H=5, W=6, R=3, S=2, pad_h=1)
+LAYER_3D = dict(N=1, C=2, K=3, D=3, H=4, W=2, T=2, R=2, S=1)
+
+
+@pytest.mark.parametrize("kw, layout", [(LAYER, "NCHW"), (LAYER_3D, "NCDHW")])
+@pytest.mark.parametrize("tensor", ["I", "F", "O"])
+def test_layout_round_trip(ng, kw, layout, tensor):
+    """from_layout moves C innermost (filters: KCRS -> KRSC), to_layout back."""
+    layer = ng.conv_layer(F32, **kw)
+    native = getattr(layer, "dim" + tensor)
+    user = (native[0], native[4]) + native[1:4]
+    if layout == "NCHW":
+        user = user[:2] + user[3:]
+    host = np.random.default_rng(7).standard_normal(user).astype(F32)
+    X = ng.from_layout(ng.array(host), layer)
+    assert X.shape == native
+    ncdhw = host.reshape(native[:1] + native[4:] + native[1:4])
+    np.testing.assert_array_equal(X.get(), np.moveaxis(ncdhw, 1, 4))
+    np.testing.assert_array_equal(ng.to_layout(X, layout).get(), host)
+    np.testing.assert_array_equal(ng.to_layout(X, "NDHWC").get(), X.get())
+
+
+def test_to_layout_nhwc_drops_depth(ng):
+    X = ng.array(np.arange(24, dtype=F32).reshape(2, 1, 3, 4, 1))
+    np.testing.assert_array_equal(ng.to_layout(X, "NHWC").get(), X.get()[:, 0])
+
+
+# -- bad input ----------------------------------------------------------------
+
+CONV = dict(N=2, C=3, K=4, H=5, W=5, R=3, S=3)
+#: conv_layer / pool_layer arguments -> (exception, message)
+BAD_LAYERS = [
+    ("conv", dict(CONV, N=0), ValueError, "N must be positive, got 0"),
+    ("conv", dict(CONV, C=-3), ValueError, "C must be positive, got -3"),
+    ("conv", dict(CONV, K=2.0), TypeError, "K must be an integer, not float"),
+    ("conv", dict(CONV, R=True), TypeError, "R must be an integer, not bool"),
+    ("conv", dict(CONV, str_h=0), ValueError, "str_h must be positive"),
+    ("conv", dict(CONV, dil_w=0), ValueError, "dil_w must be positive"),
+    ("conv", dict(CONV, pad_h=-1), ValueError, "pad_h must be non-negative"),
+    ("conv", dict(CONV, pad_w=3), ValueError, "pad_w = 3 must be smaller than the filter extent 3"),
+    ("conv", dict(CONV, T=2), ValueError, "output size M = 0 is smaller than 1"),
+    ("conv", dict(CONV, H=2), ValueError, "output size P = 0 is smaller than 1: H"),
+    ("conv", dict(CONV, W=4, dil_w=2), ValueError, "filter extent 5"),
+    ("conv", dict(CONV, dtype=np.float64), TypeError, "support float16, bfloat16 and float32"),
+    ("conv", dict(CONV, dtype=np.int8), TypeError, "not int8"),
+    ("conv", dict(CONV, dtype="complex64"), TypeError, "does not support dtype"),
+    ("conv", dict(CONV, N=2**16, H=2**8, W=2**8, C=2**8), ValueError, "more than 2\\*\\*31 - 1"),
+    ("pool", dict(op="min", N=1, C=1), ValueError, "op must be 'max' or 'avg', not 'min'"),
+    ("pool", dict(op=None, N=1, C=1), ValueError, "op must be 'max' or 'avg'"),
+    ("pool", dict(op="max", N=1, C=4, J=5), ValueError, "output size K = 0 is smaller than 1"),
+    ("pool", dict(op="max", N=1, C=4, J=2, pad_c=2), ValueError, "pad_c = 2 must be smaller"),
+    ("pool", dict(op="avg", N=1, C=1, W=3, S=0), ValueError, "S must be positive"),
+    ("pool", dict(op="avg", N=1, C=1, W=3, S=2, str_w=-1), ValueError, "str_w must be positive"),
+    ("pool", dict(op="avg", N=1, C=1, dtype=np.float64), TypeError, "not float64"),
+]
+
+
+@pytest.mark.parametrize("which, kw, exc, match", BAD_LAYERS)
+def test_bad_layer(ng, which, kw, exc, match):
+    kw = dict(kw)
+    dtype = kw.pop("dtype", F32)
+    with pytest.raises(exc, match=match):
+        getattr(ng, f"{which}_layer")(dtype, **kw)
+
+
+def _bad_calls(ng):
+    """(call, exception, message) for misuses of the conv/pool calls."""
+    layer = ng.conv_layer(F32, **CONV)
+    pool = ng.pool_layer(F32, "max", 1, 2, H=4, W=4, R=2, S=2)
+    avg = ng.pool_layer(F32, "avg", 1, 2, H=4, W=4, R=2, S=2)
+    I, F, O = (ng.zeros(d, F32) for d in (layer.dimI, layer.dimF, layer.dimO))
+    PI, PO = ng.zeros(pool.dimI, F32), ng.zeros(pool.dimO, F32)
+    other = gpuarray.CPU(seed=1).zeros(layer.dimI, F32)
+    return [
+        (lambda: ng.fprop_conv(layer, I, F, ng.zeros((2, 3, 3, 4), F32)), ValueError,
+         r"fprop_conv: O has shape \(2,3,3,4\), but the layer expects \(2,1,3,3,4\)"),
+        (lambda: ng.fprop_conv(layer, F, F, O), ValueError, "I has shape"),
+        (lambda: ng.bprop_conv(layer, F, I, I), ValueError, r"bprop_conv: E has shape"),
+        (lambda: ng.update_conv(layer, I, O, I), ValueError, r"update_conv: grad_F has shape"),
+        (lambda: ng.fprop_conv(layer, I, ng.zeros(layer.dimF, F16), O), TypeError,
+         "F must be float32 as the layer expects, not float16"),
+        (lambda: ng.fprop_conv(layer, I.get(), F, O), TypeError, "I must be a tensor, not ndarray"),
+        (lambda: ng.fprop_conv(layer, other, F, O), ValueError, "I belongs to a different factory"),
+        (lambda: ng.fprop_conv(pool, I, F, O), TypeError, "fprop_conv needs a ConvLayer"),
+        (lambda: ng.fprop_conv(layer, I, F, O, bias=ng.zeros((3,), F32)), ValueError,
+         r"bias has shape \(3,\), but the layer expects \(4,\)"),
+        (lambda: ng.fprop_conv(layer, I, F, O, bias=ng.zeros((4,), np.int32)), TypeError,
+         "bias must be a float16, bfloat16 or float32 tensor, not int32"),
+        (lambda: ng.fprop_conv(layer, I, F, O, alpha="2"), TypeError, "alpha must be a real number"),
+        (lambda: ng.bprop_conv(layer, F, O, I, beta=None), TypeError, "beta must be a real number"),
+        (lambda: ng.fprop_pool(layer, I, O), TypeError, "fprop_pool needs a PoolLayer"),
+        (lambda: ng.fprop_pool(pool, PI, PI), ValueError, "fprop_pool: O has shape"),
+        (lambda: ng.fprop_pool(pool, PI, PO, ng.zeros(pool.dimO, F32)), TypeError,
+         "argmax must be uint8 as the layer expects, not float32"),
+        (lambda: ng.fprop_pool(avg, PI, PO, ng.zeros(avg.dimO, np.uint8)), ValueError,
+         "argmax applies to max pooling, not 'avg'"),
+        (lambda: ng.bprop_pool(pool, PI, PI, PI), ValueError, "bprop_pool: E has shape"),
+        (lambda: ng.bprop_pool(pool, PI, PO, PO), ValueError, "bprop_pool: grad_I has shape"),
+        (lambda: ng.to_layout(I, "CHWN"), ValueError, "layout must be one of NCHW, NCDHW"),
+        (lambda: ng.to_layout(O.reshape(2, 3, 3, 4), "NCHW"), ValueError, "must be a 5-D tensor"),
+        (lambda: ng.to_layout(ng.zeros((1, 2, 3, 3, 1), F32), "NCHW"), ValueError,
+         "NCHW needs D = 1, got shape .*; use NCDHW"),
+        (lambda: ng.to_layout(other, "NCHW"), ValueError, "X belongs to a different factory"),
+        (lambda: ng.from_layout(ng.zeros((2, 5, 5, 3), F32), layer), ValueError,
+         r"the layer's tensors in NCDHW are \(2,3,1,5,5\) or \(2,4,1,3,3\) or \(4,3,1,3,3\)"),
+        (lambda: ng.from_layout(ng.zeros((2, 3, 5, 5), F16), layer), TypeError,
+         "X must be float32 as the layer expects, not float16"),
+        (lambda: ng.from_layout(ng.zeros((2, 3, 5, 5), F32), "layer"), TypeError,
+         "needs a ConvLayer .from ng.conv_layer. or PoolLayer"),
+    ]
+
+
+def test_bad_calls(ng):
+    """Every misuse raises at the call, naming the expected and the actual value."""
+    for call, exc, match in _bad_calls(ng):
+        with pytest.raises(exc, match=match):
+            call()
