@@ -248,7 +248,7 @@ def elementwise(backend, name, args):
     """Build an elementwise node, checking shapes and dtypes numpy's way."""
     if len(args) == 2:
         return _binary_node(backend, name, args)
-    shape = _common_shape(args)
+    shape = args[0].shape if len(args) == 1 else _common_shape(args)
     if name == "where":
         dtype = ops.promote(*[a.operand_type for a in args[1:]])
         # numpy's where wraps a Python int that its result dtype cannot hold
