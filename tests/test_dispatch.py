@@ -182,7 +182,7 @@ def test_replayed_scalars_and_views_match_a_fresh_plan(name):
     assert len(ng._dispatcher.recipes) in (recipes, recipes + 1)
 
 
-FORMATS = ["PPPiiiiddddQQqq", "PPiiifQQqq", "PPPqqqqqqqqiqQQqq", "PPiiiBdQQqq"]
+FORMATS = ["PPPiiiiddddQQqq", "PPiiifQQqq", "PPPqqqqqqqqiqQQqq", "PPiiiBdQQqq", "PPiidqdQQqq"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -200,7 +200,9 @@ def test_patched_buffer_equals_a_full_pack(fmt):
     log = []
     kernel = _Kernel(type("Source", (), {"arg_format": fmt}), log)
     spec = type("Spec", (), {"args": first, "grid": (1, 1, 1), "block": (1, 1, 1)})
-    convert = {"d": float, "f": float}
+    # scalar holes convert (one converter a run, or mixed), the others move
+    convert = {"d": launch.scalar_converter("double"), "f": float,
+               "q": launch.scalar_converter("long long")}
     launcher = dispatch._Launcher(kernel, spec, [(k, k, convert.get(fmt[k], 0)) for k in holes])
     launcher(slots)
     want = [later[k] if k in holes else first[k] for k in range(len(fmt))]

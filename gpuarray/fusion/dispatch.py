@@ -16,6 +16,7 @@ The recipe cache keys on sizes (a new shape is a new situation), but the
 kernel cache behind it does not: a new shape reuses the compiled kernel.
 """
 import struct
+from operator import add, itemgetter
 
 from ..core.array import Tensor
 from ..core.optree import Scalar
@@ -102,18 +103,14 @@ class _Launcher:
         self.kernel, self.grid, self.block = kernel, spec.grid, spec.block
         layout = struct.Struct(kernel.arg_format)
         self.buffer, self.unpack = bytearray(layout.pack(*spec.args)), layout.unpack
-        runs = _runs(kernel.arg_format, holes)
-        self.moves = [run for run in runs if type(run[2][0][1]) is int]
-        self.conversions = [run for run in runs if type(run[2][0][1]) is not int]
+        self.runs = _runs(kernel.arg_format, holes)
         # pycuda's own launch entry point, skipping its per-call argument parsing
         self.launch = getattr(kernel, "_launch_kernel", None)
 
     def __call__(self, slots):
         buffer = self.buffer
-        for pack_into, offset, holes in self.moves:
-            pack_into(buffer, offset, *[slots[slot] + delta for slot, delta in holes])
-        for pack_into, offset, holes in self.conversions:
-            pack_into(buffer, offset, *[convert(slots[slot]) for slot, convert in holes])
+        for pack_into, offset, fetch in self.runs:
+            pack_into(buffer, offset, *fetch(slots))
         if self.launch is None:
             self.kernel.prepared_async_call(self.grid, self.block, None, *self.unpack(buffer))
         else:
@@ -128,7 +125,8 @@ def _runs(arg_format, holes):
     added to the slot (pointers, counters) or a converter (scalars).  A run
     is neighbouring positions of one kind whose sub-format packs with the
     same padding as the whole argument buffer; returns
-    ``[(pack_into, byte offset, [(slot, adjust), ...]), ...]``.
+    ``[(pack_into, byte offset, fetch), ...]``, ``fetch(slots)`` giving the
+    run's values.
     """
     offsets = _offsets(arg_format)
     runs = []
@@ -141,8 +139,30 @@ def _runs(arg_format, holes):
                 runs[-1] = (start, position, members + [(slot, adjust)])
                 continue
         runs.append((position, position, [(slot, adjust)]))
-    return [(struct.Struct(arg_format[start:end + 1]).pack_into, offsets[start], members)
+    return [(struct.Struct(arg_format[start:end + 1]).pack_into, offsets[start], _fetcher(members))
             for start, end, members in runs]
+
+
+def _fetcher(members):
+    """``fetch(slots)``: the values of one run's holes, through C-level
+    itemgetter and map where the adjustments allow (the common cases: no
+    delta, one converter for the whole run)."""
+    indices = [slot for slot, _ in members]
+    adjusts = [adjust for _, adjust in members]
+    get = itemgetter(*indices) if len(indices) > 1 else _single(indices[0])
+    if all(type(a) is int for a in adjusts):
+        if not any(adjusts):
+            return get
+        return lambda slots: map(add, get(slots), adjusts)
+    if all(a is adjusts[0] for a in adjusts):
+        convert = adjusts[0]
+        return lambda slots: map(convert, get(slots))
+    return lambda slots: [convert(value) for convert, value in zip(adjusts, get(slots))]
+
+
+def _single(index):
+    """itemgetter of one index, as a 1-tuple (itemgetter's own gives the bare item)."""
+    return lambda slots: (slots[index],)
 
 
 def _offsets(arg_format):
@@ -167,7 +187,8 @@ class _Recipe:
     def replay(self, gpu, slots):
         """Launch the recorded kernels with this call's pointers and scalars."""
         temps = [gpu.pool.allocate(n) for n in self.temp_sizes]
-        slots.extend(t.ptr for t in temps)
+        if temps:
+            slots.extend([t.ptr for t in temps])
         for launcher in self.launchers:
             gpu._calls += 1
             slots[_CALL_SLOT] = gpu._calls
