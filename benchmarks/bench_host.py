@@ -33,38 +33,23 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (Unavailable, check_close, device_times, free_memory,  # noqa: E402
-                    load_peers, measure, new_row, print_table, set_target, table_cells,
-                    write_results)
+import bench_elementwise  # noqa: E402
+from common import (check_close, device_times, free_memory,  # noqa: E402
+                    measure, new_row, print_table, set_target, table_cells, write_results)
 
 IMPLS = ("gpuarray", "torch eager", "torch.compile", "cupy", "pycuda launch",
          "pycuda packed")
 N = 1024
-EPS = 1e-5
 
 
-class Ctx:
-    """What the cases share: libraries, repeat counts, meta."""
+class Ctx(bench_elementwise.Ctx):
+    """What the cases share: libraries (loaded as bench_elementwise loads them),
+    call and repeat counts, meta."""
 
     def __init__(self, quick):
+        super().__init__(quick)
         self.calls, self.batches = (200, 3) if quick else (1000, 10)
-        self.repeats, self.warmup = (20, 3) if quick else (200, 20)
-        self.libs, self.missing = load_peers()
-        try:
-            import gpuarray
-
-            self.libs["ng"] = gpuarray.GPU(stochastic_round=False, seed=0)
-        except Exception as e:
-            self.missing["ng"] = f"{type(e).__name__}: {e}"
-        for name, why in self.missing.items():
-            print(f"warning: {name} unavailable ({why}); its cells read n/a")
-        self.meta = {"quick": quick, "calls_per_batch": self.calls, "batches": self.batches,
-                     "repeats": self.repeats, "unavailable": self.missing}
-
-    def need(self, name):
-        if name not in self.libs:
-            raise Unavailable(self.missing.get(name, f"{name} not loaded"))
-        return self.libs[name]
+        self.meta.update(calls_per_batch=self.calls, batches=self.batches)
 
     def sync(self):
         """Wait for every library's queued work."""
@@ -245,65 +230,16 @@ def case_gemm(ctx, case, epilogue):
 
 
 def case_batchnorm(ctx):
+    """bench_elementwise's batch-norm case: end to end, events around back-to-back calls."""
     import numpy as np
 
-    shape = (1024, 8192)
-    label = "batch-norm 1024x8192 fp32, end to end"
-    print(f"\n== case 5: {label}")
-    host = np.random.default_rng(5).standard_normal(shape, dtype=np.float32) * 2 + 0.5
-    x64 = host.astype(np.float64)
-    ref = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + EPS)
-    row = new_row("5", label, IMPLS)
-
-    def check(y, who):
-        check_close(y, ref, 1e-4, 1e-4 * float(np.abs(ref).max()), f"{label}, {who}")
-
-    def end_to_end(fn, impl):
-        row["extra"].setdefault("host_us", {})[impl] = ctx.host(fn, row, impl) * 1e6
-        device = row["extra"]["device_us"][impl]
-        if device is None:
-            raise Unavailable("no CUDA events: end-to-end times need torch or CuPy")
-        return device / 1e6
-
-    def ours():
-        ng = ctx.need("ng")
-        A, out = ng.array(host), ng.empty(shape, np.float32)
-
-        def run():
-            out[:] = ng.reciprocal(ng.sqrt(ng.var(A, axis=1) + EPS)) * (A - ng.mean(A, axis=1))
-        run()
-        ng.synchronize()
-        check(out, "gpuarray")
-        return end_to_end(run, "gpuarray")
-
-    def torch_impl(compiled):
-        torch = ctx.need("torch")
-        x = torch.from_numpy(host).cuda()
-
-        def bn(v):
-            return (v - v.mean(1, keepdim=True)) * (v.var(1, keepdim=True, unbiased=False)
-                                                    + EPS).rsqrt()
-        fn = torch.compile(bn, dynamic=False) if compiled else bn
-        impl = "torch.compile" if compiled else "torch eager"
-        check(fn(x), impl)
-        return end_to_end(lambda: fn(x), impl)
-
-    def cupy_impl():
-        cp = ctx.need("cupy")
-        x = cp.asarray(host)
-
-        def run():
-            return (x - x.mean(1, keepdims=True)) * cp.reciprocal(cp.sqrt(x.var(1, keepdims=True) + EPS))
-        check(run(), "cupy")
-        return end_to_end(run, "cupy")
-
-    measure(row, "gpuarray", ours)
-    measure(row, "torch eager", lambda: torch_impl(False))
-    measure(row, "torch.compile", lambda: torch_impl(True))
-    measure(row, "cupy", cupy_impl)
-    set_target(row, row["values"]["torch.compile"], "<= torch.compile")
-    free_memory(ctx.libs)
-    return [row]
+    rows = bench_elementwise.case_batchnorm(ctx, "5", (1024, 8192), np.float32, ref_us=54.6)
+    for row in rows:
+        row["label"] += ", end to end"
+        for impl in IMPLS:
+            row["values"].setdefault(impl, None)
+            row["times_us"].setdefault(impl, None)
+    return rows
 
 
 RUNS = {1: lambda ctx: case_elementwise(ctx, 1, True),
@@ -329,7 +265,8 @@ def _report(rows, meta):
             detail.append([r["case"], impl, f"{value:.1f}",
                            *("n/a" if c is None else f"{c:.1f}" for c in cells)])
     print_table(detail, columns=["case", "impl", "median", "p90", "device", "kernel"])
-    print("\nCase 5's cells are end to end (device_timer); its host medians are in the JSON.")
+    print("\nCase 5's cells are end to end: events around back-to-back calls (bench_elementwise's "
+          "batch-norm case), max(host, device).")
     write_results("host", rows, meta)
 
 

@@ -78,6 +78,8 @@ CASES = {
     * (A - ng.mean(A, axis=1)),
     "two axes": lambda ng, A, B, s: A - ng.mean(A, axis=0) - ng.mean(B, axis=1) * s,
     "transposed": lambda ng, A, B, s: A.T.T + ng.max(B, axis=0) - s,
+    # one buffer behind two leaves: the second is the first's slot plus a delta
+    "shared buffer": lambda ng, A, B, s: A * s + A[::-1] - B[1:2],
 }
 
 
