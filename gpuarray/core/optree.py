@@ -278,7 +278,9 @@ def _binary_node(backend, name, args):
     elif b.shape != shape:
         shape = shapes.broadcast_shapes(shape, b.shape)
     loop, dtype = ops.resolve(name, (a.operand_type, b.operand_type))
-    if a_scalar or b_scalar:
+    # NEP 50's rules concern Python ints and powers only: float scalars skip them
+    if (a_scalar or b_scalar) and (name == "power" or a.operand_type is int
+                                   or b.operand_type is int):
         exact = check_scalars(name, args, loop)
         if exact is not None:
             return elementwise(backend, *exact)
