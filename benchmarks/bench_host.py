@@ -101,7 +101,8 @@ def _pycuda_rows(ctx, row, run, out, check):
     run()
     launcher = list(ng._dispatcher.recipes.values())[-1].launchers[-1]
     kernel, grid, block = launcher.kernel, launcher.grid, launcher.block
-    args, buffer = launcher.unpack(launcher.buffer), bytes(launcher.buffer)
+    buffer = launcher.packed
+    args = launcher.unpack(buffer)
     kernel.prepared_async_call(grid, block, None, *args)
     ng.synchronize()
     check(out, "pycuda launch")

@@ -102,19 +102,20 @@ class _Launcher:
     def __init__(self, kernel, spec, holes):
         self.kernel, self.grid, self.block = kernel, spec.grid, spec.block
         layout = struct.Struct(kernel.arg_format)
-        self.buffer, self.unpack = bytearray(layout.pack(*spec.args)), layout.unpack
+        self.packed, self.unpack = layout.pack(*spec.args), layout.unpack
         self.runs = _runs(kernel.arg_format, holes)
         # pycuda's own launch entry point, skipping its per-call argument parsing
         self.launch = getattr(kernel, "_launch_kernel", None)
 
     def __call__(self, slots):
-        buffer = self.buffer
+        # a copy per call (tens of ns): threads replaying one recipe never
+        # patch each other's buffer between patching and launching
+        buffer = bytearray(self.packed)
         for pack_into, offset, fetch in self.runs:
             pack_into(buffer, offset, *fetch(slots))
         if self.launch is None:
             self.kernel.prepared_async_call(self.grid, self.block, None, *self.unpack(buffer))
         else:
-            # the driver copies the arguments at the launch: the buffer is free again
             self.launch(self.grid, self.block, buffer, 0, None)
 
 
