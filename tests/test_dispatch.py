@@ -78,6 +78,8 @@ CASES = {
     * (A - ng.mean(A, axis=1)),
     "two axes": lambda ng, A, B, s: A - ng.mean(A, axis=0) - ng.mean(B, axis=1) * s,
     "transposed": lambda ng, A, B, s: A.T.T + ng.max(B, axis=0) - s,
+    # one buffer behind two leaves: the second is the first's slot plus a delta
+    "shared buffer": lambda ng, A, B, s: A * s + A[::-1] - B[1:2],
 }
 
 
@@ -151,3 +153,60 @@ def test_temporaries_return_to_the_pool():
     for _ in range(10):
         C[:] = A - ng.mean(A, axis=0) - ng.mean(A, axis=1)
     assert ng.stats()["device_allocations"] == before
+
+
+# -- scalar types and the in-place patched argument buffer ------------------
+
+#: dtype, expression, two scalars of one situation (each converter is exercised)
+SCALAR_CASES = {
+    "float32 * float": (np.float32, lambda A, B, s: A * s + B, 2.5, -0.125),
+    "float16 - int": (np.float16, lambda A, B, s: A - s * B, 3, -7),
+    "int8 + int": (np.int8, lambda A, B, s: A + B * s, 100, -128),
+    "uint64 + big int": (np.uint64, lambda A, B, s: A + s - B, 2**64 - 1, 2**63 + 5),
+    "int64 numpy scalar": (np.int64, lambda A, B, s: A * s + B, np.int64(-3), np.int64(2**40)),
+    "bool and": (np.bool_, lambda A, B, s: (A & s) | B, True, False),
+    "float64 compare": (np.float64, lambda A, B, s: (A < s) & (B >= 0.5), 0.25, -1.5),
+}
+
+
+@pytest.mark.parametrize("name", list(SCALAR_CASES))
+def test_replayed_scalars_and_views_match_a_fresh_plan(name):
+    dtype, build, first, second = SCALAR_CASES[name]
+    ng = RecordingGPU()
+    A, B = ng.empty((40, 24), dtype), ng.empty((40, 24), dtype)
+    C = ng.empty((40, 24), np.result_type(build(np.ones(1, dtype), np.ones(1, dtype), first)))
+    C[:] = build(A, B, first)  # records
+    # new pointers, a view with an offset, and the other scalar: same situation
+    A2, B2 = ng.empty((41, 24), dtype)[1:], ng.empty((40, 24), dtype)
+    recipes = len(ng._dispatcher.recipes)
+    got = _replayed_args(ng, C, build(A2, B2, second))
+    assert got == _fresh_args(ng, C, build(A2, B2, second))
+    assert len(ng._dispatcher.recipes) in (recipes, recipes + 1)
+
+
+FORMATS = ["PPPiiiiddddQQqq", "PPiiifQQqq", "PPPqqqqqqqqiqQQqq", "PPiiiBdQQqq", "PPiidqdQQqq"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_patched_buffer_equals_a_full_pack(fmt):
+    """Holes patched run by run give the bytes struct packs for the whole list,
+    whatever padding the native alignment puts between the arguments."""
+    rng = np.random.default_rng(len(fmt))
+    sample = {"P": lambda: int(rng.integers(1 << 32, 1 << 40)), "i": lambda: int(rng.integers(-99, 99)),
+              "q": lambda: int(rng.integers(-2**40, 2**40)), "Q": lambda: int(rng.integers(0, 2**40)),
+              "d": lambda: float(rng.standard_normal()), "f": lambda: 0.5,
+              "B": lambda: int(rng.integers(0, 2))}
+    first, later = [sample[c]() for c in fmt], [sample[c]() for c in fmt]
+    holes = [k for k in range(len(fmt)) if fmt[k] in "PdfBQ" or rng.random() < 0.3]
+    slots = list(later)
+    log = []
+    kernel = _Kernel(type("Source", (), {"arg_format": fmt}), log)
+    spec = type("Spec", (), {"args": first, "grid": (1, 1, 1), "block": (1, 1, 1)})
+    # scalar holes convert (one converter a run, or mixed), the others move
+    convert = {"d": launch.scalar_converter("double"), "f": float,
+               "q": launch.scalar_converter("long long")}
+    launcher = dispatch._Launcher(kernel, spec, [(k, k, convert.get(fmt[k], 0)) for k in holes])
+    launcher(slots)
+    want = [later[k] if k in holes else first[k] for k in range(len(fmt))]
+    assert log[0][2] == struct.unpack(fmt, struct.pack(fmt, *want))
+    assert launcher.packed == struct.pack(fmt, *first)  # the recorded buffer stays as packed

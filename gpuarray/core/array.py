@@ -12,6 +12,9 @@ import numpy as np
 from . import dtypes, shapes
 from .optree import Expression
 
+#: ``t[:]``, the key of a whole-tensor assignment
+_WHOLE = slice(None)
+
 
 class Tensor(Expression):
     """An N-D array view owned by a factory.
@@ -121,8 +124,10 @@ class Tensor(Expression):
         return self._view(shape, strides, offset)
 
     def __setitem__(self, key, value):
-        whole = key is Ellipsis or (type(key) is slice and key == slice(None))
-        self.backend.assign(self if whole else self[key], dtypes.assigned_scalar(value, self.dtype))
+        whole = key is Ellipsis or (type(key) is slice and key == _WHOLE)
+        if not isinstance(value, Expression):  # tensors and trees pass unconverted
+            value = dtypes.assigned_scalar(value, self.dtype)
+        self.backend.assign(self if whole else self[key], value)
 
     def transpose(self, *axes):
         """View with permuted axes (reversed when none are given)."""

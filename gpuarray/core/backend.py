@@ -120,7 +120,7 @@ class Backend(MathFunctions):
 
     def operands(self, values):
         """:meth:`operand` of each value, as a tuple (this factory's own pass as they are)."""
-        return tuple(v if getattr(v, "backend", None) is self else self.operand(v) for v in values)
+        return tuple([v if getattr(v, "backend", None) is self else self.operand(v) for v in values])
 
     def evaluate(self, expr, out=None):
         """Evaluate ``expr`` into ``out`` or into a new tensor, which is returned."""

@@ -20,6 +20,8 @@ from .scalars import Scalar, check_scalars
 
 _rand_serial = itertools.count()
 _PRODUCTS = ("dot", "batched_dot")
+#: operands that become a Scalar leaf with no further checks
+_PYTHON_SCALARS = frozenset((int, float, bool))
 
 
 class Expression:
@@ -50,9 +52,11 @@ class Expression:
     def _binary(self, name, other, reflected=False):
         # the hot path of expression building: no out=, so straight to the node
         backend = self.backend
-        if getattr(other, "backend", None) is not backend:
+        if type(other) in _PYTHON_SCALARS:
+            other = Scalar(other)
+        elif getattr(other, "backend", None) is not backend:
             other = backend.operand(other)
-        return elementwise(backend, name, (other, self) if reflected else (self, other))
+        return _binary_node(backend, name, (other, self) if reflected else (self, other))
 
     def __add__(self, other): return self._binary("add", other)
     def __radd__(self, other): return self._binary("add", other, True)
@@ -193,22 +197,27 @@ class OpTreeNode(Expression):
                  "operand_type", "has_gemm")
 
     def __init__(self, backend, op, args, attrs, shape, dtype):
-        self.backend, self.op = backend, op
-        self.args = args if type(args) is tuple else tuple(args)
-        self.attrs, self.shape, self.dtype = attrs, tuple(shape), dtype
+        self.backend, self.op, self.attrs, self.dtype = backend, op, attrs, dtype
+        self.args = args = args if type(args) is tuple else tuple(args)
+        self.shape = shape if type(shape) is tuple else tuple(shape)
         self.operand_type = dtype
-        # Built here, once per node, so dispatching a tree needs no extra walk:
-        # ``sig`` is the structure with leaf layouts (rand's serial left out),
-        # ``leaves`` the tensors and scalars in the order ``sig`` meets them.
-        head = (op, attrs if op != "rand" else (), dtype)
-        if len(self.args) == 2:  # the common case, without a loop
-            a, b = self.args
-            self.sig, self.leaves = head + (a.sig, b.sig), a.leaves + b.leaves
+        # Built here, once per node and from the children's, so dispatching a
+        # tree needs no extra walk: ``sig`` is the structure with leaf layouts
+        # (rand's serial left out), ``leaves`` the tensors and scalars in the
+        # order ``sig`` meets them.  One and two operands, the common cases,
+        # build each tuple at once.
+        if len(args) == 2:
+            a, b = args
+            self.sig = (op, attrs, dtype, a.sig, b.sig)
+            self.leaves = a.leaves + b.leaves
             self.has_gemm = a.has_gemm or b.has_gemm or op in _PRODUCTS
+        elif len(args) == 1:
+            a = args[0]
+            self.sig, self.leaves, self.has_gemm = (op, attrs, dtype, a.sig), a.leaves, a.has_gemm
         else:
-            self.sig = head + tuple(a.sig for a in self.args)
-            self.leaves = tuple(leaf for a in self.args for leaf in a.leaves)
-            self.has_gemm = any(a.has_gemm for a in self.args)
+            self.sig = (op, attrs if op != "rand" else (), dtype) + tuple(a.sig for a in args)
+            self.leaves = tuple(leaf for a in args for leaf in a.leaves)
+            self.has_gemm = any(a.has_gemm for a in args)
 
     @property
     def is_reduction(self):
@@ -237,7 +246,9 @@ def operand_type(arg):
 
 def elementwise(backend, name, args):
     """Build an elementwise node, checking shapes and dtypes numpy's way."""
-    shape = _common_shape(args)
+    if len(args) == 2:
+        return _binary_node(backend, name, args)
+    shape = args[0].shape if len(args) == 1 else _common_shape(args)
     if name == "where":
         dtype = ops.promote(*[a.operand_type for a in args[1:]])
         # numpy's where wraps a Python int that its result dtype cannot hold
@@ -251,6 +262,28 @@ def elementwise(backend, name, args):
             exact = check_scalars(name, args, loop)
             if exact is not None:
                 return elementwise(backend, *exact)
+    return OpTreeNode(backend, name, args, (), shape, dtype)
+
+
+def _binary_node(backend, name, args):
+    """:func:`elementwise` of two operands, the hot path of expression building:
+    equal shapes and a scalar beside a tensor skip the broadcasting rules."""
+    a, b = args
+    a_scalar, b_scalar = type(a) is Scalar, type(b) is Scalar
+    shape = a.shape
+    if b_scalar:
+        pass  # a scalar takes the other operand's shape
+    elif a_scalar:
+        shape = b.shape
+    elif b.shape != shape:
+        shape = shapes.broadcast_shapes(shape, b.shape)
+    loop, dtype = ops.resolve(name, (a.operand_type, b.operand_type))
+    # NEP 50's rules concern Python ints and powers only: float scalars skip them
+    if (a_scalar or b_scalar) and (name == "power" or a.operand_type is int
+                                   or b.operand_type is int):
+        exact = check_scalars(name, args, loop)
+        if exact is not None:
+            return elementwise(backend, *exact)
     return OpTreeNode(backend, name, args, (), shape, dtype)
 
 

@@ -7,6 +7,7 @@ shared across values), and :func:`check_scalars`, which raises numpy's
 OverflowError or ValueError when the tree is built, or rewrites a
 comparison whose answer the scalar's value alone decides.
 """
+import functools
 import operator
 
 import numpy as np
@@ -33,10 +34,10 @@ class Scalar:
     has_gemm = False
 
     def __init__(self, value):
-        kind = type(value)
-        if kind in _WEAK:
+        weak = _WEAK.get(type(value))
+        if weak is not None:
             # Python int and float are weakly typed; a Python bool is simply bool
-            self.weak_type, self.dtype = _WEAK[kind]
+            self.weak_type, self.dtype = weak
         else:
             dtypes.check_scalar(value)
             if isinstance(value, np.generic):
@@ -76,12 +77,25 @@ def check_scalars(name, args, loop):
             continue
         if name in _COMPARISONS and _beyond_integer(a.value, args[1 - k], loop[k]):
             return _constant_comparison(name, args, k, loop[k])
-        dtypes.check_weak_int(a.value, loop[k])
+        low, high = _convertible(loop[k])
+        if not low <= a.value <= high:
+            dtypes.check_weak_int(a.value, loop[k])
     exponent = args[-1]
     if (name == "power" and type(exponent) is Scalar and loop[1].kind in "iu"
             and isinstance(exponent.value, (int, np.integer)) and exponent.value < 0):
         raise ValueError("Integers to negative integer powers are not allowed.")
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _convertible(loop_dtype):
+    """Range of Python ints :func:`dtypes.check_weak_int` passes for ``loop_dtype``
+    (a float loop: all below float64's overflow), so most scalars skip it."""
+    if dtypes.is_float(loop_dtype):
+        return -2**1023, 2**1023
+    if loop_dtype.kind == "b":  # converted through int64
+        return dtypes.int_bounds(np.dtype(np.int64))
+    return dtypes.int_bounds(loop_dtype)
 
 
 def _beyond_integer(value, other, loop_dtype):

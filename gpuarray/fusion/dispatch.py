@@ -16,7 +16,7 @@ The recipe cache keys on sizes (a new shape is a new situation), but the
 kernel cache behind it does not: a new shape reuses the compiled kernel.
 """
 import struct
-from functools import partial
+from operator import add, itemgetter
 
 from ..core.array import Tensor
 from ..core.optree import Scalar
@@ -59,28 +59,30 @@ class Dispatcher:
             holes += [(1 + k, *sources.pointer(t)) for k, t in enumerate(step.leaves)]
             holes += [(spec.first_scalar + k, *sources.scalar(s, t))
                       for k, (s, t) in enumerate(zip(step.scalars, step.program.scalar_types))]
+            holes.append((spec.call_index, _CALL_SLOT, 0))
             if step.out.buffer is out.buffer:
-                holes.append((spec.call_index + 1, _ROUNDING_SLOT, None))
+                holes.append((spec.call_index + 1, _ROUNDING_SLOT, 0))
             kernels.append(_Launcher(kernel, spec, holes))
-        return _Recipe([t.nbytes for t in temps], len(leaves), kernels)
+        return _Recipe([t.nbytes for t in temps], kernels)
 
 
-#: slot layout of one assignment: out pointer, rounding bits, then the leaves
-_OUT_SLOT, _ROUNDING_SLOT, _FIRST_LEAF = 0, 1, 2
+#: slot layout of one assignment: out pointer, rounding bits, call counter,
+#: then the leaves (and after them the temporaries)
+_OUT_SLOT, _ROUNDING_SLOT, _CALL_SLOT, _FIRST_LEAF = 0, 1, 2, 3
 
 
 def _slots(out, leaves):
     """The values a replay fills holes from, and the memory-sharing pattern.
 
-    Slots: out's address, its rounding bits, each leaf's address (tensors)
-    or value (scalars).  Pattern, for ``out`` and each tensor leaf: the
-    index of the first of them with the same buffer, the byte distance from
-    it, and the address modulo 16.
+    Slots: out's address, its rounding bits, the call counter (set by the
+    replay), each leaf's address (tensors) or value (scalars).  Pattern, for
+    ``out`` and each tensor leaf, flat: the index of the first of them with
+    the same buffer, the byte distance from it, and the address modulo 16.
     """
     out_ptr = out.buffer.ptr + out.offset
-    slots = [out_ptr, out.rounding or 0]
+    slots = [out_ptr, out.rounding or 0, 0]
     first = {id(out.buffer): (0, out_ptr)}
-    pattern = [(0, 0, out_ptr % 16)]
+    pattern = [0, 0, out_ptr & 15]
     for t in leaves:
         if type(t) is Scalar:
             slots.append(t.value)
@@ -88,51 +90,110 @@ def _slots(out, leaves):
         ptr = t.buffer.ptr + t.offset
         slots.append(ptr)
         group, base = first.setdefault(id(t.buffer), (len(first), ptr))
-        pattern.append((group, ptr - base, ptr % 16))
+        pattern += (group, ptr - base, ptr & 15)
     return slots, tuple(pattern)
 
 
 class _Launcher:
-    """One recorded kernel launch: constant arguments plus holes."""
+    """One recorded kernel launch: its argument buffer, packed once, and the
+    holes (pointers, scalars, call counter, rounding bits) patched in place
+    on each replay, a run of neighbouring holes at a time."""
 
     def __init__(self, kernel, spec, holes):
         self.kernel, self.grid, self.block = kernel, spec.grid, spec.block
-        self.args, self.holes, self.call_index = spec.args, holes, spec.call_index
-        self.pack = struct.Struct(kernel.arg_format).pack
+        layout = struct.Struct(kernel.arg_format)
+        self.packed, self.unpack = layout.pack(*spec.args), layout.unpack
+        self.runs = _runs(kernel.arg_format, holes)
         # pycuda's own launch entry point, skipping its per-call argument parsing
         self.launch = getattr(kernel, "_launch_kernel", None)
 
-    def __call__(self, slots, call):
-        args = list(self.args)
-        for position, slot, adjust in self.holes:
-            value = slots[slot]
-            if adjust is None:
-                args[position] = value
-            elif type(adjust) is int:
-                args[position] = value + adjust
-            else:
-                args[position] = adjust(value)
-        args[self.call_index] = call
+    def __call__(self, slots):
+        # a copy per call (tens of ns): threads replaying one recipe never
+        # patch each other's buffer between patching and launching
+        buffer = bytearray(self.packed)
+        for pack_into, offset, fetch in self.runs:
+            pack_into(buffer, offset, *fetch(slots))
         if self.launch is None:
-            self.kernel.prepared_async_call(self.grid, self.block, None, *args)
+            self.kernel.prepared_async_call(self.grid, self.block, None, *self.unpack(buffer))
         else:
-            self.launch(self.grid, self.block, self.pack(*args), 0, None)
+            self.launch(self.grid, self.block, buffer, 0, None)
+
+
+def _runs(arg_format, holes):
+    """Group holes into runs one ``Struct.pack_into`` call each can patch.
+
+    ``holes`` are ``(position, slot, adjust)``: ``adjust`` is a byte delta
+    added to the slot (pointers, counters) or a converter (scalars).  A run
+    is neighbouring positions of one kind whose sub-format packs with the
+    same padding as the whole argument buffer; returns
+    ``[(pack_into, byte offset, fetch), ...]``, ``fetch(slots)`` giving the
+    run's values.
+    """
+    offsets = _offsets(arg_format)
+    runs = []
+    for position, slot, adjust in sorted(holes, key=lambda hole: hole[0]):
+        if runs:
+            start, end, members = runs[-1]
+            same_kind = (type(adjust) is int) == (type(members[0][1]) is int)
+            if position == end + 1 and same_kind and _packs_alike(arg_format, offsets,
+                                                                    start, position):
+                runs[-1] = (start, position, members + [(slot, adjust)])
+                continue
+        runs.append((position, position, [(slot, adjust)]))
+    return [(struct.Struct(arg_format[start:end + 1]).pack_into, offsets[start], _fetcher(members))
+            for start, end, members in runs]
+
+
+def _fetcher(members):
+    """``fetch(slots)``: the values of one run's holes, through C-level
+    itemgetter and map where the adjustments allow (the common cases: no
+    delta, one converter for the whole run)."""
+    indices = [slot for slot, _ in members]
+    adjusts = [adjust for _, adjust in members]
+    get = itemgetter(*indices) if len(indices) > 1 else _single(indices[0])
+    if all(type(a) is int for a in adjusts):
+        if not any(adjusts):
+            return get
+        return lambda slots: map(add, get(slots), adjusts)
+    if all(a is adjusts[0] for a in adjusts):
+        convert = adjusts[0]
+        return lambda slots: map(convert, get(slots))
+    return lambda slots: [convert(value) for convert, value in zip(adjusts, get(slots))]
+
+
+def _single(index):
+    """itemgetter of one index, as a 1-tuple (itemgetter's own gives the bare item)."""
+    return lambda slots: (slots[index],)
+
+
+def _offsets(arg_format):
+    """Byte offset of each argument (one format character each, native alignment)."""
+    return [struct.calcsize(arg_format[:k + 1]) - struct.calcsize(c)
+            for k, c in enumerate(arg_format)]
+
+
+def _packs_alike(arg_format, offsets, start, end):
+    """True when ``arg_format[start:end + 1]`` packed at ``offsets[start]``
+    puts each argument where the whole format does."""
+    sub = _offsets(arg_format[start:end + 1])
+    return all(offsets[start] + o == offsets[start + k] for k, o in enumerate(sub))
 
 
 class _Recipe:
     """Recorded kernels of one situation, with holes for pointers and scalars."""
 
-    def __init__(self, temp_sizes, nleaves, launchers):
+    def __init__(self, temp_sizes, launchers):
         self.temp_sizes, self.launchers = temp_sizes, launchers
-        self.first_temp = _FIRST_LEAF + nleaves
 
     def replay(self, gpu, slots):
         """Launch the recorded kernels with this call's pointers and scalars."""
         temps = [gpu.pool.allocate(n) for n in self.temp_sizes]
-        slots.extend(t.ptr for t in temps)
+        if temps:
+            slots.extend([t.ptr for t in temps])
         for launcher in self.launchers:
             gpu._calls += 1
-            launcher(slots, gpu._calls)
+            slots[_CALL_SLOT] = gpu._calls
+            launcher(slots)
         gpu._stats["kernels_launched"] += len(self.launchers)
         gpu.last_kernel = self.launchers[-1].kernel
         # temporaries go back to the pool now: later work on the same stream
@@ -162,4 +223,4 @@ class _Sources:
 
     def scalar(self, s, ctype):
         """(slot, converter) giving scalar ``s`` as a ``ctype`` argument."""
-        return self.scalars[id(s)], partial(launch.scalar_arg, ctype=ctype)
+        return self.scalars[id(s)], launch.scalar_converter(ctype)

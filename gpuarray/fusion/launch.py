@@ -253,12 +253,21 @@ def _pow2_ceil(n):
 
 def scalar_arg(value, ctype):
     """A scalar's value converted for the kernel argument type ``ctype``."""
-    if ctype == "double":
-        return float(value)
-    if ctype == "unsigned long long":
-        return int(value) % 2**64
-    if ctype == "bool":
-        return int(bool(value))
+    return scalar_converter(ctype)(value)
+
+
+def scalar_converter(ctype):
+    """The one-argument function :func:`scalar_arg` applies for ``ctype``
+    (looked up once per recorded launch, not per call)."""
+    return _CONVERTERS.get(ctype, _signed_arg)
+
+
+def _signed_arg(value):
     # a Python int above 2**63 (stored into a uint64) travels as its bit
     # pattern; C's conversion to the unsigned type restores it
     return (int(value) + 2**63) % 2**64 - 2**63
+
+
+_CONVERTERS = {"double": float,
+               "unsigned long long": lambda value: int(value) % 2**64,
+               "bool": lambda value: int(bool(value))}

@@ -1,0 +1,306 @@
+"""Host cost per call: gpuarray beside torch eager, CuPy and pycuda's own launch.
+
+    python3 benchmarks/bench_host.py [--quick] [--cases 1,2,...]
+
+The cases of issue 10's "Performance" section, every implementation in one
+process on an idle GPU; prints a table, writes benchmarks/results/host.json
+and, if matplotlib imports, host.png (else: benchmarks/plot.py JSON).
+
+  1. cached 10-op fused assignment, 1024 fp32:  <= 1.5x ONE torch eager op
+  2. c[:] = a + b, 1024 fp32:                   <= torch.add(a, b, out=c)
+  3. ng.dot(A, B, C) cached, 512^3 fp16:        <= torch.matmul(A, B, out=C)
+  4. C[:] = relu(dot(A, B) + bias), 512^3 fp16: <= torch matmul + bias-add + relu
+  5. batch-norm expression, 1024x8192 fp32, end to end: <= torch.compile
+
+Host time (cases 1-4): each call timed alone with perf_counter_ns, the queue
+drained between batches (so a full launch queue never blocks a call);
+median and p90 over all calls.  Beside it, the device time per call of the
+same calls issued back to back (CUDA events, common.device_timer) and the
+kernel alone (host hidden behind a spin kernel): host-bound when the host
+time is above the kernel time.  Case 5 is the end-to-end figure users see:
+events around back-to-back calls, max(host, device).  "pycuda launch" is
+pycuda's own launch of the kernel gpuarray compiled for the case, with the
+arguments gpuarray recorded: prepared_async_call (argument parsing per
+call) and _launch_kernel with the packed buffer, the floor of our path.
+Each implementation is validated against numpy before it is timed; a
+missing library reads "n/a"; no GPU: a clear message and exit status 2.
+"""
+import argparse
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_elementwise  # noqa: E402
+from common import (check_close, device_times, free_memory,  # noqa: E402
+                    measure, new_row, print_table, set_target, table_cells, write_results)
+
+IMPLS = ("gpuarray", "torch eager", "torch.compile", "cupy", "pycuda launch",
+         "pycuda packed")
+N = 1024
+
+
+class Ctx(bench_elementwise.Ctx):
+    """What the cases share: libraries (loaded as bench_elementwise loads them),
+    call and repeat counts, meta."""
+
+    def __init__(self, quick):
+        super().__init__(quick)
+        self.calls, self.batches = (200, 3) if quick else (1000, 10)
+        self.meta.update(calls_per_batch=self.calls, batches=self.batches)
+
+    def sync(self):
+        """Wait for every library's queued work."""
+        for name, wait in (("ng", lambda m: m.synchronize()),
+                           ("torch", lambda m: m.cuda.synchronize()),
+                           ("cupy", lambda m: m.cuda.runtime.deviceSynchronize())):
+            if name in self.libs:
+                wait(self.libs[name])
+
+    def host(self, fn, row, impl):
+        """Host seconds per call (median); p90 and the device times go to ``row["extra"]``."""
+        for _ in range(self.warmup):
+            fn()
+        times = []
+        for _ in range(self.batches):
+            self.sync()
+            for _ in range(self.calls):
+                t0 = time.perf_counter_ns()
+                fn()
+                times.append(time.perf_counter_ns() - t0)
+        self.sync()
+        times.sort()
+        extra = row["extra"]
+        extra.setdefault("host_p90_us", {})[impl] = times[int(0.9 * len(times))] / 1e3
+        try:
+            device = device_times(fn, self.repeats, self.warmup, extra, impl, sync=self.sync)
+            extra.setdefault("device_us", {})[impl] = device * 1e6
+        except RuntimeError as e:  # no CUDA events without torch or CuPy
+            extra.setdefault("device_us", {})[impl] = None
+            extra["device_error"] = str(e)
+        return statistics.median(times) / 1e9
+
+
+def _tensors(ctx, hosts, dtype=None):
+    """The host arrays on each library: {"ng": [...], "torch": [...], "cupy": [...]}."""
+    out = {}
+    if "ng" in ctx.libs:
+        out["ng"] = [ctx.libs["ng"].array(h, dtype=dtype or h.dtype) for h in hosts]
+    if "torch" in ctx.libs:
+        out["torch"] = [ctx.libs["torch"].from_numpy(h).cuda() for h in hosts]
+    if "cupy" in ctx.libs:
+        out["cupy"] = [ctx.libs["cupy"].asarray(h) for h in hosts]
+    return out
+
+
+def _pycuda_rows(ctx, row, run, out, check):
+    """Time pycuda's own launch of the kernel ``run`` replays (its last one)."""
+    ng = ctx.need("ng")
+    run()
+    launcher = list(ng._dispatcher.recipes.values())[-1].launchers[-1]
+    kernel, grid, block = launcher.kernel, launcher.grid, launcher.block
+    buffer = launcher.packed
+    args = launcher.unpack(buffer)
+    kernel.prepared_async_call(grid, block, None, *args)
+    ng.synchronize()
+    check(out, "pycuda launch")
+    measure(row, "pycuda launch",
+            lambda: ctx.host(lambda: kernel.prepared_async_call(grid, block, None, *args),
+                             row, "pycuda launch"))
+    measure(row, "pycuda packed",
+            lambda: ctx.host(lambda: kernel._launch_kernel(grid, block, buffer, 0, None),
+                             row, "pycuda packed"))
+
+
+def _add_peers(ctx, row, t, a64, b64):
+    """torch.add and cupy.add with out=, validated, then timed (one eager op)."""
+    ref = a64 + b64
+    for lib, impl in (("torch", "torch eager"), ("cupy", "cupy")):
+        def peer(lib=lib, impl=impl):
+            ctx.need(lib)
+            x, y, z = t[lib]
+            add = ctx.libs[lib].add
+            add(x, y, out=z)
+            check_close(z, ref, 1e-6, 1e-6, impl)
+            return ctx.host(lambda: add(x, y, out=z), row, impl)
+        measure(row, impl, peer)
+
+
+def case_elementwise(ctx, case, ten_ops):
+    import numpy as np
+
+    label = "cached 10-op assignment, 1024 fp32" if ten_ops else "c[:] = a + b, 1024 fp32"
+    print(f"\n== case {case}: {label}" + (" (eager peers: ONE op)" if ten_ops else ""))
+    rng = np.random.default_rng(case)
+    hosts = [rng.standard_normal(N, dtype=np.float32) for _ in range(2)] + [np.zeros(N, np.float32)]
+    a64, b64 = (h.astype(np.float64) for h in hosts[:2])
+    ref = (np.maximum((a64 + b64) * 2 - a64 / 3 + np.sqrt(np.abs(b64)) * a64 - 1, 0)
+           if ten_ops else a64 + b64)
+    t = _tensors(ctx, hosts)
+    row = new_row(str(case), label, IMPLS)
+
+    def check(y, who):
+        check_close(y, ref, 1e-5, 1e-5, f"{label}, {who}")
+
+    def ours():
+        ng = ctx.need("ng")
+        A, B, C = t["ng"]
+
+        def run():   # 10 ops: +, *, /, -, abs, sqrt, *, +, -, maximum
+            if ten_ops:
+                C[:] = ng.maximum((A + B) * 2 - A / 3 + ng.sqrt(ng.abs(B)) * A - 1, 0)
+            else:
+                C[:] = A + B
+        run()
+        ng.synchronize()
+        check(C, "gpuarray")
+        seconds = ctx.host(run, row, "gpuarray")
+        try:
+            _pycuda_rows(ctx, row, run, C, check)
+        except Exception as e:  # the gpuarray cell stands without them
+            traceback.print_exc()
+            for impl in ("pycuda launch", "pycuda packed"):
+                row["errors"].setdefault(impl, f"{type(e).__name__}: {e}")
+        return seconds
+
+    measure(row, "gpuarray", ours)
+    _add_peers(ctx, row, t, a64, b64)
+    eager = row["values"]["torch eager"]
+    if ten_ops:
+        set_target(row, None if eager is None else 1.5 * eager, "<= 1.5x one torch eager op")
+    else:
+        set_target(row, eager, "<= torch.add(out=)")
+    return [row]
+
+
+def case_gemm(ctx, case, epilogue):
+    import numpy as np
+
+    m = n = k = 512
+    label = f"{'relu(dot + bias)' if epilogue else 'ng.dot(A, B, C)'} 512^3 fp16"
+    print(f"\n== case {case}: {label}")
+    rng = np.random.default_rng(case)
+    a, b = (rng.standard_normal(s).astype(np.float16) for s in ((m, k), (k, n)))
+    bias = rng.standard_normal(n).astype(np.float16)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if epilogue:
+        ref = np.maximum(ref + bias, 0)
+    t = _tensors(ctx, [a, b, np.zeros((m, n), np.float16), bias])
+    row = new_row(str(case), label, IMPLS)
+    tol = 2e-2 * float(np.abs(ref).max())
+
+    def ours():
+        ng = ctx.need("ng")
+        A, B, C, D = t["ng"]
+
+        def run():
+            if epilogue:
+                C[:] = ng.relu(ng.dot(A, B) + D)
+            else:
+                ng.dot(A, B, C)
+        run()
+        ng.synchronize()
+        check_close(C, ref, 1e-2, tol, f"{label}, gpuarray")
+        return ctx.host(run, row, "gpuarray")
+
+    def peer(lib, impl):
+        ctx.need(lib)
+        x, y, z, d = t[lib]
+        mod = ctx.libs[lib]
+
+        def run():
+            mod.matmul(x, y, out=z)
+            if epilogue:   # the separate ops an eager framework runs
+                if lib == "torch":
+                    z.add_(d).relu_()
+                else:
+                    mod.maximum(mod.add(z, d, out=z), 0, out=z)
+        run()
+        check_close(z, ref, 1e-2, tol, f"{label}, {impl}")
+        return ctx.host(run, row, impl)
+
+    measure(row, "gpuarray", ours)
+    measure(row, "torch eager", lambda: peer("torch", "torch eager"))
+    measure(row, "cupy", lambda: peer("cupy", "cupy"))
+    eager = row["values"]["torch eager"]
+    set_target(row, eager, "<= torch matmul" + (" + bias-add + relu" if epilogue else "(out=)"))
+    free_memory(ctx.libs)
+    return [row]
+
+
+def case_batchnorm(ctx):
+    """bench_elementwise's batch-norm case: end to end, events around back-to-back calls."""
+    import numpy as np
+
+    rows = bench_elementwise.case_batchnorm(ctx, "5", (1024, 8192), np.float32, ref_us=54.6)
+    for row in rows:
+        row["label"] += ", end to end"
+        for impl in IMPLS:
+            row["values"].setdefault(impl, None)
+            row["times_us"].setdefault(impl, None)
+    return rows
+
+
+RUNS = {1: lambda ctx: case_elementwise(ctx, 1, True),
+        2: lambda ctx: case_elementwise(ctx, 2, False),
+        3: lambda ctx: case_gemm(ctx, 3, False),
+        4: lambda ctx: case_gemm(ctx, 4, True),
+        5: case_batchnorm}
+
+
+def _report(rows, meta):
+    print()
+    print_table([table_cells(r, IMPLS) for r in rows],
+                columns=["case", "what", *IMPLS, "target", "met?"])
+    print("\nHost µs per call (median above); p90, device time back to back, kernel alone:")
+    detail = []
+    for r in rows:
+        for impl, value in r["values"].items():
+            if value is None:
+                continue
+            extra = r["extra"]
+            cells = [extra.get(key, {}).get(impl) for key in
+                     ("host_p90_us", "device_us", "kernel_only_us")]
+            detail.append([r["case"], impl, f"{value:.1f}",
+                           *("n/a" if c is None else f"{c:.1f}" for c in cells)])
+    print_table(detail, columns=["case", "impl", "median", "p90", "device", "kernel"])
+    print("\nCase 5's cells are end to end: events around back-to-back calls (bench_elementwise's "
+          "batch-norm case), max(host, device).")
+    write_results("host", rows, meta)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
+    parser.add_argument("--cases", default="1,2,3,4,5",
+                        help="comma-separated case numbers (default: all)")
+    args = parser.parse_args(argv)
+    try:
+        cases = sorted({int(c) for c in args.cases.split(",") if c.strip()})
+    except ValueError:
+        cases = []
+    if not cases or not set(cases) <= set(RUNS):
+        parser.error(f"--cases: give case numbers from 1 to 5, not {args.cases!r}")
+    ctx = Ctx(args.quick)
+    if "ng" not in ctx.libs:
+        print(f"bench_host.py needs a CUDA GPU: gpuarray.GPU() failed "
+              f"({ctx.missing['ng']}). Nothing was measured.", file=sys.stderr)
+        return 2
+    ctx.meta["cases"] = cases
+    rows = []
+    for case in cases:
+        try:
+            rows += RUNS[case](ctx)
+        except Exception as e:
+            traceback.print_exc()
+            rows.append(new_row(str(case), f"case {case} failed", IMPLS))
+            rows[-1]["errors"] = dict.fromkeys(IMPLS, f"{type(e).__name__}: {e}")
+    _report(rows, ctx.meta)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
