@@ -93,11 +93,11 @@ class CPU(ConvFunctions, ProductFunctions, Backend):
             value = _Evaluator(self._rng).run(tree, out.shape)
             store(out.numpy_view(), value, out.rounding, self._rng)
 
-
     def _gemm(self, call):
         self._stats["kernels_launched"] += 1
         a, b = (_gemm_operand(t, call.precision) for t in (call.a, call.b))
-        value = np.matmul(a, b)
+        with np.errstate(all="ignore"):  # non-finite inputs give NaN/inf, as on the GPU
+            value = np.matmul(a, b)
         if call.accumulate:
             value = value.sum(axis=0, keepdims=True)
         value *= np.float32(call.alpha)
