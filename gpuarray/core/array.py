@@ -5,8 +5,12 @@ allocated, and a (shape, dtype, byte strides, byte offset) description.
 Out: an object with numpy's attributes and view semantics.  Indexing,
 transposes and reshapes make new views of the same buffer; arithmetic
 builds op-trees (see :mod:`gpuarray.core.optree`); ``t[key] = value`` hands the
-view and the value to the factory, which evaluates and stores it.
+view and the value to the factory, which evaluates and stores it.  ``repr``,
+``str``, ``item`` and ``tolist`` copy the values to the host and format or
+convert them as numpy does.
 """
+import operator
+
 import numpy as np
 
 from . import dtypes, shapes
@@ -110,8 +114,38 @@ class Tensor(Expression):
         return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self):
-        return (f"{type(self).__name__}(shape={shapes.shape_str(self.shape)}, "
-                f"dtype={self.dtype}, strides={self.strides})")
+        """numpy's repr of the values, named after the tensor class:
+        ``GPUTensor([1., 2.], dtype=float32)`` (dtype shown where numpy shows it)."""
+        name = type(self).__name__
+        text = np.array_repr(self.get())
+        # numpy indents continuation lines under "array(": re-indent them under our name
+        return name + text[len("array"):].replace("\n" + " " * 6, "\n" + " " * (len(name) + 1))
+
+    def __str__(self):
+        return str(self.get())
+
+    def item(self, *args):
+        """The element at ``args`` (none: the only one) as a Python scalar, as numpy's.
+
+        Raises
+        ------
+        ValueError
+            No index given and the size is not 1.
+        IndexError
+            An index out of range.
+        """
+        # numpy checks the arguments on a stand-in of this shape, so its
+        # messages come out unchanged and nothing is copied first
+        np.broadcast_to(np.zeros((), np.bool_), self.shape).item(*args)
+        if len(args) == 1 and not isinstance(args[0], tuple):
+            index = np.unravel_index(operator.index(args[0]) % max(self.size, 1), self.shape)
+        else:
+            index = args[0] if len(args) == 1 else args
+        return self[tuple(index)].get().item()
+
+    def tolist(self):
+        """The values as nested Python lists of Python scalars, as numpy's."""
+        return self.get().tolist()
 
     # -- views ----------------------------------------------------------
     def _view(self, shape, strides, offset):

@@ -1,7 +1,8 @@
 """The factory interface shared by ``gpuarray.GPU`` and ``gpuarray.CPU``.
 
-In: user calls to make tensors (``ng.empty``, ``ng.array``...), the math
-API (:mod:`gpuarray.core.functions`) and assignments ``t[key] = value``.  Out:
+In: user calls to make tensors (``ng.empty``, ``ng.array``...; numpy's
+creation and joining functions come from :mod:`gpuarray.core.creation`),
+the math API (:mod:`gpuarray.core.functions`) and assignments ``t[key] = value``.  Out:
 tensors, op-trees, and evaluated results.  A concrete factory supplies the
 storage hooks -- allocate, upload, download, and ``_execute(out, tree)``
 which evaluates a checked op-tree into a tensor view -- and everything else
@@ -12,11 +13,12 @@ import numpy as np
 
 from . import dtypes, shapes
 from .array import Tensor
+from .creation import CreationFunctions
 from .functions import MathFunctions
 from .optree import Expression, Scalar
 
 
-class Backend(MathFunctions):
+class Backend(CreationFunctions, MathFunctions):
     """Base class of the factories; see :class:`gpuarray.GPU`."""
 
     tensor_class = Tensor
@@ -78,6 +80,10 @@ class Backend(MathFunctions):
     def ones_like(self, t, dtype=None):
         """Ones of ``t``'s shape and dtype; ``t`` may be any array_like."""
         return self.full(*_like(t, dtype, 1))
+
+    def full_like(self, t, value, dtype=None):
+        """``value`` in ``t``'s shape and dtype (unless given); ``t`` may be any array_like."""
+        return self.full(*_like(t, dtype, value))
 
     def array(self, obj, dtype=None):
         """Copy a host array (or anything ``numpy.asarray`` takes) into a new tensor.
