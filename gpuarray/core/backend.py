@@ -165,6 +165,9 @@ class Backend(CreationFunctions, MathFunctions):
 
     def to_host(self, tensor):
         """Copy a tensor view into a new numpy array."""
+        if tensor.size == 0:
+            # nothing to copy, and an empty view may point past its buffer's end
+            return np.empty(tensor.shape, tensor.dtype)
         if not tensor.is_contiguous:
             tensor = self.evaluate(tensor)
         return self._download(tensor)
