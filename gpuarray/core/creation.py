@@ -16,6 +16,7 @@ import operator
 import numpy as np
 
 from . import dtypes, ops, shapes
+from .array import Tensor
 from .optree import Expression
 
 
@@ -85,7 +86,7 @@ class CreationFunctions:
         (host arrays, lists, scalars, another factory's tensors) is copied
         in, as :meth:`array` does.
         """
-        if getattr(obj, "backend", None) is self and hasattr(obj, "buffer"):
+        if isinstance(obj, Tensor) and obj.backend is self:
             if dtype is None or dtypes.as_dtype(dtype) == obj.dtype:
                 return obj
         return self.array(obj, dtype)
