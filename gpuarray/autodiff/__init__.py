@@ -17,10 +17,11 @@ divided by the number of rows.
 [[5.0], [2.0, 4.0]]
 """
 from .executor import Executor, sgd_update
-from .graph import Node, Op, Placeholder, Variable, gradients, topological_order
+from .graph import Node, Op, Placeholder, Variable, topological_order
 from .ops import (add, broadcast_to, divide, exp, log, multiply, ones_like, relu,
                   relu_gradient, sigmoid, subtract, tanh, zeros_like)
 from .plan import Plan, infer_shapes
+from .reverse import gradients
 from .tensorops import (matmul, reduce_sum, reshape, softmax, softmax_cross_entropy,
                         transpose)
 

@@ -2,9 +2,7 @@
 
 In: nodes built by the user (:class:`Variable` placeholders and the
 operators of :mod:`gpuarray.autodiff.ops`).  Out: the nodes in topological
-order (:func:`topological_order`) and gradient nodes (:func:`gradients`),
-themselves graph nodes that an :class:`~gpuarray.autodiff.executor.Executor`
-evaluates.  Nothing here touches data: a node holds an operator, its input
+order (:func:`topological_order`).  Nothing here touches data: a node holds an operator, its input
 nodes and the operator's parameters.
 """
 import itertools
@@ -156,34 +154,3 @@ def topological_order(nodes):
                 stack.append((child, iter(child.inputs)))
     return order
 
-
-def gradients(output, nodes):
-    """Gradient nodes of ``output`` with respect to each of ``nodes`` (reverse mode).
-
-    The output's own gradient is seeded with ones (``ones_like(output)``):
-    for the scalar-shaped losses of the dlsys convention, shape ``(1,)``,
-    that is d(output)/d(node).  A node the output does not depend on gets
-    ``zeros_like(node)``, as numpy autodiff libraries give.
-
-    Parameters
-    ----------
-    output : Node
-    nodes : list of Node
-
-    Returns
-    -------
-    list of Node, one per entry of ``nodes``.
-    """
-    from .ops import add, ones_like, zeros_like  # ops builds on this module
-    partial = {output: [ones_like(output)]}
-    for node in reversed(topological_order([output])):
-        contributions = partial.pop(node, None)
-        if not contributions:
-            continue
-        grad = contributions[0]
-        for extra in contributions[1:]:
-            grad = add(grad, extra)
-        partial[node] = [grad]
-        for child, child_grad in zip(node.inputs, node.op.gradient(node, grad)):
-            partial.setdefault(child, []).append(child_grad)
-    return [partial[n][0] if n in partial else zeros_like(n) for n in nodes]
