@@ -81,7 +81,8 @@ class Op:
         raise NotImplementedError
 
     def gradient(self, node, grad):
-        """One gradient node per input, given ``grad``, the gradient of the output."""
+        """One gradient node per input, given ``grad``, the gradient of the output;
+        None for an input that contributes nothing (read for its shape only)."""
         raise NotImplementedError(f"operator {self.name!r} of node {node.name!r} has no gradient")
 
 

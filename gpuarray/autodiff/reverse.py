@@ -36,5 +36,6 @@ def gradients(output, nodes):
             grad = add(grad, extra)
         partial[node] = [grad]
         for child, child_grad in zip(node.inputs, node.op.gradient(node, grad)):
-            partial.setdefault(child, []).append(child_grad)
+            if child_grad is not None:
+                partial.setdefault(child, []).append(child_grad)
     return [partial[n][0] if n in partial else zeros_like(n) for n in nodes]
