@@ -86,6 +86,17 @@ class Op:
         raise NotImplementedError(f"operator {self.name!r} of node {node.name!r} has no gradient")
 
 
+class ReshapingOp(Op):
+    """An operator that changes only the shape of input 0's value; any other
+    input gives a shape.  Where the shapes agree it is the identity."""
+
+    def is_identity(self, node, shapes):
+        return shapes[node] == shapes[node.inputs[0]]
+
+    def value_inputs(self, node):
+        return (0,)
+
+
 class PlaceholderOp(Op):
     """A value fed to the executor: a placeholder or a parameter."""
 

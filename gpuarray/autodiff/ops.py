@@ -8,7 +8,7 @@ built from these same operators.  ``+ - * /`` on nodes land here too.
 import numpy as np
 
 from ..core import shapes as core_shapes
-from .graph import Node, Op, broadcast
+from .graph import Node, Op, ReshapingOp, broadcast
 
 #: dtypes the factories' GEMM kernels take; other dtypes multiply by reduction
 GEMM_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -194,16 +194,10 @@ def zeros_like(a):
     return Node(LikeOp(0.0), [a])
 
 
-class BroadcastToOp(Op):
+class BroadcastToOp(ReshapingOp):
     """``a`` broadcast (numpy's rules) to the shape of ``b``."""
 
     name = "broadcast_to"
-
-    def is_identity(self, node, shapes):
-        return shapes[node] == shapes[node.inputs[0]]
-
-    def value_inputs(self, node):
-        return (0,)
 
     def shape(self, node, shapes):
         if not core_shapes.broadcasts_to(shapes[0], shapes[1]):
@@ -226,17 +220,11 @@ def broadcast_to(a, b):
     return Node(BroadcastToOp(), [a, b])
 
 
-class SumToOp(Op):
+class SumToOp(ReshapingOp):
     """``grad`` summed down to the shape of ``a``: undoes a broadcast."""
 
     name = "sum_to"
     kind = "reduce"
-
-    def is_identity(self, node, shapes):
-        return shapes[node] == shapes[node.inputs[0]]
-
-    def value_inputs(self, node):
-        return (0,)
 
     def shape(self, node, shapes):
         if not core_shapes.broadcasts_to(shapes[1], shapes[0]):

@@ -8,7 +8,7 @@ broadcast product and a sum.  Reshape and transpose are views: no kernel.
 import numpy as np
 
 from ..core import shapes as core_shapes
-from .graph import Node, Op
+from .graph import Node, Op, ReshapingOp
 from .ops import GEMM_DTYPES
 
 
@@ -81,13 +81,10 @@ def reduce_sum(a, axis=None, keepdims=False):
     return Node(ReduceSumOp(), [a], axis=axis, keepdims=bool(keepdims))
 
 
-class UnreduceOp(Op):
+class UnreduceOp(ReshapingOp):
     """The gradient of a sum: ``grad`` broadcast back over the summed axes."""
 
     name = "unreduce"
-
-    def value_inputs(self, node):
-        return (0,)
 
     def shape(self, node, shapes):
         return shapes[1]
@@ -116,17 +113,11 @@ class UnreduceOp(Op):
         return [reduce_sum(grad, **node.attrs), None]
 
 
-class ReshapeOp(Op):
+class ReshapeOp(ReshapingOp):
     """A view of ``a`` with a new shape (given, or that of a second node)."""
 
     name = "reshape"
     kind = "view"
-
-    def is_identity(self, node, shapes):
-        return shapes[node] == shapes[node.inputs[0]]
-
-    def value_inputs(self, node):
-        return (0,)
 
     def shape(self, node, shapes):
         new = shapes[1] if len(shapes) > 1 else node.attrs["shape"]
