@@ -211,8 +211,7 @@ class BroadcastToOp(ReshapingOp):
         return args[0]
 
     def gradient(self, node, grad):
-        a, b = node.inputs
-        return [sum_to(grad, a), None]
+        return [sum_to(grad, node.inputs[0]), None]
 
 
 def broadcast_to(a, b):
@@ -242,8 +241,7 @@ class SumToOp(ReshapingOp):
         return grad
 
     def gradient(self, node, grad):
-        a, target = node.inputs
-        return [broadcast_to(grad, a), None]
+        return [broadcast_to(grad, node.inputs[0]), None]
 
 
 def sum_to(grad, a):
