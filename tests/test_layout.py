@@ -23,6 +23,7 @@ ALLOWED = {
     "fusion": {"core", "cuda", "fusion"},
     "gemm": {"core", "cuda", "gemm"},
     "conv": {"core", "cuda", "conv"},
+    "autodiff": {"core", "autodiff"},
 }
 
 
