@@ -25,7 +25,7 @@ setup(
     ],
     extras_require={
         "gpu": ["pycuda>=2024.1", "cuda-bindings>=12.0"],
-        "dev": ["pytest>=8", "hypothesis", "sphinx>=7", "matplotlib"],
+        "dev": ["pytest>=8", "hypothesis", "sphinx>=7", "matplotlib", "scikit-learn"],
     },
     classifiers=[
         "Programming Language :: Python :: 3",
