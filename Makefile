@@ -61,16 +61,22 @@ stress:
 # compute-sanitizer over the GPU cases of the suite, one tool after another;
 # the CPU cases (-k "not cpu") and the tests that fault a kernel on purpose
 # (-m "not no_sanitizer") are left out.  Narrow it with SANITIZE_TESTS=tests/test_x.py.
+# Reports go to one log per process under SANITIZE_LOGS: pytest captures a
+# test's output, so reports written to stdout would vanish with passing tests.
 SANITIZE_TOOLS ?= memcheck racecheck synccheck
 SANITIZE_TESTS ?= tests
+SANITIZE_LOGS ?= sanitize-logs
 SANITIZE_PYTEST ?= -q -p no:cacheprovider -k "not cpu" -m "not no_sanitizer"
 sanitize:
-	@for tool in $(SANITIZE_TOOLS); do \
+	@mkdir -p $(SANITIZE_LOGS); status=0; \
+	for tool in $(SANITIZE_TOOLS); do \
 	  echo "== compute-sanitizer --tool $$tool"; \
 	  compute-sanitizer --tool $$tool --error-exitcode 99 --report-api-errors no \
-	    --target-processes all $(PYTHON) -m pytest $(SANITIZE_PYTEST) $(SANITIZE_TESTS) \
-	    || exit 1; \
-	done
+	    --target-processes all --log-file $(SANITIZE_LOGS)/$$tool.%p.log \
+	    $(PYTHON) -m pytest $(SANITIZE_PYTEST) $(SANITIZE_TESTS) || status=1; \
+	  if grep -l "ERROR SUMMARY: [1-9]" $(SANITIZE_LOGS)/$$tool.*.log; then status=1; \
+	  else echo "$$tool: no errors in $$(ls $(SANITIZE_LOGS)/$$tool.*.log | wc -l) process logs"; fi; \
+	done; exit $$status
 
 doc:
 	sphinx-build -W --keep-going -b html docs docs/_build/html
