@@ -199,6 +199,7 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
     """
 
     tensor_class = GPUTensor
+    records_gemm_plans = True
     #: replaced per factory by :meth:`_take_context`; a subclass that skips
     #: it (a test double with the driver stubbed out) needs no context
     _attached = types.SimpleNamespace(ready=True)
@@ -322,7 +323,11 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
         for t in (call.a, call.b, call.c, call.bias, call.stats):
             if t is not None:
                 t.ptr  # noqa: B018 - a freed buffer raises here, before any work is queued
-        gemm_plan.run(self, call)
+        return gemm_plan.run(self, call)
+
+    @_device_call
+    def _replay_gemm(self, plan, a, b, c, bias, stats, alpha, beta):
+        plan.replay(self, a, b, c, bias, stats, alpha, beta)
 
     def _conv(self, call):
         raise NotImplementedError(_NO_CONV_KERNELS)

@@ -8,12 +8,23 @@ checked call (numpy on the CPU, :mod:`gpuarray.gemm.plan` on the GPU).
 Both factories mix :class:`ProductFunctions` in.
 """
 from ..core.optree import Scalar
-from . import fuse
+from . import fuse, replay
 from .call import epilogue_tree, make_call, product_node, real, stats_by_reduction
+
+#: recorded GEMM plans a factory keeps (a training loop asks the same few)
+MAX_PLANS = 1024
 
 
 class ProductFunctions:
-    """Mixin: matrix products for a factory that implements ``_gemm(call)``."""
+    """Mixin: matrix products for a factory that implements ``_gemm(call)``.
+
+    A factory whose ``_gemm`` returns a :class:`~gpuarray.gemm.replay.GemmPlan`
+    sets ``records_gemm_plans``: a repeated request then replays its plan
+    through ``_replay_gemm`` without being checked and planned again.
+    """
+
+    records_gemm_plans = False
+    _gemm_plans = None
 
     def dot(self, A, B, C=None, alpha=1.0, beta=0.0, relu=False, bias=None, stats=None,
             precision=None):
@@ -62,8 +73,7 @@ class ProductFunctions:
 
     def _product(self, A, B, C, batched, alpha, beta, relu, bias, stats, precision):
         if C is not None:
-            self.run_gemm(make_call(self, A, B, C, batched, alpha, beta, relu, bias,
-                                         stats, precision))
+            self.run_product(A, B, C, batched, alpha, beta, relu, bias, stats, precision)
             return C
         if beta != 0 or stats is not None:
             raise ValueError("beta and stats need an output tensor C")
@@ -74,8 +84,30 @@ class ProductFunctions:
             node = node + self.operand(bias)
         return self.relu(node) if relu else node
 
+    def run_product(self, A, B, C, batched, alpha=1.0, beta=0.0, relu=False, bias=None,
+                    stats=None, precision=None):
+        """``C = relu(alpha * A @ B + bias) + beta * C``: replayed when a plan fits, else checked and run."""
+        key = None
+        if self.records_gemm_plans:
+            key = replay.signature(self, batched, A, B, C, bias, stats, relu, beta, precision)
+            plan = self._gemm_plans.get(key) if key is not None and self._gemm_plans else None
+            if plan is not None:
+                self._replay_gemm(plan, A, B, C, bias, stats, real(alpha, "alpha"),
+                                  real(beta, "beta"))
+                return
+        plan = self.run_gemm(make_call(self, A, B, C, batched, alpha, beta, relu, bias, stats,
+                                       precision))
+        if key is not None and plan is not None:
+            if self._gemm_plans is None or len(self._gemm_plans) >= MAX_PLANS:
+                self._gemm_plans = {}
+            self._gemm_plans[key] = plan
+            self._stats["gemm_plans"] = self._stats.get("gemm_plans", 0) + 1
+
     def run_gemm(self, call):
-        """Run a checked :class:`~gpuarray.gemm.call.GemmCall` (K = 0 runs fused)."""
+        """Run a checked :class:`~gpuarray.gemm.call.GemmCall` (K = 0 runs fused).
+
+        Returns what the factory's ``_gemm`` returns (a plan to record, or None).
+        """
         m, n, k = call.mnk
         if call.c.size == 0:
             if call.stats is not None:
@@ -85,7 +117,8 @@ class ProductFunctions:
             if call.stats is not None:
                 stats_by_reduction(self, call.c, call.stats)
         else:
-            self._gemm(call)
+            return self._gemm(call)
+        return None
 
     def _gemm(self, call):
         raise NotImplementedError

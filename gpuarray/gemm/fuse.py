@@ -19,15 +19,15 @@ PRODUCTS = ("dot", "batched_dot")
 
 def execute(backend, target, tree):
     """Evaluate ``tree`` (which contains products) into ``target``."""
-    call = epilogue_call(backend, target, tree)
-    if call is not None:
-        backend.run_gemm(call)
+    request = epilogue_request(target, tree)
+    if request is not None:
+        backend.run_product(*request)
     else:
         backend._execute(target, _materialize(backend, tree, {}))
 
 
-def epilogue_call(backend, target, tree):
-    """The :class:`~.call.GemmCall` running ``target[:] = tree`` in one launch, or None."""
+def epilogue_request(target, tree):
+    """The arguments of ``run_product`` running ``target[:] = tree`` in one launch, or None."""
     if tree.shape != target.shape or target.dtype not in OUTPUT_DTYPES:
         return None
     node, beta = tree, 0.0
@@ -50,8 +50,8 @@ def epilogue_call(backend, target, tree):
     if not _is(product, *PRODUCTS):
         return None
     a, b = product.args
-    return make_call(backend, a, b, target, product.op == "batched_dot", alpha, beta,
-                          relu, bias, precision=product.attrs[0])
+    return (a, b, target, product.op == "batched_dot", alpha, beta, relu, bias, None,
+            product.attrs[0])
 
 
 def _is(node, *names):

@@ -13,7 +13,11 @@ The path reads top to bottom:
    the memory allows it (shared weights, weight-gradient sums).
 3. :func:`choose` -- the kernel family (by dtype, architecture and
    alignment), then the tile and the K-split with the lowest modelled time.
-4. :func:`launch` -- TMA descriptors, the packed ``GemmArgs``, launches.
+4. :func:`launch` -- the :class:`~gpuarray.gemm.replay.GemmPlan` (kernels,
+   grid, the packed ``GemmArgs`` with holes for pointers and scalars, TMA
+   descriptor geometry), run on this call's pointers.  :func:`run` returns
+   the plan when the call needed no copies, so a repeat of the same
+   request replays it without steps 1-3.
 """
 from dataclasses import dataclass, replace
 
@@ -23,25 +27,11 @@ from ..core import shapes
 from ..cuda import driver
 from . import catalogue as gk, tiles
 from .call import GemmCall, epilogue_tree, stats_by_reduction
+from .replay import GemmPlan, _TensorMap
 
 _REDUCE_THREADS = 256
 _MAX_CHOICES = 4096
 _choices = {}
-
-
-@dataclass
-class GemmLaunch:
-    """The kernels one GEMM queued: (kernel, grid, block, parameter block, shared bytes)."""
-
-    name: str
-    splits: int
-    launches: list
-    workspace: object = None
-
-    def replay(self):
-        """Queue the same kernels again (same operands, same call counter)."""
-        for kernel, grid, block, params, smem in self.launches:
-            kernel.launch(grid, block, params, smem)
 
 
 @dataclass
@@ -89,14 +79,21 @@ class Problem:
 
 
 def run(gpu, call):
-    """Queue the kernels computing ``call`` on ``gpu``."""
+    """Queue the kernels computing ``call`` on ``gpu``.
+
+    Returns the :class:`~gpuarray.gemm.replay.GemmPlan` when its kernels
+    read the operands in place (no copy, no temporary), else None.
+    """
     c = call.c
     if _overlaps(c, call.a) or _overlaps(c, call.b) or not (_unit(c, 2) or _unit(c, 1)):
         _run_via_temporary(gpu, call)
-        return
-    if not _unit(c, 2):
+        return None
+    swapped = not _unit(c, 2)
+    if swapped:
         call = _transposed(call)
-    launch(gpu, problem(gpu, call))
+    prob = problem(gpu, call)
+    plan = launch(gpu, prob, swapped)
+    return plan if prob.a.t is call.a and prob.b.t is call.b else None
 
 
 def _unit(t, axis):
@@ -229,36 +226,37 @@ def choose(gpu, prob):
 
 
 # -- 4. the launch -----------------------------------------------------------
-def launch(gpu, prob):
-    """Queue the kernels of ``prob``."""
-    cfg, splits = choose(gpu, prob)
+def launch(gpu, prob, swapped=False):
+    """Record the :class:`GemmPlan` of ``prob``, queue it on prob's operands, return it."""
+    plan = record(gpu, prob, swapped)
     call = prob.call
+    plan.launch(gpu, prob.a.ptr, prob.b.ptr, call.c.ptr,
+                call.bias.ptr if call.bias is not None else 0,
+                call.stats.ptr if call.stats is not None else 0, call.alpha, call.beta)
+    return plan
+
+
+def record(gpu, prob, swapped):
+    """The :class:`GemmPlan` of ``prob``: tile, split, grids and the argument template."""
+    cfg, splits = choose(gpu, prob)
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
     per_split = -(-ktiles // splits)
     splits = -(-ktiles // per_split)  # no empty splits
-    workspace = gpu.pool.allocate(splits * prob.batch * prob.m * prob.n * 4) if splits > 1 else None
-    if call.stats is not None:
-        gpu._drv.memset_d32_async(call.stats.ptr, 0, 2)
-    gpu._calls += 1
-    args = gk.pack(*_tensor_maps(cfg, prob), _pointers(prob, workspace), _strides(prob),
-                   gpu.seed, _integers(prob, splits, per_split), call.alpha, call.beta,
-                   gpu._calls & 0xFFFFFFFF)
-    params = driver.parameter_block(args)
+    template = gk.pack(gk.NO_TMAP, gk.NO_TMAP, (0,) * 6, _strides(prob), gpu.seed,
+                       _integers(prob, splits, per_split), 0.0, 0.0, 0)
     name = cfg.kernel_name(tiles.input_name(prob), prob.layout)
     total = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
     grid = min(total, gpu.sms * cfg.per_sm) if cfg.persistent else total
     launches = [(gpu.gemm_library.function(cfg.file, name, cfg.smem), (grid, 1, 1),
-                 (cfg.threads, 1, 1), params, cfg.smem)]
+                 (cfg.threads, 1, 1), cfg.smem)]
     if splits > 1:
         reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
         outputs = prob.batch * prob.m * -(-prob.n // 4)
         blocks = min(-(-outputs // _REDUCE_THREADS), gpu.sms * 8)
-        launches.append((reduce, (blocks, 1, 1), (_REDUCE_THREADS, 1, 1), params, 0))
-    # the workspace returns to the pool when the next GEMM replaces this
-    # record; later work on the stream runs after these kernels anyway
-    record = gpu.last_gemm = GemmLaunch(name, splits, launches, workspace)
-    record.replay()  # not gpu.last_gemm: another thread may have replaced it
-    gpu._stats["kernels_launched"] += len(launches)
+        launches.append((reduce, (blocks, 1, 1), (_REDUCE_THREADS, 1, 1), 0))
+    workspace = splits * prob.batch * prob.m * prob.n * 4 if splits > 1 else 0
+    tensor_maps = _tensor_maps(cfg, prob) if cfg.tma else None
+    return GemmPlan(name, swapped, launches, template, tensor_maps, workspace, splits)
 
 
 def _integers(prob, splits, per_split):
@@ -269,13 +267,11 @@ def _integers(prob, splits, per_split):
 
 
 def _tensor_maps(cfg, prob):
-    if not cfg.tma:
-        return gk.NO_TMAP, gk.NO_TMAP
     return tuple(_tensor_map(cfg, op, name, prob) for op, name in ((prob.a, "a"), (prob.b, "b")))
 
 
 def _tensor_map(cfg, op, name, prob):
-    """3-D descriptor (contiguous axis, other axis, data batch) of one operand."""
+    """3-D descriptor geometry (contiguous axis, other axis, data batch) of one operand."""
     inner, outer, swizzle = cfg.tma[(name, op.layout)]
     isz = op.t.itemsize
     extents = {("a", "k"): (prob.k, prob.m), ("a", "m"): (prob.m, prob.k),
@@ -283,17 +279,8 @@ def _tensor_map(cfg, op, name, prob):
     batches = prob.call.batches if op.batch else 1
     # one batch: the stride is never used, but must still be a multiple of 16
     batch_bytes = op.batch * isz if op.batch else -(-(op.ld * extents[1] * isz) // 16) * 16
-    return driver.encode_tiled(op.ptr, op.t.dtype, (extents[0], extents[1], batches),
-                                 (op.ld * isz, batch_bytes), (inner, outer, 1), swizzle,
-                                 tf32=prob.call.precision == "tf32")
-
-
-def _pointers(prob, workspace):
-    call = prob.call
-    return (prob.a.ptr, prob.b.ptr, call.c.ptr,
-            call.bias.ptr if call.bias is not None else 0,
-            workspace.ptr if workspace is not None else 0,
-            call.stats.ptr if call.stats is not None else 0)
+    return _TensorMap(op.t.dtype, (extents[0], extents[1], batches), (op.ld * isz, batch_bytes),
+                      (inner, outer, 1), swizzle, prob.call.precision == "tf32")
 
 
 def _strides(prob):

@@ -1,0 +1,147 @@
+"""Recorded GEMM plans: a product planned once per situation, replayed per call.
+
+In: a GEMM request as the user wrote it -- ``ng.dot(A, B, C, ...)`` or
+``C[:] = relu(dot(A, B) * alpha + bias) + C * beta`` -- with plain tensors.
+Out: :func:`signature`, the request's structure (shapes, strides, dtypes,
+alignment, epilogue flags, precision; never pointers or scalar values),
+and :class:`GemmPlan`, what :mod:`gpuarray.gemm.plan` decided for it: the
+kernels, grids and the packed ``GemmArgs`` with holes for the pointers,
+alpha, beta and the call counter.
+
+A cached call skips the checks, the 3-D views, the problem, the tile
+choice and the argument packing: the signature can only match a request
+whose first occurrence passed every check, and everything those steps
+computed depends on nothing the signature leaves out.  The TMA
+descriptors embed their operand's address, so each is re-encoded only
+when that address changes.
+"""
+import struct
+
+from ..core.array import Tensor
+from ..cuda import driver
+from . import catalogue as gk
+
+_PTRS = struct.Struct("<6Q")
+_SCALARS = struct.Struct("<2fI")
+#: GemmArgs byte offsets: the two descriptors, the pointers, alpha/beta/call
+_TMAP_AT = (0, 128)
+_PTRS_AT = struct.calcsize("<128s128s")
+_SCALARS_AT = struct.calcsize("<128s128s6Q10qQ7i3i")
+
+
+def _view_key(t, backend):
+    """Structure of one operand: its type, geometry, dtype and 16-byte alignment class."""
+    if type(t) is not backend.tensor_class or t.backend is not backend:
+        raise LookupError
+    return (t.shape, t.strides, t.dtype, t.rounding, t.ptr & 15)
+
+
+def signature(backend, batched, a, b, c, bias, stats, relu, beta, precision):
+    """The cache key of a GEMM request, or None when it cannot be replayed.
+
+    Operands must be plain tensors of ``backend`` in distinct buffers (an
+    operand sharing C's memory takes the temporary route, whose launches
+    are not recorded).  Alpha and beta are not in the key; whether beta is
+    zero is (it switches an epilogue term).
+    """
+    operands = (a, b, c) if bias is None else (a, b, c, bias)
+    buffers = {id(t.buffer) for t in operands if isinstance(t, Tensor)}
+    if stats is not None:
+        if not isinstance(stats, Tensor):
+            return None
+        buffers.add(id(stats.buffer))
+    if len(buffers) != len(operands) + (stats is not None):
+        return None
+    try:
+        return (batched, _view_key(a, backend), _view_key(b, backend), _view_key(c, backend),
+                None if bias is None else _view_key(bias, backend), stats is not None,
+                bool(relu), beta != 0, precision)
+    except LookupError:
+        return None
+
+
+class _TensorMap:
+    """One operand's TMA descriptor: fixed geometry, re-encoded when the address moves."""
+
+    def __init__(self, dtype, dims, strides, box, swizzle, tf32):
+        self.geometry = (dtype, dims, strides, box, swizzle, tf32)
+        self.ptr, self.bytes = None, None
+
+    def encode(self, ptr, stats):
+        if ptr != self.ptr:
+            dtype, dims, strides, box, swizzle, tf32 = self.geometry
+            self.bytes = driver.encode_tiled(ptr, dtype, dims, strides, box, swizzle, tf32=tf32)
+            self.ptr = ptr
+            stats["tma_encodes"] = stats.get("tma_encodes", 0) + 1
+        return self.bytes
+
+
+class GemmPlan:
+    """Everything one GEMM situation launches, less its pointers and scalars.
+
+    Parameters
+    ----------
+    name : str
+        The main kernel's name (reports and tests read it).
+    swapped : bool
+        The plan computes C^T = B^T A^T: the kernel's A is the user's B.
+    launches : list of (kernel, grid, block, smem)
+        The main kernel, then the split-K reduce when ``workspace_bytes``.
+    template : bytes
+        ``GemmArgs`` with every structural field filled in.
+    tensor_maps : tuple of two _TensorMap, or None
+        The descriptors of the kernel's A and B (TMA kernels only).
+    workspace_bytes : int
+        Split-K partial sums, taken from the pool per launch (0: none).
+    """
+
+    def __init__(self, name, swapped, launches, template, tensor_maps, workspace_bytes, splits):
+        self.name, self.swapped, self.launches = name, swapped, launches
+        self.template, self.tensor_maps = template, tensor_maps
+        self.workspace_bytes, self.splits = workspace_bytes, splits
+
+    def launch(self, gpu, a, b, c, bias, stats, alpha, beta):
+        """Queue the plan's kernels on operands given as device addresses (0: absent).
+
+        ``a`` and ``b`` are the kernel's operands (already swapped).
+        """
+        args = bytearray(self.template)
+        if self.tensor_maps is not None:
+            for at, tmap, ptr in zip(_TMAP_AT, self.tensor_maps, (a, b)):
+                args[at:at + 128] = tmap.encode(ptr, gpu._stats)
+        workspace = gpu.pool.allocate(self.workspace_bytes) if self.workspace_bytes else None
+        _PTRS.pack_into(args, _PTRS_AT, a, b, c, bias,
+                        workspace.ptr if workspace is not None else 0, stats)
+        gpu._calls += 1
+        _SCALARS.pack_into(args, _SCALARS_AT, alpha, beta, gpu._calls & 0xFFFFFFFF)
+        if stats:
+            gpu._drv.memset_d32_async(stats, 0, 2)
+        params = driver.parameter_block(bytes(args))
+        launches = [(kernel, grid, block, params, smem)
+                    for kernel, grid, block, smem in self.launches]
+        # the workspace returns to the pool when the next GEMM replaces this
+        # record; later work on the stream runs after these kernels anyway
+        record = gpu.last_gemm = GemmLaunch(self.name, self.splits, launches, workspace)
+        record.replay()  # not gpu.last_gemm: another thread may have replaced it
+        gpu._stats["kernels_launched"] += len(launches)
+
+    def replay(self, gpu, a, b, c, bias, stats, alpha, beta):
+        """Run the plan on user tensors of the recorded structure."""
+        if self.swapped:
+            a, b = b, a
+        self.launch(gpu, a.ptr, b.ptr, c.ptr, bias.ptr if bias is not None else 0,
+                    stats.ptr if stats is not None else 0, alpha, beta)
+
+
+class GemmLaunch:
+    """The kernels one GEMM queued: (kernel, grid, block, parameter block, shared bytes)."""
+
+    __slots__ = ("name", "splits", "launches", "workspace")
+
+    def __init__(self, name, splits, launches, workspace=None):
+        self.name, self.splits, self.launches, self.workspace = name, splits, launches, workspace
+
+    def replay(self):
+        """Queue the same kernels again (same operands, same call counter)."""
+        for kernel, grid, block, params, smem in self.launches:
+            kernel.launch(grid, block, params, smem)
