@@ -33,7 +33,8 @@ import numpy as np
 from .conv.functions import ConvFunctions
 from .core.array import Tensor
 from .core.backend import Backend
-from .cuda import compiler, driver, interop
+from .conv import pooling
+from .cuda import compiler, driver, interop, library
 from .cuda.mempool import DeviceMemoryPool
 from .fusion import dispatch, generate
 from .gemm import catalogue, plan as gemm_plan
@@ -154,7 +155,7 @@ def gpu_available():
     return gpu_unavailable_reason() is None
 
 
-_NO_CONV_KERNELS = ("convolution and pooling kernels for the GPU are not built yet (issue 11); "
+_NO_CONV_KERNELS = ("convolution kernels for the GPU are not built yet (issue 11); "
                     "use gpuarray.CPU() for the reference")
 
 
@@ -226,6 +227,8 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
         self._dispatcher = dispatch.Dispatcher(self)
         #: the hand-written GEMM kernels, loaded on first use
         self.gemm_library = catalogue.Library()
+        #: the hand-written convolution and pooling kernels, loaded on first use
+        self.conv_library = library.Library(what="convolution and pooling")
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
@@ -332,8 +335,9 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
     def _conv(self, call):
         raise NotImplementedError(_NO_CONV_KERNELS)
 
+    @_device_call
     def _pool(self, call):
-        raise NotImplementedError(_NO_CONV_KERNELS)
+        pooling.run(self, call)
 
     def _kernel(self, program, layout):
         """Compiled kernel for (program, layout), generating it on first use."""

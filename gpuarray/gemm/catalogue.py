@@ -17,14 +17,14 @@ Families (one ``kernels/gemm_<family>.cu`` each):
 """
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from ..core import dtypes
-from ..cuda import driver
+from ..cuda import library
+from ..cuda.library import KernelsMissing  # noqa: F401 - raised to this module's users
 
-KERNEL_DIR = Path(__file__).parent.parent / "kernels"
+KERNEL_DIR = library.KERNEL_DIR
 
 #: GemmArgs: two tensor maps, six pointers, ten strides, seed, ten ints,
 #: two floats, the call counter, padding to the struct's 64-byte alignment
@@ -37,10 +37,6 @@ TYPE_CODE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, dtypes.bfloat16: 
 # GemmArgs::flags
 EPI_RELU, EPI_BIAS, EPI_BETA, EPI_SR, EPI_STATS = 1, 2, 4, 8, 16
 EPI_SR_BITS_SHIFT = 8
-
-
-class KernelsMissing(RuntimeError):
-    """The cubins are not built (``make kernels``) or lack a kernel."""
 
 
 @dataclass(frozen=True)
@@ -85,37 +81,8 @@ def pack(tmap_a, tmap_b, ptrs, strides, seed, ints, alpha, beta, call):
     return ARGS.pack(tmap_a, tmap_b, *ptrs, *strides, seed, *ints, alpha, beta, call)
 
 
-class Library:
-    """Loads GEMM modules on first use and hands out their kernels."""
+class Library(library.Library):
+    """The GEMM modules of ``KERNEL_DIR``, loaded on first use."""
 
     def __init__(self):
-        self._modules = {}
-        self._kernels = {}
-
-    def _module(self, stem):
-        module = self._modules.get(stem)
-        if module is None:
-            for suffix in (".cubin", ".fatbin"):
-                path = KERNEL_DIR / (stem + suffix)
-                if path.exists():
-                    module = driver.load_module(path)
-                    break
-            else:
-                raise KernelsMissing(
-                    f"GEMM kernels are not built: {KERNEL_DIR / stem}.cubin (or .fatbin) "
-                    "is missing; run `make kernels` (needs nvcc)")
-            self._modules[stem] = module
-        return module
-
-    def function(self, stem, name, smem):
-        """The kernel ``name`` of module ``stem``, allowed ``smem`` bytes of shared memory."""
-        key = (stem, name)
-        kernel = self._kernels.get(key)
-        if kernel is None:
-            try:
-                kernel = driver.Kernel(self._module(stem), name, smem)
-            except driver.DriverError as err:
-                raise KernelsMissing(f"{stem} has no usable kernel {name} ({err}); "
-                                     "rebuild with `make kernels`") from None
-            self._kernels[key] = kernel
-        return kernel
+        super().__init__(KERNEL_DIR, "GEMM")
