@@ -25,8 +25,8 @@
 // Launch shape: grid (X, Y, 1) with any X, Y >= 1, block (256, 1, 1), no
 // shared memory; blocks stride over the N images along y, threads over one
 // image's outputs (fprop) or inputs (bprop) along x, V consecutive
-// channels each.  Index math within an image is 32-bit (the launcher
-// refuses images of 2**31 elements or more): 64-bit division would be a
+// channels each.  Index math within an image is 32-bit (pooling layers
+// refuse tensors of 2**31 elements or more): 64-bit division would be a
 // subroutine call, and calls cost stack spills.  V > 1 (16-byte accesses)
 // needs J = 1, channel stride 1, no channel padding, C % V == 0 and
 // 16-byte aligned pointers; the launcher checks, else V = 1.

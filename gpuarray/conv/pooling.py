@@ -32,7 +32,6 @@ _TYPE_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 def run(gpu, call):
     """Queue the kernels of ``call`` (fprop or bprop) on ``gpu``."""
     pool = call.layer
-    _check_size(pool)
     inputs = _contiguous(gpu, call.inputs)
     if call.kind == "fprop":
         out, argmax = _output(gpu, call.out), _output(gpu, call.argmax)
@@ -53,22 +52,13 @@ def run(gpu, call):
     _copy_back(call.out, grad)
 
 
-def _check_size(pool):
-    """The kernels index one image with 32-bit integers."""
-    for name, dims in (("input", pool.dimI), ("output", pool.dimO)):
-        per_image = dims[1] * dims[2] * dims[3] * dims[4]
-        if per_image >= 2**31:
-            raise ValueError(f"GPU pooling supports fewer than 2**31 elements per image; the "
-                             f"{name} has {per_image} (D*H*W*C or M*P*Q*K)")
-
-
 def _contiguous(gpu, t):
-    return t if t.is_contiguous() else gpu.evaluate(t)
+    return t if t.is_contiguous else gpu.evaluate(t)
 
 
 def _output(gpu, target):
     """Where a kernel writes ``target``: itself when contiguous, else a temporary."""
-    if target is None or target.is_contiguous():
+    if target is None or target.is_contiguous:
         return target
     return gpu.empty(target.shape, target.dtype)
 

@@ -86,7 +86,8 @@ class ProductFunctions:
 
     def run_product(self, A, B, C, batched, alpha=1.0, beta=0.0, relu=False, bias=None,
                     stats=None, precision=None):
-        """``C = relu(alpha * A @ B + bias) + beta * C``: replayed when a plan fits, else checked and run."""
+        """``C = relu(alpha * A @ B + bias) + beta * C``, replayed when a recorded plan fits,
+        else checked and run."""
         key = None
         if self.records_gemm_plans:
             key = replay.signature(self, batched, A, B, C, bias, stats, relu, beta, precision)
