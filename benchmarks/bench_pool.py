@@ -102,9 +102,12 @@ def as_nchw(torch, t):
 
 
 def check(torch, ours, ref, what):
-    """max |ours - ref| / mean |ref| within 16-bit rounding (7e-3)."""
+    """max |ours - ref| / mean |ref| within 7e-3, one fp16 rounding of the result forgiven
+    (both sides round their float32 sums to fp16)."""
     ref = ref.float()
-    err = float((ours.float() - ref).abs().max() / ref.abs().mean().clamp_min(1e-30))
+    slack = ref.abs() * torch.finfo(torch.float16).eps
+    excess = ((ours.float() - ref).abs() - slack).clamp_min(0)
+    err = float(excess.max() / ref.abs().mean().clamp_min(1e-30))
     if err > 7e-3:
         raise AssertionError(f"{what}: validation failed, error {err:.2e} > 7e-3")
     return err

@@ -28,8 +28,9 @@
 // channels each.  Index math within an image is 32-bit (pooling layers
 // refuse tensors of 2**31 elements or more): 64-bit division would be a
 // subroutine call, and calls cost stack spills.  V > 1 (16-byte accesses)
-// needs J = 1, channel stride 1, no channel padding, C % V == 0 and
-// 16-byte aligned pointers; the launcher checks, else V = 1.
+// needs J = 1, channel stride 1, no channel padding, C % V == 0,
+// 16-byte aligned tensors and an argmax aligned to V of its elements; the
+// launcher checks, else V = 1.
 //
 // Kernels: ga_pool_{fprop,bprop}_{max,avg}_{f16,bf16,f32}_v{1,V}, the max
 // ones with an argmax suffix _u8 or _i32.
@@ -113,16 +114,22 @@ __device__ void pool_fprop(const PoolArgs &p) {
         int arg[V];
         #pragma unroll
         for (int i = 0; i < V; ++i) { acc[i] = MAX ? -CUDART_INF_F : 0.f; arg[i] = -1; }
-        // one flat walk over the window's taps, (j, t, r, s) advanced like an odometer
+        // One flat walk over the window's taps, (j, t, r, s) advanced like an
+        // odometer.  Every tap loads (a tap outside the input reads the
+        // tensor's first element and is then ignored), so that unrolled
+        // iterations keep several loads in flight instead of one.
         const int taps = p.window[0] * p.window[1] * p.window[2] * p.window[3];
         int j = 0, t = 0, r = 0, s = 0;
+        #pragma unroll 4
         for (int tap = 0; tap < taps; ++tap) {
             int c = start[0] + j, d = start[1] + t, h = start[2] + r, w = start[3] + s;
-            if ((unsigned)c < (unsigned)p.size[0] && (unsigned)d < (unsigned)p.size[1] &&
-                (unsigned)h < (unsigned)p.size[2] && (unsigned)w < (unsigned)p.size[3]) {
-                float x[V];
-                load<T, V>(in + (((n * p.size[1] + d) * p.size[2] + h) * p.size[3] + w) *
-                                    p.size[0] + c, x);
+            bool inside = (unsigned)c < (unsigned)p.size[0] && (unsigned)d < (unsigned)p.size[1] &&
+                          (unsigned)h < (unsigned)p.size[2] && (unsigned)w < (unsigned)p.size[3];
+            long long at = inside ? (((n * p.size[1] + d) * p.size[2] + h) * p.size[3] + w) *
+                                        p.size[0] + c : 0;
+            float x[V];
+            load<T, V>(in + at, x);
+            if (inside) {
                 #pragma unroll
                 for (int i = 0; i < V; ++i) {
                     if (!MAX) {
@@ -152,8 +159,10 @@ __device__ void pool_fprop(const PoolArgs &p) {
         long long o = (n * per_image + g) * V;  // outputs are laid out in (n, g) order
         if (p.O) store<T, V>(static_cast<T *>(p.O) + o, acc);
         if (MAX && p.argmax) {
+            Pack<A, V> index;
             #pragma unroll
-            for (int i = 0; i < V; ++i) static_cast<A *>(p.argmax)[o + i] = (A)arg[i];
+            for (int i = 0; i < V; ++i) index.v[i] = (A)arg[i];
+            *reinterpret_cast<Pack<A, V> *>(static_cast<A *>(p.argmax) + o) = index;
         }
     }
 }

@@ -71,7 +71,7 @@ def _copy_back(target, written):
 def launch(gpu, kind, pool, I=None, O=None, argmax=None, E=None, grad_I=None):  # noqa: E741
     """Queue one pooling kernel on contiguous tensors (absent ones: None)."""
     tensors = (I, O, argmax, E, grad_I)
-    vec = _vector_width(pool, [t for t in tensors if t is not None and t is not argmax])
+    vec = _vector_width(pool, [t for t in tensors if t is not None and t is not argmax], argmax)
     name = f"ga_pool_{kind}_{pool.op}_{_TYPE_NAME[dtypes.name(pool.dtype)]}_v{vec}"
     if pool.op == "max":
         name += "_u8" if pool.argmax_dtype.itemsize == 1 else "_i32"
@@ -87,10 +87,13 @@ def launch(gpu, kind, pool, I=None, O=None, argmax=None, E=None, grad_I=None):  
     gpu._stats["kernels_launched"] += 1
 
 
-def _vector_width(pool, tensors):
-    """Channels per thread: 16 bytes' worth when the channel axis is not pooled, else 1."""
+def _vector_width(pool, tensors, argmax):
+    """Channels per thread: 16 bytes' worth when the channel axis is not pooled, else 1.
+
+    The V indices of an argmax move as one access of V of its elements.
+    """
     vec = 16 // pool.dtype.itemsize
     plain_channels = pool.J == 1 and pool.stride[0] == 1 and pool.pad[0] == 0
-    if plain_channels and pool.C % vec == 0 and all(t.ptr % 16 == 0 for t in tensors):
-        return vec
-    return 1
+    aligned = all(t.ptr % 16 == 0 for t in tensors) and (
+        argmax is None or argmax.ptr % (vec * argmax.itemsize) == 0)
+    return vec if plain_channels and pool.C % vec == 0 and aligned else 1
