@@ -34,7 +34,8 @@ from .conv.functions import ConvFunctions
 from .core.array import Tensor
 from .core.backend import Backend
 from .conv import pooling
-from .cuda import compiler, driver, interop, library
+from .cuda import compiler, driver, interop, library, stream
+from .cuda.capture import CapturedStep
 from .cuda.mempool import DeviceMemoryPool
 from .fusion import dispatch, generate
 from .gemm import catalogue, plan as gemm_plan
@@ -185,6 +186,12 @@ class GPUTensor(Tensor):
         return (interop.kDLCUDA, self.backend.device_id)
 
 
+def _check_rounding_capturable(c):
+    if c.rounding and stream.capturing() is not None:
+        raise NotImplementedError("stochastic rounding inside a captured step would repeat the "
+                                  "recorded random bits on every replay; round to nearest there")
+
+
 class GPU(ConvFunctions, ProductFunctions, Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
@@ -283,12 +290,14 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
 
     @_device_call
     def _upload(self, tensor, host):
+        stream.refuse_in_capture("copying host data to the device")
         if host.size:
             self._drv.memcpy_htod(tensor.ptr, host.reshape(-1).view(np.uint8))
 
     @_device_call
     def _download(self, tensor):
         ptr = tensor.ptr  # first: a freed buffer raises before any device work
+        stream.refuse_in_capture("reading a tensor's values on the host (get, item, float...)")
         host = np.empty(tensor.shape, tensor.dtype)
         if host.size:
             self.context.synchronize()
@@ -307,6 +316,7 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
     @_device_call
     def synchronize(self):
         """Wait until all queued kernels and copies finished."""
+        stream.refuse_in_capture("synchronize()")
         self.context.synchronize()
 
     def stats(self):
@@ -326,10 +336,12 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
         for t in (call.a, call.b, call.c, call.bias, call.stats):
             if t is not None:
                 t.ptr  # noqa: B018 - a freed buffer raises here, before any work is queued
+        _check_rounding_capturable(call.c)
         return gemm_plan.run(self, call)
 
     @_device_call
     def _replay_gemm(self, plan, a, b, c, bias, stats, alpha, beta):
+        _check_rounding_capturable(c)
         plan.replay(self, a, b, c, bias, stats, alpha, beta)
 
     def _conv(self, call):
@@ -338,6 +350,30 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
     @_device_call
     def _pool(self, call):
         pooling.run(self, call)
+
+    def capture(self, fn, strict=False):
+        """``fn`` recorded as a CUDA graph on its first call, replayed by later calls.
+
+        Parameters
+        ----------
+        fn : callable
+            A step issuing device work through this factory; it takes
+            tensors, Python numbers, strings, None and tuples of those.
+        strict : bool
+            Raise ``ValueError`` when called with other tensors or numbers
+            than the first call, instead of recording another graph.
+
+        Returns
+        -------
+        CapturedStep
+            Callable like ``fn``; returns what ``fn`` returned when it was
+            recorded (its tensors refreshed by each replay).  See
+            :mod:`gpuarray.cuda.capture` for what a graph holds and what
+            cannot be captured.
+        """
+        if not callable(fn):
+            raise TypeError(f"capture needs a callable, not {type(fn).__name__}")
+        return CapturedStep(self, fn, strict)
 
     def _kernel(self, program, layout):
         """Compiled kernel for (program, layout), generating it on first use."""

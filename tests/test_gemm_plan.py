@@ -40,7 +40,7 @@ class _Library:
 
 class _Driver:
     @staticmethod
-    def memset_d32_async(ptr, value, count):
+    def memset_d32_async(ptr, value, count, stream=None):
         pass
 
 

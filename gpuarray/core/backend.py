@@ -44,6 +44,18 @@ class Backend(CreationFunctions, MathFunctions):
     def synchronize(self):
         """Wait for all queued work to finish."""
 
+    def capture(self, fn, strict=False):
+        """``fn`` itself: this factory runs every step eagerly (see ``GPU.capture``)."""
+        if not callable(fn):
+            raise TypeError(f"capture needs a callable, not {type(fn).__name__}")
+        return fn
+
+    def jit(self, fn=None, *, strict=False):
+        """Decorator form of :meth:`capture`: ``@ng.jit`` or ``@ng.jit(strict=True)``."""
+        if fn is None:
+            return lambda f: self.capture(f, strict)
+        return self.capture(fn, strict)
+
     def stats(self):
         """Counters: kernels_launched, kernels_compiled, device_allocations..."""
         return dict(self._stats)

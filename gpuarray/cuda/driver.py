@@ -20,6 +20,7 @@ import ctypes.util
 import numpy as np
 
 from ..core import dtypes
+from . import stream
 
 TENSOR_MAP_BYTES = 128
 
@@ -159,8 +160,9 @@ class Kernel:
                    f"raising {name}'s shared memory to {smem} bytes")
 
     def launch(self, grid, block, params, smem):
-        """Queue the kernel on the default stream; ``params`` from :func:`parameter_block`."""
-        _check(_libcuda().cuLaunchKernel(self.handle, *grid, *block, smem, None, params[0], None),
+        """Queue the kernel on this thread's stream; ``params`` from :func:`parameter_block`."""
+        _check(_libcuda().cuLaunchKernel(self.handle, *grid, *block, smem,
+                                         stream.current_handle(), params[0], None),
                f"launching {self.name}")
 
 

@@ -19,7 +19,7 @@ import gc
 import operator
 import threading
 
-__all__ = ["DeviceMemoryPool", "FreedBuffer", "PooledBuffer", "round_size"]
+__all__ = ["DeviceMemoryPool", "FreedBuffer", "Keeper", "PooledBuffer", "round_size"]
 
 #: Small requests round up to a multiple of this many bytes.
 GRANULE = 512
@@ -189,6 +189,7 @@ class DeviceMemoryPool:
         # Reentrant: gc.collect() on the out-of-memory path runs arbitrary
         # finalizers inside the lock, and one may allocate.
         self._lock = threading.RLock()
+        self._local = threading.local()
         self._device_allocations = 0
         self._device_frees = 0
         self._bytes_in_use = 0
@@ -236,9 +237,23 @@ class DeviceMemoryPool:
                 raw = self._alloc_with_retry(nbytes, capacity)
             self._bytes_in_use += capacity
             self._blocks_in_use += 1
-        return PooledBuffer(raw, int(raw), nbytes, capacity, self._returns)
+        keeper = getattr(self._local, "keeper", None)
+        return PooledBuffer(raw, int(raw), nbytes, capacity,
+                            self._returns if keeper is None else keeper)
 
     __call__ = allocate
+
+    def keep_for(self, keeper):
+        """Until :meth:`stop_keeping`, buffers this thread allocates return to ``keeper``.
+
+        A CUDA graph bakes in the addresses of the temporaries its capture
+        allocated: their memory must not be lent to anyone else while the
+        graph can still be replayed.  ``keeper`` is a :class:`Keeper`.
+        """
+        self._local.keeper = keeper
+
+    def stop_keeping(self):
+        self._local.keeper = None
 
     def free_cached(self):
         """Release every cached block to the device.
@@ -345,3 +360,28 @@ def _check_nbytes(nbytes):
     if nbytes < 0:
         raise ValueError(f"nbytes must be >= 0, got {nbytes}")
     return nbytes
+
+
+class Keeper:
+    """Holds the freed buffers of a captured graph until :meth:`release`.
+
+    Buffers allocated while a pool keeps for this keeper return here
+    instead of to the pool; after :meth:`release` (the graph is gone)
+    everything held, and everything freed later, goes back to the pool.
+    """
+
+    def __init__(self, pool):
+        self._returns = pool._returns
+        self._held = []
+        self._released = False
+
+    def append(self, item):
+        if self._released:
+            self._returns.append(item)
+        else:
+            self._held.append(item)
+
+    def release(self):
+        self._released = True
+        while self._held:
+            self._returns.append(self._held.pop())

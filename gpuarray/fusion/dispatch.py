@@ -19,7 +19,8 @@ import struct
 from operator import add, itemgetter
 
 from ..core.array import Tensor
-from ..core.optree import Scalar
+from ..core.optree import OpTreeNode, Scalar
+from ..cuda import stream
 from . import launch, plan
 
 
@@ -46,6 +47,8 @@ class Dispatcher:
                 # must not grow without bound (compiled kernels are kept)
                 del self.recipes[next(iter(self.recipes))]
             recipe = self.recipes[key] = self._record(out, tree, leaves)
+        if stream.capturing() is not None:
+            _check_capturable(out, tree)
         recipe.replay(self.gpu, slots)
 
     def _record(self, out, tree, leaves):
@@ -64,6 +67,21 @@ class Dispatcher:
                 holes.append((spec.call_index + 1, _ROUNDING_SLOT, 0))
             kernels.append(_Launcher(kernel, spec, holes))
         return _Recipe([t.nbytes for t in temps], kernels)
+
+
+def _check_capturable(out, tree):
+    """Random numbers come from the call counter a graph would freeze: refuse them."""
+    if out.rounding:
+        raise NotImplementedError("stochastic rounding inside a captured step would repeat the "
+                                  "recorded random bits on every replay; round to nearest there")
+    nodes = [tree]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, OpTreeNode):
+            if node.op == "rand":
+                raise NotImplementedError("rand() inside a captured step would repeat the "
+                                          "recorded numbers on every replay; draw them outside")
+            nodes.extend(node.args)
 
 
 #: slot layout of one assignment: out pointer, rounding bits, call counter,
@@ -114,9 +132,10 @@ class _Launcher:
         for pack_into, offset, fetch in self.runs:
             pack_into(buffer, offset, *fetch(slots))
         if self.launch is None:
-            self.kernel.prepared_async_call(self.grid, self.block, None, *self.unpack(buffer))
+            self.kernel.prepared_async_call(self.grid, self.block, stream.current(),
+                                            *self.unpack(buffer))
         else:
-            self.launch(self.grid, self.block, buffer, 0, None)
+            self.launch(self.grid, self.block, buffer, 0, stream.current())
 
 
 def _runs(arg_format, holes):

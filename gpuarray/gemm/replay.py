@@ -18,7 +18,7 @@ when that address changes.
 import struct
 
 from ..core.array import Tensor
-from ..cuda import driver
+from ..cuda import driver, stream
 from . import catalogue as gk
 
 _PTRS = struct.Struct("<6Q")
@@ -115,7 +115,7 @@ class GemmPlan:
         gpu._calls += 1
         _SCALARS.pack_into(args, _SCALARS_AT, alpha, beta, gpu._calls & 0xFFFFFFFF)
         if stats:
-            gpu._drv.memset_d32_async(stats, 0, 2)
+            gpu._drv.memset_d32_async(stats, 0, 2, stream.current())
         params = driver.parameter_block(bytes(args))
         launches = [(kernel, grid, block, params, smem)
                     for kernel, grid, block, smem in self.launches]

@@ -1,0 +1,54 @@
+"""The stream this thread's device work goes to, and whether it is being captured.
+
+In: :func:`capturing_on` entered by :mod:`gpuarray.cuda.capture` around the
+recording of a step.  Out: :func:`current` (a pycuda ``Stream`` or None,
+the legacy default stream) and :func:`current_handle` (its ``CUstream``),
+which every launch site passes to the driver -- fused kernels, GEMM and
+pooling kernels, memsets -- and :func:`capturing`, which the operations
+that cannot be captured (host reads and writes, synchronisation, random
+numbers drawn per call) check to raise clearly.
+
+Thread-local: one thread may record a step while others launch as usual.
+"""
+import contextlib
+import threading
+
+_local = threading.local()
+
+
+def current():
+    """The pycuda stream launches go to on this thread (None: the default stream)."""
+    return getattr(_local, "stream", None)
+
+
+def current_handle():
+    """``CUstream`` of :func:`current` (None: the default stream)."""
+    stream = getattr(_local, "stream", None)
+    return None if stream is None else stream.handle
+
+
+def capturing():
+    """What this thread is capturing (a description), or None."""
+    return getattr(_local, "capture", None)
+
+
+@contextlib.contextmanager
+def capturing_on(stream, what):
+    """Send this thread's launches to ``stream`` while ``what`` is captured."""
+    if capturing() is not None:
+        raise RuntimeError(f"cannot capture {what} inside the capture of {capturing()}")
+    _local.stream, _local.capture = stream, what
+    try:
+        yield
+    finally:
+        _local.stream = _local.capture = None
+
+
+def refuse_in_capture(operation):
+    """Raise when this thread is capturing: ``operation`` cannot become part of a graph."""
+    what = capturing()
+    if what is not None:
+        raise RuntimeError(
+            f"{operation} inside a captured step ({what}): a CUDA graph replays device "
+            "work only, so host reads, host writes and synchronisation cannot be captured; "
+            "do them outside the step, and pass the data in tensors")
