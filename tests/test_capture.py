@@ -44,12 +44,12 @@ def test_captured_training_step_matches_eager(gpu_ng):
     ng, rng = gpu_ng, np.random.default_rng(0)
     X, Y, W1, W2 = _problem(ng, rng)
     eager = [ng.array(t.get()) for t in (X, Y, W1, W2)]
-    step = ng.capture(_mlp_step)
+    step = ng.capture(lambda *t: _mlp_step(ng, *t))
     for i in range(4):
         data = rng.standard_normal((64, 32)).astype(F32)
         X[:] = data  # new contents of the same tensors: the graph reads them
         eager[0][:] = data
-        G = step(ng, X, Y, W1, W2, 0.01)
+        G = step(X, Y, W1, W2, 0.01)
         G_eager = _mlp_step(ng, *eager, 0.01)
         np.testing.assert_allclose(G.get(), G_eager.get(), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(W1.get(), eager[2].get(), rtol=1e-4, atol=1e-6)

@@ -12,7 +12,7 @@ the tree goes to the fusion compiler as usual.
 from ..core import shapes
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, Scalar
-from .call import OUTPUT_DTYPES, make_call
+from .call import OUTPUT_DTYPES
 
 PRODUCTS = ("dot", "batched_dot")
 
@@ -89,8 +89,7 @@ def _materialize(backend, node, memo):
     if node.op in PRODUCTS:
         out = backend.empty(node.shape, node.dtype)
         a, b = node.args
-        backend.run_gemm(make_call(backend, a, b, out, node.op == "batched_dot",
-                                        precision=node.attrs[0]))
+        backend.run_product(a, b, out, node.op == "batched_dot", precision=node.attrs[0])
         result = out
     else:
         args = tuple(_materialize(backend, a, memo) for a in node.args)
