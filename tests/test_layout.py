@@ -24,6 +24,7 @@ ALLOWED = {
     "gemm": {"core", "cuda", "gemm"},
     "conv": {"core", "cuda", "conv"},
     "autodiff": {"core", "autodiff"},
+    "datasets": {"datasets"},
 }
 
 
