@@ -15,10 +15,11 @@ from . import dtypes, shapes
 from .array import Tensor
 from .creation import CreationFunctions
 from .functions import MathFunctions
+from .manipulation import ManipulationFunctions
 from .optree import Expression, Scalar
 
 
-class Backend(CreationFunctions, MathFunctions):
+class Backend(CreationFunctions, ManipulationFunctions, MathFunctions):
     """Base class of the factories; see :class:`gpuarray.GPU`."""
 
     tensor_class = Tensor

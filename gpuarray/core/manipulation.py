@@ -1,0 +1,77 @@
+"""numpy functions built from views and the fused operations: isclose, diff, outer, flip.
+
+In: tensors or expressions of one factory.  Out: views (``flip``), lazy
+op-trees (``isclose``, ``diff``, ``outer``), which fuse into whatever
+assignment consumes them, or a Python bool (``allclose``, a host read).
+Nothing here needs a kernel of its own: every result is a tree the fusion
+compiler (or numpy, on the CPU factory) already evaluates.  Mixed into both
+factories through :class:`ManipulationFunctions`.
+"""
+import operator
+
+from . import shapes
+from .array import Tensor
+
+
+class ManipulationFunctions:
+    """Mixin: numpy functions composed of views and elementwise operations."""
+
+    def isclose(self, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise ``|a - b| <= atol + rtol * |b|``, as ``numpy.isclose``.
+
+        Infinities are close only to an infinity of the same sign; NaN is
+        close to NaN only with ``equal_nan``.  Returns a lazy bool tree.
+        """
+        a, b = self.operands((a, b))
+        both_finite = self.logical_and(self.isfinite(a), self.isfinite(b))
+        within = self.less_equal(self.absolute(a - b), atol + rtol * self.absolute(b))
+        close = self.where(both_finite, within, self.equal(a, b))
+        if equal_nan:
+            close = self.logical_or(close, self.logical_and(self.isnan(a), self.isnan(b)))
+        return close
+
+    def allclose(self, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """True when every element of :meth:`isclose` is (a host read)."""
+        close = self.isclose(a, b, rtol, atol, equal_nan)
+        if not close.shape or all(close.shape):
+            return bool(self.evaluate(self.all(close)).get().all())
+        return True
+
+    def diff(self, a, n=1, axis=-1):
+        """The n-th discrete difference along ``axis``, as ``numpy.diff`` (a lazy tree)."""
+        x = self.operand(a)
+        n = operator.index(n)
+        if n < 0:
+            raise ValueError(f"order must be non-negative but got {n}")
+        if x.ndim == 0:
+            raise ValueError("diff requires input that is at least one dimensional")
+        axis = shapes.normalize_axis(axis, x.ndim)
+        for _ in range(n):
+            if not isinstance(x, Tensor):
+                x = self.evaluate(x)  # slicing needs a tensor; one kernel per order
+            head = (slice(None),) * axis
+            x = x[head + (slice(1, None),)] - x[head + (slice(None, -1),)]
+        return x
+
+    def outer(self, a, b):
+        """``a.ravel()[:, None] * b.ravel()[None, :]``, as ``numpy.outer`` (a lazy tree)."""
+        a, b = (self._flat(x) for x in self.operands((a, b)))
+        return a[:, None] * b[None, :]
+
+    def flip(self, a, axis=None):
+        """A view of ``a`` with the order of elements along ``axis`` reversed (all axes: None)."""
+        x = self._tensor(a)
+        if axis is None:
+            axes = range(x.ndim)
+        else:
+            axes = shapes.normalize_axes(axis if isinstance(axis, tuple) else (axis,), x.ndim)
+        return x[tuple(slice(None, None, -1) if i in axes else slice(None)
+                       for i in range(x.ndim))]
+
+    def _tensor(self, a):
+        x = self.operand(a)
+        return x if isinstance(x, Tensor) else self.evaluate(x)
+
+    def _flat(self, x):
+        x = x if isinstance(x, Tensor) else self.evaluate(x)
+        return x.reshape(-1)
