@@ -189,7 +189,7 @@ class DeviceMemoryPool:
         # Reentrant: gc.collect() on the out-of-memory path runs arbitrary
         # finalizers inside the lock, and one may allocate.
         self._lock = threading.RLock()
-        self._local = threading.local()
+        self._local = _Keeping()
         self._device_allocations = 0
         self._device_frees = 0
         self._bytes_in_use = 0
@@ -237,7 +237,7 @@ class DeviceMemoryPool:
                 raw = self._alloc_with_retry(nbytes, capacity)
             self._bytes_in_use += capacity
             self._blocks_in_use += 1
-        keeper = getattr(self._local, "keeper", None)
+        keeper = self._local.keeper
         return PooledBuffer(raw, int(raw), nbytes, capacity,
                             self._returns if keeper is None else keeper)
 
@@ -360,6 +360,12 @@ def _check_nbytes(nbytes):
     if nbytes < 0:
         raise ValueError(f"nbytes must be >= 0, got {nbytes}")
     return nbytes
+
+
+class _Keeping(threading.local):
+    """The keeper a thread's allocations return to (None: the pool itself)."""
+
+    keeper = None
 
 
 class Keeper:

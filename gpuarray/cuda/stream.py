@@ -13,23 +13,31 @@ Thread-local: one thread may record a step while others launch as usual.
 import contextlib
 import threading
 
-_local = threading.local()
+class _State(threading.local):
+    """Per-thread state; class attributes are every new thread's defaults, so
+    reading them needs no ``getattr`` fallback (launches read them per call)."""
+
+    stream = None
+    capture = None
+
+
+_local = _State()
 
 
 def current():
     """The pycuda stream launches go to on this thread (None: the default stream)."""
-    return getattr(_local, "stream", None)
+    return _local.stream
 
 
 def current_handle():
     """``CUstream`` of :func:`current` (None: the default stream)."""
-    stream = getattr(_local, "stream", None)
+    stream = _local.stream
     return None if stream is None else stream.handle
 
 
 def capturing():
     """What this thread is capturing (a description), or None."""
-    return getattr(_local, "capture", None)
+    return _local.capture
 
 
 @contextlib.contextmanager
