@@ -24,10 +24,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..core import shapes
-from ..cuda import driver
 from . import catalogue as gk, tiles
 from .call import GemmCall, epilogue_tree, stats_by_reduction
-from .replay import GemmPlan, _TensorMap
+from .replay import GemmPlan, TensorMap
 
 _REDUCE_THREADS = 256
 _MAX_CHOICES = 4096
@@ -279,7 +278,7 @@ def _tensor_map(cfg, op, name, prob):
     batches = prob.call.batches if op.batch else 1
     # one batch: the stride is never used, but must still be a multiple of 16
     batch_bytes = op.batch * isz if op.batch else -(-(op.ld * extents[1] * isz) // 16) * 16
-    return _TensorMap(op.t.dtype, (extents[0], extents[1], batches), (op.ld * isz, batch_bytes),
+    return TensorMap(op.t.dtype, (extents[0], extents[1], batches), (op.ld * isz, batch_bytes),
                       (inner, outer, 1), swizzle, prob.call.precision == "tf32")
 
 

@@ -19,7 +19,6 @@ import struct
 
 from ..core.array import Tensor
 from ..cuda import driver, stream
-from . import catalogue as gk
 
 _PTRS = struct.Struct("<6Q")
 _SCALARS = struct.Struct("<2fI")
@@ -60,7 +59,7 @@ def signature(backend, batched, a, b, c, bias, stats, relu, beta, precision):
         return None
 
 
-class _TensorMap:
+class TensorMap:
     """One operand's TMA descriptor: fixed geometry, re-encoded when the address moves."""
 
     def __init__(self, dtype, dims, strides, box, swizzle, tf32):
@@ -89,7 +88,7 @@ class GemmPlan:
         The main kernel, then the split-K reduce when ``workspace_bytes``.
     template : bytes
         ``GemmArgs`` with every structural field filled in.
-    tensor_maps : tuple of two _TensorMap, or None
+    tensor_maps : tuple of two TensorMap, or None
         The descriptors of the kernel's A and B (TMA kernels only).
     workspace_bytes : int
         Split-K partial sums, taken from the pool per launch (0: none).
