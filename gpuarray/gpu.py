@@ -33,7 +33,7 @@ import numpy as np
 from .conv.functions import ConvFunctions
 from .core.array import Tensor
 from .core.backend import Backend
-from .conv import pooling
+from .conv import convolution, pooling
 from .cuda import compiler, driver, interop, library, stream
 from .cuda.capture import CapturedStep
 from .cuda.mempool import DeviceMemoryPool
@@ -155,9 +155,6 @@ def gpu_available():
     """True when pycuda imports and a CUDA device is present."""
     return gpu_unavailable_reason() is None
 
-
-_NO_CONV_KERNELS = ("convolution kernels for the GPU are not built yet (issue 11); "
-                    "use gpuarray.CPU() for the reference")
 
 
 class GPUTensor(Tensor):
@@ -344,8 +341,9 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
         _check_rounding_capturable(c)
         plan.replay(self, a, b, c, bias, stats, alpha, beta)
 
+    @_device_call
     def _conv(self, call):
-        raise NotImplementedError(_NO_CONV_KERNELS)
+        convolution.run(self, call)
 
     @_device_call
     def _pool(self, call):

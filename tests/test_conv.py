@@ -3,11 +3,8 @@
 Every value test runs on both factories through ``ng``.  The CPU runs the
 numpy reference (gpuarray/conv/reference.py), checked here against
 hand-computed cases and an independent loop implementation over a seeded
-sweep.  The GPU's pooling kernels are compared with the same references;
-its convolution kernels are not built yet, so the GPU convolution cases
-check the clear ``NotImplementedError`` -- flip ``GPU_CONV_KERNELS`` when
-they land and the same tests compare their values.  Layout conversions and argument checks
-run on both factories today.  Criterion as the GEMM tests:
+sweep.  The GPU's kernels (gathers and GEMMs for convolution, the pooling
+kernels) are compared with the same references.  Criterion as the GEMM tests:
 ``max|err| / mean|ref|`` at most 5e-5 (float32) or 7e-3 (float16/bfloat16)
 after forgiving the rounding of the stored result.
 """
@@ -18,20 +15,10 @@ import pytest
 from conftest import BF16
 
 import gpuarray
+from gpuarray.conv import convolution
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
-#: True once the GPU's convolution kernels exist (issue 11)
-GPU_CONV_KERNELS = False
 TOLERANCE = {F16: 7e-3, BF16: 7e-3, F32: 5e-5}
-
-
-def compute(ng, run):
-    """``run()``, or on the GPU without convolution kernels: check it refuses clearly, then skip."""
-    if isinstance(ng, gpuarray.GPU) and not GPU_CONV_KERNELS:
-        with pytest.raises(NotImplementedError, match="not built yet .issue 11."):
-            run()
-        pytest.skip("GPU convolution kernels not built yet (issue 11)")
-    return run()
 
 
 def check(got, ref, dtype):
@@ -175,7 +162,7 @@ def test_conv_hand_computed(ng, kw, I, F, O):
     layer = ng.conv_layer(F32, **{"N": 1, "C": 1, "K": 1, **kw})
     I, F = (ng.array(np.array(v, F32).reshape(d)) for v, d in ((I, layer.dimI), (F, layer.dimF)))
     out = ng.empty(layer.dimO, F32)
-    compute(ng, lambda: ng.fprop_conv(layer, I, F, out))
+    ng.fprop_conv(layer, I, F, out)
     np.testing.assert_array_equal(out.get().ravel(), O)
 
 
@@ -186,7 +173,7 @@ def test_conv_matches_loops(ng, kind, kw, dtype):
     (a, b), (va, vb) = _conv_tensors(ng, layer, kind, np.random.default_rng(1))
     ref = naive_conv(layer, kind, va, vb)
     out = ng.empty(ref.shape, dtype)
-    compute(ng, lambda: getattr(ng, f"{kind}_conv")(layer, a, b, out))
+    getattr(ng, f"{kind}_conv")(layer, a, b, out)
     check(out, ref, dtype)
 
 
@@ -197,8 +184,9 @@ def test_bprop_and_update_are_adjoints_of_fprop(ng, kw):
     rng = np.random.default_rng(2)
     (I, vi), (F, vf), (E, ve) = (data(ng, rng, d, F32) for d in (layer.dimI, layer.dimF, layer.dimO))
     O, gI, gF = (ng.empty(d, F32) for d in (layer.dimO, layer.dimI, layer.dimF))
-    compute(ng, lambda: (ng.fprop_conv(layer, I, F, O), ng.bprop_conv(layer, F, E, gI),
-                         ng.update_conv(layer, I, E, gF)))
+    ng.fprop_conv(layer, I, F, O)
+    ng.bprop_conv(layer, F, E, gI)
+    ng.update_conv(layer, I, E, gF)
     products = [np.vdot(O.get().astype(np.float64), ve), np.vdot(vi, gI.get()),
                 np.vdot(vf, gF.get())]
     scale = np.abs(vi).sum() * np.abs(vf).max() * np.abs(ve).max()
@@ -213,7 +201,7 @@ def test_fprop_epilogue(ng, dtype):
     (I, vi), (F, vf), (O, vo), (b, vb) = (data(ng, rng, d, dtype) for d in
                                           (layer.dimI, layer.dimF, layer.dimO, (layer.K,)))
     ref = np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - 2 * vo
-    compute(ng, lambda: ng.fprop_conv(layer, I, F, O, alpha=0.5, beta=-2, relu=True, bias=b))
+    ng.fprop_conv(layer, I, F, O, alpha=0.5, beta=-2, relu=True, bias=b)
     check(O, ref, dtype)
 
 
@@ -224,8 +212,72 @@ def test_gradients_alpha_beta(ng, kind):
     (a, b), (va, vb) = _conv_tensors(ng, layer, kind, rng)
     ref = naive_conv(layer, kind, va, vb)
     out, vo = data(ng, rng, ref.shape, F32)
-    compute(ng, lambda: getattr(ng, f"{kind}_conv")(layer, a, b, out, alpha=3.0, beta=0.5))
+    getattr(ng, f"{kind}_conv")(layer, a, b, out, alpha=3.0, beta=0.5)
     check(out, 3 * ref + 0.5 * vo, F32)
+
+
+#: layers that take the GPU's other paths: pointwise (no gather), channels
+#: in 16-byte vectors, 3-D with everything on
+PATH_CASES = [
+    pytest.param(dict(N=2, C=16, K=8, H=5, W=3), id="pointwise"),
+    pytest.param(dict(N=3, C=8, K=16, H=6, W=7, R=3, S=3, pad_h=1, pad_w=1), id="vector"),
+    pytest.param(dict(N=2, C=4, K=8, D=4, H=5, W=5, T=2, R=3, S=3, pad_d=1, str_h=2,
+                      dil_w=2, pad_w=1), id="3d"),
+]
+
+
+@pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
+@pytest.mark.parametrize("kw", PATH_CASES)
+@pytest.mark.parametrize("dtype", [F32, F16, BF16], ids=["f32", "f16", "bf16"])
+@pytest.mark.parametrize("workspace", [None, 1], ids=["batch", "chunks"])
+def test_conv_paths(ng, monkeypatch, kind, kw, dtype, workspace):
+    """Every path of the GPU factory (and the CPU's reference), with the batch
+    in one piece and in chunks of one image (a one-byte workspace budget)."""
+    if workspace is not None:
+        monkeypatch.setattr(convolution, "WORKSPACE_BYTES", workspace)
+    layer = ng.conv_layer(dtype, **kw)
+    (a, b), (va, vb) = _conv_tensors(ng, layer, kind, np.random.default_rng(8))
+    ref = naive_conv(layer, kind, va, vb)
+    out, vo = data(ng, np.random.default_rng(9), ref.shape, dtype)
+    getattr(ng, f"{kind}_conv")(layer, a, b, out, alpha=2.0, beta=0.25)
+    check(out, 2 * ref + 0.25 * vo, dtype)
+
+
+@pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
+def test_conv_strided_views(ng, kind):
+    """Operands and outputs that are views (every other channel of a wider tensor)."""
+    layer = ng.conv_layer(F32, 2, 3, 4, H=5, W=6, R=3, S=2, pad_h=1)
+    rng = np.random.default_rng(10)
+    dims = {"fprop": (layer.dimI, layer.dimF, layer.dimO),
+            "bprop": (layer.dimF, layer.dimO, layer.dimI),
+            "update": (layer.dimI, layer.dimO, layer.dimF)}[kind]
+    wide = [data(ng, rng, d[:4] + (2 * d[4],), F32) for d in dims]
+    (a, va), (b, vb), (out, vo) = ((t[..., ::2], v[..., ::2]) for t, v in wide)
+    getattr(ng, f"{kind}_conv")(layer, a, b, out, beta=1.0)
+    check(out, naive_conv(layer, kind, va, vb) + vo, F32)
+    np.testing.assert_array_equal(wide[2][0].get()[..., 1::2], wide[2][1][..., 1::2])
+
+
+def test_conv_second_run_compiles_and_allocates_nothing(gpu_ng):
+    ng = gpu_ng
+    layer = ng.conv_layer(F16, 4, 8, 16, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1)
+    I, F, O = (ng.zeros(d, F16) for d in (layer.dimI, layer.dimF, layer.dimO))
+    gI, gF = ng.zeros(layer.dimI, F16), ng.zeros(layer.dimF, F16)
+
+    def step():
+        ng.fprop_conv(layer, I, F, O, relu=True)
+        ng.bprop_conv(layer, F, O, gI)
+        ng.update_conv(layer, I, O, gF)
+
+    step()
+    ng.synchronize()
+    before = ng.stats()
+    for _ in range(3):
+        step()
+    ng.synchronize()
+    after = ng.stats()
+    for counter in ("device_allocations", "kernels_compiled"):
+        assert after[counter] == before[counter], (counter, before, after)
 
 
 # -- pooling ------------------------------------------------------------------

@@ -19,7 +19,10 @@ def _idx(path, array, code=0x08, compress=False):
     header = struct.pack(">BBBB", 0, 0, code, array.ndim)
     header += struct.pack(f">{array.ndim}I", *array.shape)
     body = array.astype(mnist._IDX_TYPES[code]).tobytes()
-    (gzip.open if compress else open)(path, "wb").write(header + body)
+    # Closed explicitly: a GzipFile left to the garbage collector loses its
+    # buffered data and trailer (Python 3.12 buffers writes).
+    with (gzip.open if compress else open)(path, "wb") as f:
+        f.write(header + body)
 
 
 def _mnist_folder(folder, rng, n_train=20, n_test=6, compress=False):

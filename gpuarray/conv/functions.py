@@ -3,8 +3,8 @@
 In: layers, tensors in the native layout (see :mod:`~gpuarray.conv.layer`)
 and cuDNN-style options.  Out: the output tensor filled in.  Arguments
 are checked in :mod:`~gpuarray.conv.call`; the factory's ``_conv`` /
-``_pool`` hook runs the checked call (numpy on the CPU; the GPU's kernels
-are not built yet, issue 11).  Layout conversions (``to_layout`` /
+``_pool`` hook runs the checked call (numpy on the CPU; gathers, GEMMs
+and pooling kernels on the GPU).  Layout conversions (``to_layout`` /
 ``from_layout``) are strided copies, so they run on both factories today.
 Both factories mix :class:`ConvFunctions` in.
 """

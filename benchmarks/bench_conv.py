@@ -1,0 +1,132 @@
+"""Convolution benchmark: every conv layer of the convnet benchmarks, ours beside cuDNN.
+
+    python3 benchmarks/bench_conv.py [--quick] [--dtype float16|bfloat16|float32]
+                                     [--nets alexnet,vgg-a,...]
+
+Each layer of AlexNet, Overfeat, VGG-A and GoogLeNet v1 (conv_nets.py)
+runs fprop, bprop (data gradient) and update (filter gradient) on
+tensors torch made, shared zero-copy (torch's channels_last memory is
+gpuarray's native layout).  Every pass is validated against cuDNN first
+(max|err| / mean|ref| <= 7e-3 for 16-bit, 5e-5 for fp32 with TF32 off),
+then timed: medians of CUDA event pairs around back-to-back calls as
+users make them (host work included).  cuDNN runs through torch with
+``cudnn.benchmark = True`` in NCHW and channels_last, the faster taken.
+Prints a progress line per layer, a table and the per-network sums of
+the conv stack; writes benchmarks/results/conv[_<dtype>].json and .png.
+
+Targets (issue 11, 16-bit): every compute-bound layer (3x3 and 5x5 with
+C >= 64) >= 1.0x cuDNN per pass; the network's conv stack >= 1.1x.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import device_timer, new_row, print_table, set_target, table_cells  # noqa: E402
+from common import write_results  # noqa: E402
+from conv_nets import NETWORKS, OursConv, TorchConv, as_nchw, relative_error  # noqa: E402
+
+IMPLS = ("gpuarray", "cudnn")
+PASSES = ("fprop", "bprop", "update")
+QUICK = {"alexnet": ("conv2", "conv3"), "vgg-a": ("conv4",)}
+
+
+def tolerance(torch, dtype):
+    return 5e-5 if dtype == torch.float32 else 7e-3
+
+
+def validate(torch, ours, ref_conv, dtype):
+    """{pass: error} of ours against cuDNN (NCHW), raising past the tolerance."""
+    errors = {}
+    for name in PASSES:
+        got = getattr(ours, name)()
+        ours.ng.synchronize()
+        # filters (K, 1, R, S, C) read as KCRS the same way activations read as NCHW
+        err = relative_error(torch, as_nchw(torch, got), getattr(ref_conv, name)(), dtype)
+        if err > tolerance(torch, dtype):
+            raise AssertionError(f"{name}: validation failed, error {err:.2e}")
+        errors[name] = err
+    return errors
+
+
+def run_layer(ng, torch, dtype, net, batch, spec, repeats):
+    name, C, H, K, R, stride, pad = spec
+    layer = ng.conv_layer(str(dtype).split(".")[1], batch, C, K, H=H, W=H, R=R, S=R,
+                          pad_h=pad, pad_w=pad, str_h=stride, str_w=stride)
+    x = torch.randn(batch, C, H, H, device="cuda", dtype=dtype)
+    w = torch.randn(K, C, R, R, device="cuda", dtype=dtype) / (C * R * R) ** 0.5
+    grad = torch.randn(batch, K, layer.P, layer.Q, device="cuda", dtype=dtype)
+    variants = {fmt: TorchConv(torch, x, w, grad, stride, pad, getattr(torch, fmt))
+                for fmt in ("contiguous_format", "channels_last")}
+    ours = OursConv(ng, torch, layer, x, w, grad)
+    errors = validate(torch, ours, variants["contiguous_format"], dtype)
+    rows = []
+    for pass_ in PASSES:
+        row = new_row(f"{net} {name}", f"{pass_} C{C} {H}x{H} K{K} {R}x{R}/{stride}", IMPLS)
+        theirs = min(device_timer(getattr(v, pass_), repeats, 3) for v in variants.values())
+        mine = device_timer(getattr(ours, pass_), repeats, 3, sync=ng.synchronize)
+        row["values"].update(gpuarray=mine * 1e6, cudnn=theirs * 1e6)
+        row["times_us"].update(row["values"])
+        row["extra"] = {"net": net, "pass": pass_, "validation_error": errors[pass_],
+                        "TFLOPs": {"gpuarray": layer.flops / mine / 1e12,
+                                   "cudnn": layer.flops / theirs / 1e12},
+                        "ratio_to_cudnn": theirs / mine}
+        if R > 1 and C >= 64:
+            set_target(row, theirs * 1e6, ">= 1.0x cuDNN")
+        rows.append(row)
+    ratio = " ".join(f"{r['extra']['pass']} {r['extra']['ratio_to_cudnn']:.2f}x" for r in rows)
+    print(f"{net} {name}: {ratio} (TFLOP/s ours {rows[0]['extra']['TFLOPs']['gpuarray']:.0f} "
+          f"fprop, cuDNN {rows[0]['extra']['TFLOPs']['cudnn']:.0f})", flush=True)
+    return rows
+
+
+def network_sums(rows):
+    """{net: (ours ms, cuDNN ms)} over the conv stack (every layer, every pass)."""
+    sums = {}
+    for r in rows:
+        ours, theirs = sums.get(r["extra"]["net"], (0.0, 0.0))
+        sums[r["extra"]["net"]] = (ours + r["values"]["gpuarray"] / 1e3,
+                                   theirs + r["values"]["cudnn"] / 1e3)
+    return sums
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="three layers only")
+    parser.add_argument("--dtype", default="float16", choices=("float16", "bfloat16", "float32"))
+    parser.add_argument("--nets", default=",".join(NETWORKS))
+    args = parser.parse_args()
+    try:
+        import torch
+
+        import gpuarray
+        ng = gpuarray.GPU()
+    except Exception as e:  # no torch, pycuda or GPU: nothing to compare
+        print(f"bench_conv needs torch and a GPU: {e}")
+        return 2
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False  # fp32 is exact on both sides
+    dtype = getattr(torch, args.dtype)
+    rows = []
+    for net in args.nets.split(","):
+        batch, specs = NETWORKS[net]
+        for spec in specs:
+            if args.quick and spec[0] not in QUICK.get(net, ()):
+                continue
+            rows += run_layer(ng, torch, dtype, net, batch, spec, 5 if args.quick else 10)
+            ng.pool.free_cached()
+            torch.cuda.empty_cache()
+    print_table([table_cells(r, IMPLS) for r in rows])
+    sums = network_sums(rows)
+    for net, (ours, theirs) in sums.items():
+        print(f"{net} conv stack (fprop+bprop+update): ours {ours:.2f} ms, cuDNN {theirs:.2f} ms, "
+              f"{theirs / ours:.2f}x (target 1.1x)")
+    suffix = "" if args.dtype == "float16" else "_" + args.dtype
+    write_results("conv" + suffix, rows, {"impls": IMPLS, "quick": args.quick,
+                                          "dtype": args.dtype, "network_ms": sums})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

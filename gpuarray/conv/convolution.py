@@ -1,0 +1,197 @@
+"""Convolution on the GPU: one checked ConvCall -> gathers and GEMMs.
+
+In: a :class:`gpuarray.conv.call.ConvCall` (checked against its layer) and
+the GPU factory.  Out: O, grad_I or grad_F filled in, queued on the
+factory's stream.
+
+The convolution runs as GEMMs on the tensor cores (``ng.dot``, whose
+epilogue applies alpha, bias, relu and beta), fed by the gathers of
+kernels/conv_im2col.cu:
+
+========= ============================================= ====================
+kind      GEMM (rows: images x output positions)         then
+========= ============================================= ====================
+fprop     O = col @ F^T   (col = im2col(I))             --
+bprop     dcol = E @ F    (fp32)                        grad_I = col2im(dcol)
+update    grad_F = E^T @ col                            --
+========= ============================================= ====================
+
+A pointwise layer (1 x 1 x 1 filters, stride 1, no padding) needs no
+gather: its col is I itself.  The col matrix of the whole batch can be
+large (N*M*P*Q rows of T*R*S*C), so the batch runs in chunks of images
+whose col fits ``WORKSPACE_BYTES``; update sums the chunks in fp32.  No
+atomics anywhere: results are the same bits on every run.
+"""
+import struct
+
+import numpy as np
+
+from ..core import dtypes
+from ..cuda import driver
+
+STEM = "conv_im2col"
+THREADS = 256
+#: blocks along y walk the images; the driver allows 65535
+MAX_GRID_Y = 65535
+#: the most device memory one call's gather buffer takes (the pool caches it)
+WORKSPACE_BYTES = 1 << 29
+#: kernel index math is 32-bit within one image's col rows
+MAX_IMAGE_ELEMENTS = 2**31 - 1
+
+#: ConvArgs of kernels/conv_im2col.cu: src, dst, N, then size, out, filter,
+#: stride, pad, dilation (3 ints each), C, alpha, beta, padded to the
+#: struct's 8-byte alignment
+ARGS = struct.Struct("<2Qq19i2f4x")
+
+_TYPE_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+F32 = np.dtype(np.float32)
+
+
+def run(gpu, call):
+    """Queue the kernels of ``call`` (fprop, bprop or update) on ``gpu``."""
+    layer = call.layer
+    _check_image_size(layer)
+    {"fprop": _fprop, "bprop": _bprop, "update": _update}[call.kind](gpu, call, layer)
+
+
+def pointwise(layer):
+    """True when the col matrix is the input itself (1x1x1 filters, stride 1, no padding)."""
+    return (layer.T, layer.R, layer.S) == (1, 1, 1) and layer.stride == (1, 1, 1) \
+        and layer.pad == (0, 0, 0)
+
+
+def chunks(layer, itemsize):
+    """``(n0, n1)`` image ranges whose col matrix fits ``WORKSPACE_BYTES`` (at least one image)."""
+    per_image = _col_row_count(layer) * _col_width(layer) * itemsize
+    step = max(1, min(layer.N, WORKSPACE_BYTES // per_image))
+    return [(n0, min(n0 + step, layer.N)) for n0 in range(0, layer.N, step)]
+
+
+def _col_row_count(layer):
+    return layer.M * layer.P * layer.Q
+
+
+def _col_width(layer):
+    return layer.T * layer.R * layer.S * layer.C
+
+
+def _check_image_size(layer):
+    if _col_row_count(layer) * _col_width(layer) > MAX_IMAGE_ELEMENTS:
+        raise ValueError(f"{layer}: one image's im2col matrix has more than 2**31 - 1 "
+                         f"elements; split the image")
+
+
+# -- the three passes ----------------------------------------------------------
+
+def _fprop(gpu, call, layer):
+    F2 = _contiguous(gpu, call.b).reshape(layer.K, _col_width(layer))
+    I = _contiguous(gpu, call.a)  # noqa: E741
+    O = _output(gpu, call.out, call.beta)  # noqa: E741
+    epilogue = dict(alpha=call.alpha, beta=call.beta, relu=call.relu, bias=call.bias)
+    if pointwise(layer):
+        gpu.dot(_rows(I), F2.T, _rows(O), **epilogue)
+    else:
+        col = _workspace(gpu, layer, layer.dtype)
+        for n0, n1 in chunks(layer, layer.dtype.itemsize):
+            rows = _im2col(gpu, layer, I, n0, n1, col)
+            gpu.dot(rows, F2.T, _rows(O[n0:n1]), **epilogue)
+    _copy_back(call.out, O)
+
+
+def _bprop(gpu, call, layer):
+    F2 = _contiguous(gpu, call.a).reshape(layer.K, _col_width(layer))
+    E = _contiguous(gpu, call.b)
+    grad = _output(gpu, call.out, call.beta)
+    if pointwise(layer):
+        gpu.dot(_rows(E), F2, _rows(grad), alpha=call.alpha, beta=call.beta)
+    else:
+        dcol = _workspace(gpu, layer, F32)
+        for n0, n1 in chunks(layer, F32.itemsize):
+            rows = dcol[:(n1 - n0) * _col_row_count(layer)]
+            gpu.dot(_rows(E[n0:n1]), F2, rows)
+            _col2im(gpu, layer, rows, grad, n0, n1, call.alpha, call.beta)
+    _copy_back(call.out, grad)
+
+
+def _update(gpu, call, layer):
+    I, E = _contiguous(gpu, call.a), _contiguous(gpu, call.b)  # noqa: E741
+    grad = _output(gpu, call.out, call.beta)
+    grad2 = grad.reshape(layer.K, _col_width(layer))
+    if pointwise(layer):
+        gpu.dot(_rows(E).T, _rows(I), grad2, alpha=call.alpha, beta=call.beta)
+        _copy_back(call.out, grad)
+        return
+    parts = chunks(layer, layer.dtype.itemsize)
+    col = _workspace(gpu, layer, layer.dtype)
+    if len(parts) == 1:
+        gpu.dot(_rows(E).T, _im2col(gpu, layer, I, 0, layer.N, col), grad2,
+                alpha=call.alpha, beta=call.beta)
+    else:
+        # the chunks' products add up in fp32, in a fixed order; one fused
+        # assignment applies alpha and beta at the end
+        acc = gpu.empty(grad2.shape, F32)
+        for i, (n0, n1) in enumerate(parts):
+            gpu.dot(_rows(E[n0:n1]).T, _im2col(gpu, layer, I, n0, n1, col), acc,
+                    beta=0.0 if i == 0 else 1.0)
+        grad2[:] = acc * call.alpha + grad2 * call.beta if call.beta else acc * call.alpha
+    _copy_back(call.out, grad)
+
+
+# -- helpers ---------------------------------------------------------------------
+
+def _rows(t):
+    """A contiguous 5-D activation tensor as a matrix: one row per position."""
+    return t.reshape(-1, t.shape[-1])
+
+
+def _workspace(gpu, layer, dtype):
+    n = chunks(layer, dtype.itemsize)[0]
+    rows = (n[1] - n[0]) * _col_row_count(layer)
+    return gpu.empty((rows, _col_width(layer)), dtype)
+
+
+def _contiguous(gpu, t):
+    return t if t.is_contiguous else gpu.evaluate(t)
+
+
+def _output(gpu, target, beta):
+    """Where the GEMMs write ``target``: itself when contiguous, else a
+    temporary (holding target's values when beta needs them)."""
+    if target.is_contiguous:
+        return target
+    return gpu.evaluate(target) if beta else gpu.empty(target.shape, target.dtype)
+
+
+def _copy_back(target, written):
+    if written is not target:
+        target[:] = written
+
+
+def _im2col(gpu, layer, I, n0, n1, col):  # noqa: E741
+    """Gather images n0..n1 of I into the first rows of ``col``; returns those rows."""
+    rows = col[:(n1 - n0) * _col_row_count(layer)]
+    vec = 16 // layer.dtype.itemsize
+    if layer.C % vec or I.ptr % 16 or col.ptr % 16:
+        vec = 1
+    name = f"ga_im2col_b{layer.dtype.itemsize}_v{vec}"
+    per_image = _col_row_count(layer) * _col_width(layer) // vec
+    _launch(gpu, name, layer, per_image, I[n0:n1].ptr, rows.ptr, n1 - n0, 1.0, 0.0)
+    return rows
+
+
+def _col2im(gpu, layer, dcol, grad, n0, n1, alpha, beta):
+    """grad_I of images n0..n1 = alpha * col2im(dcol) + beta * grad_I."""
+    vec = 4 if layer.C % 4 == 0 and dcol.ptr % 16 == 0 and grad.ptr % 16 == 0 else 1
+    name = f"ga_col2im_{_TYPE_NAME[dtypes.name(layer.dtype)]}_v{vec}"
+    per_image = layer.D * layer.H * layer.W * layer.C // vec
+    _launch(gpu, name, layer, per_image, dcol.ptr, grad[n0:n1].ptr, n1 - n0, alpha, beta)
+
+
+def _launch(gpu, name, layer, per_image, src, dst, images, alpha, beta):
+    grid = (-(-per_image // THREADS), min(images, MAX_GRID_Y), 1)
+    args = ARGS.pack(src, dst, images, layer.D, layer.H, layer.W, layer.M, layer.P, layer.Q,
+                     layer.T, layer.R, layer.S, *layer.stride, *layer.pad, *layer.dilation,
+                     layer.C, alpha, beta)
+    kernel = gpu.conv_library.function(STEM, name)
+    kernel.launch(grid, (THREADS, 1, 1), driver.parameter_block(args), 0)
+    gpu._stats["kernels_launched"] += 1

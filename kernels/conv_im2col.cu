@@ -1,0 +1,191 @@
+// conv_im2col.cu: the gathers that turn a convolution into GEMMs.
+//
+// What it computes.  im2col copies every filter window of the input into
+// one row of a matrix, so that fprop is col @ F^T and update is E^T @ col
+// (GEMMs on the tensor cores, gpuarray/gemm):
+//     col[(n, m, p, q), (t, r, s, c)] = I[n, m*str_d + t*dil_d - pad_d,
+//                                         p*str_h + r*dil_h - pad_h,
+//                                         q*str_w + s*dil_w - pad_w, c]
+// and 0 where the position falls in the padding.  col2im is its adjoint,
+// the second half of bprop (dcol = E @ F first, in fp32):
+//     grad_I[n, d, h, w, c] = alpha * sum of dcol[(n, m, p, q), (t, r, s, c)]
+//                             over the taps with d = m*str_d + t*dil_d - pad_d
+//                             (and likewise along h and w)
+//                             + beta * grad_I[n, d, h, w, c]   (beta != 0 only)
+// It gathers (one thread per input element, a fixed tap order), so it
+// needs no atomics and gives the same bits on every run.
+//
+// Layouts (cuDNN names): I and grad_I (N, D, H, W, C), channel innermost,
+// contiguous; col and dcol (N*M*P*Q, T*R*S*C) row-major, contiguous; dcol
+// is fp32, whatever the layer's dtype.
+//
+// Parameters: ConvArgs below -- src, dst, the number of images N (a chunk
+// of the batch: the caller offsets src and dst), sizes D H W, M P Q, T R S,
+// strides, paddings and dilations per axis (depth, height, width), C,
+// alpha and beta (col2im).
+//
+// Launch shape: grid (X, Y, 1) with any X, Y >= 1, block (256, 1, 1), no
+// shared memory; blocks stride over the images along y and over one
+// image's elements along x, V consecutive channels per thread.  Index math
+// within an image is 32-bit (the launcher refuses images whose col rows
+// hold 2**31 elements or more).  V > 1 needs C % V == 0 and 16-byte
+// aligned tensors (im2col: V = 16 bytes of elements; col2im: V = 4, one
+// 16-byte load of fp32); the launcher checks, else V = 1.
+//
+// Kernels: ga_im2col_b{2,4}_v{1,V} (the copy moves bits: 2-byte elements
+// for float16 and bfloat16, 4-byte for float32), and
+// ga_col2im_{f16,bf16,f32}_v{1,4}.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define CONV_THREADS 256
+
+struct ConvArgs {
+    const void *src;  // im2col: I; col2im: dcol (fp32)
+    void *dst;        // im2col: col; col2im: grad_I
+    long long N;      // images
+    int size[3];      // D H W
+    int out[3];       // M P Q
+    int filter[3];    // T R S
+    int stride[3];
+    int pad[3];
+    int dil[3];
+    int C;
+    float alpha, beta;
+};
+
+// V consecutive elements moved as one access
+template <typename T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };
+
+// im2col: one thread per V channels of one (image, output position, tap).
+// Consecutive threads take consecutive channels, then taps, then output
+// positions: the order of col's row-major layout, so stores are coalesced
+// and a tap's channels are read contiguously.
+template <typename T, int V> __device__ void im2col(const ConvArgs &p) {
+    const T *in = static_cast<const T *>(p.src);
+    T *col = static_cast<T *>(p.dst);
+    const int groups = p.C / V;
+    const int taps = p.filter[0] * p.filter[1] * p.filter[2];
+    const int per_image = p.out[0] * p.out[1] * p.out[2] * taps * groups;
+    const int image = p.size[0] * p.size[1] * p.size[2] * p.C;
+    for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
+    for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {
+        int rest = g;
+        const int c = (rest % groups) * V; rest /= groups;
+        const int tap = rest % taps; rest /= taps;
+        const int q = rest % p.out[2]; rest /= p.out[2];
+        const int pp = rest % p.out[1];
+        const int m = rest / p.out[1];
+        const int s = tap % p.filter[2], r = (tap / p.filter[2]) % p.filter[1];
+        const int t = tap / (p.filter[2] * p.filter[1]);
+        const int d = m * p.stride[0] + t * p.dil[0] - p.pad[0];
+        const int h = pp * p.stride[1] + r * p.dil[1] - p.pad[1];
+        const int w = q * p.stride[2] + s * p.dil[2] - p.pad[2];
+        Pack<T, V> pack;
+        if ((unsigned)d < (unsigned)p.size[0] && (unsigned)h < (unsigned)p.size[1] &&
+            (unsigned)w < (unsigned)p.size[2]) {
+            pack = *reinterpret_cast<const Pack<T, V> *>(
+                in + n * image + ((d * p.size[1] + h) * p.size[2] + w) * p.C + c);
+        } else {
+            #pragma unroll
+            for (int i = 0; i < V; ++i) pack.v[i] = T(0);
+        }
+        *reinterpret_cast<Pack<T, V> *>(col + (n * per_image + g) * (long long)V) = pack;
+    }
+}
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+    return __float2bfloat16_rn(x);
+}
+
+// First and last output along axis a that a tap-0 window holding input
+// position x could start at: x = o*str + tap*dil - pad for some tap.
+__device__ __forceinline__ void taps_range(const ConvArgs &p, int a, int x, int &lo, int &hi) {
+    const int extent = (p.filter[a] - 1) * p.dil[a] + 1;
+    const int first = x + p.pad[a] - extent + 1;
+    lo = first <= 0 ? 0 : (first + p.stride[a] - 1) / p.stride[a];
+    hi = min((x + p.pad[a]) / p.stride[a], p.out[a] - 1);
+}
+
+// col2im: one thread per V channels of one input position.  For each axis
+// the outputs o whose window can hold the position are walked; the tap
+// is (x + pad - o*str) / dil when that divides exactly.
+template <typename T, int V> __device__ void col2im(const ConvArgs &p) {
+    const float *dcol = static_cast<const float *>(p.src);
+    T *grad = static_cast<T *>(p.dst);
+    const int groups = p.C / V;
+    const int taps = p.filter[0] * p.filter[1] * p.filter[2];
+    const int per_image = p.size[0] * p.size[1] * p.size[2] * groups;
+    const int row = taps * p.C;  // elements of one dcol row
+    const int rows = p.out[0] * p.out[1] * p.out[2];
+    for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
+    for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {
+        int rest = g;
+        const int c = (rest % groups) * V; rest /= groups;
+        const int w = rest % p.size[2]; rest /= p.size[2];
+        const int h = rest % p.size[1];
+        const int d = rest / p.size[1];
+        int lo[3], hi[3];
+        taps_range(p, 0, d, lo[0], hi[0]);
+        taps_range(p, 1, h, lo[1], hi[1]);
+        taps_range(p, 2, w, lo[2], hi[2]);
+        float acc[V];
+        #pragma unroll
+        for (int i = 0; i < V; ++i) acc[i] = 0.f;
+        const float *image = dcol + n * rows * (long long)row;
+        #pragma unroll 1
+        for (int m = lo[0]; m <= hi[0]; ++m) {
+            const int td = d + p.pad[0] - m * p.stride[0];
+            if (td % p.dil[0]) continue;
+            #pragma unroll 1
+            for (int pp = lo[1]; pp <= hi[1]; ++pp) {
+                const int th = h + p.pad[1] - pp * p.stride[1];
+                if (th % p.dil[1]) continue;
+                #pragma unroll 1
+                for (int q = lo[2]; q <= hi[2]; ++q) {
+                    const int tw = w + p.pad[2] - q * p.stride[2];
+                    if (tw % p.dil[2]) continue;
+                    const int tap = ((td / p.dil[0]) * p.filter[1] + th / p.dil[1]) * p.filter[2] +
+                                    tw / p.dil[2];
+                    const Pack<float, V> x = *reinterpret_cast<const Pack<float, V> *>(
+                        image + ((m * p.out[1] + pp) * p.out[2] + q) * row + tap * p.C + c);
+                    #pragma unroll
+                    for (int i = 0; i < V; ++i) acc[i] += x.v[i];
+                }
+            }
+        }
+        T *dst = grad + (n * per_image + g) * (long long)V;
+        Pack<T, V> out;
+        Pack<T, V> old = {};
+        if (p.beta != 0.f) old = *reinterpret_cast<const Pack<T, V> *>(dst);
+        #pragma unroll
+        for (int i = 0; i < V; ++i) {
+            float v = __fmul_rn(p.alpha, acc[i]);
+            if (p.beta != 0.f) v = __fadd_rn(v, __fmul_rn(p.beta, to_f32(old.v[i])));
+            out.v[i] = from_f32<T>(v);
+        }
+        *reinterpret_cast<Pack<T, V> *>(dst) = out;
+    }
+}
+
+#define IM2COL(NAME, T, V) \
+    extern "C" __global__ void __launch_bounds__(CONV_THREADS) NAME(const ConvArgs p) { im2col<T, V>(p); }
+IM2COL(ga_im2col_b2_v1, unsigned short, 1)
+IM2COL(ga_im2col_b2_v8, unsigned short, 8)
+IM2COL(ga_im2col_b4_v1, float, 1)
+IM2COL(ga_im2col_b4_v4, float, 4)
+
+#define COL2IM(NAME, T, V) \
+    extern "C" __global__ void __launch_bounds__(CONV_THREADS) NAME(const ConvArgs p) { col2im<T, V>(p); }
+COL2IM(ga_col2im_f16_v1, __half, 1)
+COL2IM(ga_col2im_f16_v4, __half, 4)
+COL2IM(ga_col2im_bf16_v1, __nv_bfloat16, 1)
+COL2IM(ga_col2im_bf16_v4, __nv_bfloat16, 4)
+COL2IM(ga_col2im_f32_v1, float, 1)
+COL2IM(ga_col2im_f32_v4, float, 4)
