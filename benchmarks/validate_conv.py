@@ -6,11 +6,12 @@ Cases: every padding / stride / dilation combination on small 2-D shapes;
 odd sizes with C or K of 1, 3, 7, 33 and N = 1; 3-D layers; and every
 conv layer of the benchmark networks (conv_nets.py) at batch 2.  Each
 case runs fprop, bprop and update in float16, bfloat16 and float32 (TF32
-off on both sides) on tensors torch made, and compares with cuDNN:
-max|err| / mean|ref| at most 7e-3 (16-bit) or 5e-5 (fp32), one rounding
-of a 16-bit result forgiven.  Prints one line per failure and a summary;
-writes benchmarks/results/validate_conv.json.  Exit status 1 on any
-failure.
+off) on tensors torch made.  The oracle is torch's float64 convolution of
+the same (rounded) inputs; ours must be within max|err| / mean|ref| of
+7e-3 (16-bit) or 5e-5 (fp32), one rounding of a 16-bit result forgiven,
+and cuDNN's own error in the same dtype is reported beside it.  Prints
+one line per failure and a summary; writes
+benchmarks/results/validate_conv.json.  Exit status 1 on any failure.
 """
 import argparse
 import itertools
@@ -80,14 +81,17 @@ def run_case(ng, torch, kw, dtype_name):
                     dtype=dtype)
     grad = torch.randn(shape(layer.N, layer.K, layer.M, layer.P, layer.Q), device="cuda",
                        dtype=dtype)
-    ref = torch_passes(torch, layer, x, w, grad)
+    exact = torch_passes(torch, layer, x.double(), w.double(), grad.double())
+    cudnn = torch_passes(torch, layer, x, w, grad)
     I, F, E = (to_native(ng, torch, t, dims) for t in (x, w, grad))
     got = {"fprop": ng.fprop_conv(layer, I, F, ng.empty(layer.dimO, layer.dtype)),
            "bprop": ng.bprop_conv(layer, F, E, ng.empty(layer.dimI, layer.dtype)),
            "update": ng.update_conv(layer, I, E, ng.empty(layer.dimF, layer.dtype))}
     ng.synchronize()
-    return {k: relative_error(torch, from_native(torch, got[k], dims), ref[k], dtype)
+    ours = {k: relative_error(torch, from_native(torch, got[k], dims), exact[k], dtype)
             for k in got}
+    theirs = {k: relative_error(torch, cudnn[k], exact[k], dtype) for k in got}
+    return ours, theirs
 
 
 def main():
@@ -107,18 +111,20 @@ def main():
     torch.manual_seed(0)
     results, failures = [], 0
     for (name, kw), dtype in itertools.product(cases(args.quick), DTYPES):
-        errors = run_case(ng, torch, kw, dtype)
+        errors, cudnn = run_case(ng, torch, kw, dtype)
         limit = 5e-5 if dtype == "float32" else 7e-3
         ok = all(e <= limit for e in errors.values())
         failures += not ok
         results.append({"case": name, "layer": kw, "dtype": dtype, "errors": errors,
-                        "limit": limit, "ok": ok})
+                        "cudnn_errors": cudnn, "limit": limit, "ok": ok})
         if not ok:
-            print(f"FAIL {name} {dtype}: " + ", ".join(f"{k} {v:.2e}" for k, v in errors.items()))
-    worst = {dt: max(max(r["errors"].values()) for r in results if r["dtype"] == dt)
-             for dt in DTYPES}
-    print(f"validate_conv: {len(results) - failures} of {len(results)} cases within tolerance; "
-          "worst error " + ", ".join(f"{dt} {e:.2e}" for dt, e in worst.items()))
+            print(f"FAIL {name} {dtype}: " + ", ".join(
+                f"{k} {v:.2e} (cuDNN {cudnn[k]:.2e})" for k, v in errors.items()))
+    worst = {dt: [max(max(r[key].values()) for r in results if r["dtype"] == dt)
+                  for key in ("errors", "cudnn_errors")] for dt in DTYPES}
+    print(f"validate_conv: {len(results) - failures} of {len(results)} cases within tolerance "
+          "of float64; worst error ours / cuDNN: "
+          + ", ".join(f"{dt} {a:.2e} / {b:.2e}" for dt, (a, b) in worst.items()))
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / "validate_conv.json"
     path.write_text(json.dumps({**device_info(), "cases": results, "failures": failures},

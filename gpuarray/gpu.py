@@ -156,7 +156,6 @@ def gpu_available():
     return gpu_unavailable_reason() is None
 
 
-
 class GPUTensor(Tensor):
     """A tensor in device memory; shares it zero-copy via CAI v3 and DLPack."""
 
@@ -233,6 +232,8 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
         self.gemm_library = catalogue.Library()
         #: the hand-written convolution and pooling kernels, loaded on first use
         self.conv_library = library.Library(what="convolution and pooling")
+        #: recorded implicit-GEMM convolution plans (gpuarray.conv.implicit)
+        self._conv_plans = {}
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"

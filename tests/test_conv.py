@@ -243,6 +243,66 @@ def test_conv_paths(ng, monkeypatch, kind, kw, dtype, workspace):
     check(out, 2 * ref + 0.25 * vo, dtype)
 
 
+#: 2-D fp16/bf16 layers with C % 8 == 0: on Hopper, the implicit-GEMM kernel
+#: (im2col tensor map); tiles cross image boundaries, channels end mid-chunk
+IMPLICIT_CASES = [
+    pytest.param(dict(N=3, C=16, K=24, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1), id="3x3"),
+    pytest.param(dict(N=2, C=72, K=40, H=11, W=7, R=3, S=5, pad_h=1, pad_w=2, str_h=2,
+                      dil_w=2), id="tail-stride-dilation"),
+    pytest.param(dict(N=2, C=8, K=8, H=5, W=5, str_h=2, str_w=2), id="1x1-stride2"),
+    pytest.param(dict(N=3, C=64, K=130, H=12, W=12, R=3, S=3), id="k-tail"),
+    pytest.param(dict(N=2, C=8, K=16, H=6, W=7, R=2, S=2), id="even-filter"),
+    pytest.param(dict(N=2, C=8, K=32, H=17, W=17, R=7, S=7, pad_h=3, pad_w=3, str_h=2,
+                      str_w=2), id="7x7-stride2"),
+]
+
+
+@pytest.mark.parametrize("kw", IMPLICIT_CASES)
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_conv_implicit_gemm(ng, kw, dtype):
+    """fprop with the whole epilogue: relu(alpha * conv + bias) + beta * O."""
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(12)
+    (I, vi), (F, vf), (O, vo), (b, vb) = (data(ng, rng, d, dtype) for d in
+                                          (layer.dimI, layer.dimF, layer.dimO, (layer.K,)))
+    ng.fprop_conv(layer, I, F, O, alpha=0.5, beta=-1.0, relu=True, bias=b)
+    check(O, np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - vo, dtype)
+
+
+@pytest.mark.parametrize("kw", IMPLICIT_CASES)
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_conv_implicit_gemm_bprop(ng, kw, dtype):
+    """Data gradient; on Hopper the unit-stride cases run as the fprop of E
+    with flipped filters (the others gather)."""
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(13)
+    (F, vf), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
+                                 (layer.dimF, layer.dimO, layer.dimI))
+    ng.bprop_conv(layer, F, E, G, alpha=2.0, beta=0.5)
+    check(G, 2 * naive_conv(layer, "bprop", vf, ve) + 0.5 * vg, dtype)
+
+
+#: filter gradients the implicit-GEMM kernel takes on Hopper (C % 64 == 0, K % 8 == 0)
+UPDATE_CASES = [
+    pytest.param(dict(N=3, C=64, K=24, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1), id="3x3"),
+    pytest.param(dict(N=2, C=128, K=16, H=7, W=11, R=3, S=5, pad_h=1, pad_w=2, str_h=2,
+                      dil_w=2), id="stride-dilation"),
+    pytest.param(dict(N=2, C=64, K=8, H=6, W=6, R=2, S=2), id="small-k"),
+    pytest.param(dict(N=5, C=64, K=136, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1), id="split"),
+]
+
+
+@pytest.mark.parametrize("kw", UPDATE_CASES)
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_conv_implicit_gemm_update(ng, kw, dtype):
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(14)
+    (I, vi), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
+                                 (layer.dimI, layer.dimO, layer.dimF))
+    ng.update_conv(layer, I, E, G, alpha=0.5, beta=2.0)
+    check(G, 0.5 * naive_conv(layer, "update", vi, ve) + 2 * vg, dtype)
+
+
 @pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
 def test_conv_strided_views(ng, kind):
     """Operands and outputs that are views (every other channel of a wider tensor)."""

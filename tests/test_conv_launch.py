@@ -6,15 +6,19 @@ ConvArgs unpacked, and the GEMMs with their GemmArgs -- and checked: the
 sequence per pass (gather, GEMM, scatter), the kernel picked (element
 size, channels per thread), the pointers and sizes handed over, and the
 batch split into chunks when one call's gather buffer would exceed the
-workspace budget.
+workspace budget.  On Hopper, eligible fp16/bf16 layers take the
+implicit-GEMM kernel instead: its plan (kernel, grid, GemmArgs, ConvGeom,
+both descriptors' geometry) is checked, and its replay.
 """
 import ctypes
 
 import numpy as np
 import pytest
 
-from gpuarray.conv import convolution
-from test_gemm_plan import GemmRecordingGPU, tensor_maps  # noqa: F401 - a fixture
+from gpuarray.conv import convolution, implicit
+from gpuarray.cuda import driver
+from gpuarray.gemm import catalogue as gk
+from test_gemm_plan import FIELDS as GEMM_FIELDS, GemmRecordingGPU, tensor_maps  # noqa: F401
 
 FIELDS = "src dst N size out filter stride pad dil C alpha beta".split()
 
@@ -46,10 +50,62 @@ class _Library:
         return _Kernel(name, self.log)
 
 
+class _ConvGemmKernel:
+    """Records a conv_sm90 launch with its raw ConvGemmArgs bytes."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def launch(self, grid, block, params, shared):
+        pointer, _ = params
+        assert pointer[0] % 64 == 0
+        self.log.append((self.name, grid, block, ctypes.string_at(pointer[0],
+                                                                  implicit.ARGS_BYTES), shared))
+
+
+class _ConvGemmLibrary:
+    """conv_sm90's kernels recorded raw; the GEMM families to ``gemm``'s recorder."""
+
+    def __init__(self, log, gemm):
+        self.log, self.gemm = log, gemm
+
+    def function(self, stem, name, smem):
+        if stem != implicit.STEM:
+            return self.gemm.function(stem, name, smem)
+        return _ConvGemmKernel(name, self.log)
+
+
+class _Im2colRecorder(list):
+    def encode(self, ptr, *geometry):
+        self.append((ptr,) + geometry)
+        return bytes(128)
+
+
+@pytest.fixture
+def im2col_maps(monkeypatch):
+    """Records cuTensorMapEncodeIm2col calls instead of making them (no libcuda here)."""
+    calls = _Im2colRecorder()
+    monkeypatch.setattr(driver, "encode_im2col", calls.encode)
+    return calls
+
+
+def _gpu(arch):
+    gpu = GemmRecordingGPU(arch)
+    gpu.conv_library = _Library(gpu.launches)
+    return gpu
+
+
 @pytest.fixture
 def ng(tensor_maps):  # noqa: F811 - the fixture imported above
-    gpu = GemmRecordingGPU()
-    gpu.conv_library = _Library(gpu.launches)
+    """An Ampere-class recorder: every layer takes the gather + GEMM route."""
+    return _gpu("sm_80")
+
+
+@pytest.fixture
+def hopper(tensor_maps, im2col_maps):  # noqa: F811
+    """A Hopper recorder: eligible layers take the implicit-GEMM kernel."""
+    gpu = _gpu("sm_90")
+    gpu.gemm_library = _ConvGemmLibrary(gpu.launches, gpu.gemm_library)
     return gpu
 
 
@@ -150,3 +206,130 @@ def test_images_too_large_for_32_bit_indexing_are_refused(ng):
     with pytest.raises(ValueError, match="im2col matrix has more than 2\\*\\*31 - 1"):
         ng.fprop_conv(layer, I, F, O)
     assert ng.launches == []
+
+
+# -- the implicit-GEMM kernel (Hopper) --------------------------------------------
+
+def _conv_launch(ng):
+    (name, grid, block, args, smem), = [e for e in ng.launches
+                                        if isinstance(e[0], str) and e[0].startswith("ga_conv")]
+    return name, grid, block, args, smem
+
+
+def test_implicit_gemm_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 4, 72, 96, H=15, W=13, R=3, S=5, pad_h=1, pad_w=2,
+                          str_h=2, dil_w=2)
+    I, F, O = _tensors(ng, layer, "fprop")
+    bias = ng.empty((96,), np.float32)
+    ng.fprop_conv(layer, I, F, O, alpha=0.5, beta=2.0, relu=True, bias=bias)
+    assert len(ng.launches) == 1
+    name, grid, block, args, smem = _conv_launch(ng)
+    assert name.startswith("ga_conv_sm90_") and name.endswith("_f16_fprop")
+    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    assert (fields["M"], fields["N"], fields["K"]) == (4 * 8 * 9, 96, 3 * 5 * 2 * 64)
+    assert fields["tiles_per_split"] == 30 and fields["splits"] == 1
+    assert fields["flags"] == gk.EPI_RELU | gk.EPI_BIAS | gk.EPI_BETA
+    assert (fields["alpha"], fields["beta"]) == (0.5, 2.0)
+    assert (fields["a"], fields["b"], fields["c"], fields["bias"]) == (I.ptr, F.ptr, O.ptr,
+                                                                       bias.ptr)
+    assert (fields["ldc"], fields["bias_n"], fields["bias_type"]) == (96, 1, 0)
+    geom = implicit.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + implicit.GEOM.size])
+    assert geom == (layer.P, layer.Q, 5, 2, 72, 2, 1, 1, 2, 1, 2)
+    assert len(args) == implicit.ARGS_BYTES
+    (ptr, dtype, dims, strides, lower, upper, channels, pixels, estrides, swizzle), = im2col_maps
+    bm = int(name.split("_")[3].split("x")[0])
+    assert ptr == I.ptr and dims == (72, 13, 15, 4)
+    assert strides == (144, 13 * 144, 15 * 13 * 144)
+    assert lower == (-2, -1) and upper == (2 - 2 * 4, 1 - 2)
+    assert (channels, pixels, estrides, swizzle) == (64, bm, (1, 1, 2, 1), 128)
+    (b_map,) = [m for m in tensor_maps if m["ptr"] == F.ptr]
+    assert b_map["dims"] == (72, 96, 15) and b_map["strides"] == (15 * 144, 144)
+    assert grid[0] <= ng.sms and smem > 200_000
+
+
+def test_implicit_gemm_plan_is_replayed(hopper, tensor_maps, im2col_maps):  # noqa: F811
+    ng = hopper
+    layer = ng.conv_layer("bfloat16", 2, 16, 32, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1)
+    I, F, O = _tensors(ng, layer, "fprop")
+    ng.fprop_conv(layer, I, F, O)
+    encodes = ng.stats()["tma_encodes"]
+    ng.fprop_conv(layer, I, F, O)                    # same tensors: nothing re-encoded
+    assert ng.stats()["tma_encodes"] == encodes and len(ng._conv_plans) == 1
+    I2 = ng.empty(layer.dimI, layer.dtype)
+    ng.fprop_conv(layer, I2, F, O)                   # I moved: its descriptor only
+    assert ng.stats()["tma_encodes"] == encodes + 1 and im2col_maps[-1][0] == I2.ptr
+    ng.fprop_conv(layer, I, F, O, relu=True)         # another epilogue: another plan
+    assert len(ng._conv_plans) == 2
+    names = {e[0] for e in ng.launches}
+    assert len(ng.launches) == 4 and len(names) == 1 and names.pop().endswith("_bf16_fprop")
+
+
+@pytest.mark.parametrize("dtype, kw", [
+    (np.float32, {}),                                # fp32: not this kernel
+    (np.float16, dict(C=12)),                        # C % 8
+    (np.float16, dict(D=3, T=2)),                    # 3-D
+    (np.float16, dict(R=3, dil_h=70, H=200)),        # corner past the copy engine's byte
+    (np.float16, dict(str_w=9, W=30)),               # traversal stride past 8
+])
+def test_ineligible_layers_gather(hopper, dtype, kw):
+    ng = hopper
+    layer = ng.conv_layer(dtype, **{**dict(N=2, C=16, K=8, H=9, W=9, R=3, S=3), **kw})
+    ng.fprop_conv(layer, *_tensors(ng, layer, "fprop"))
+    assert [e[0] for e in _gathers(ng)][0].startswith("ga_im2col")
+    assert not [e for e in ng.launches if isinstance(e[0], str) and e[0].startswith("ga_conv")]
+
+
+def test_unit_stride_bprop_is_an_fprop_with_flipped_filters(hopper, im2col_maps):
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 2, 24, 16, H=9, W=8, R=3, S=2, pad_h=1, dil_w=2)
+    F, E, G = _tensors(ng, layer, "bprop")
+    ng.bprop_conv(layer, F, E, G, alpha=2.0, beta=0.5)
+    names = _names(ng)
+    assert names[0] == "fused" and names[1].startswith("ga_conv_sm90_") and len(names) == 2
+    name, _, _, args, _ = _conv_launch(ng)
+    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    # the flipped layer: K=16 channels in, C=24 out, padding dil*(extent-1) - pad
+    assert (fields["M"], fields["N"]) == (2 * 9 * 8, 24) and fields["c"] == G.ptr
+    assert (fields["a"], fields["alpha"], fields["beta"]) == (E.ptr, 2.0, 0.5)
+    geom = implicit.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + implicit.GEOM.size])
+    assert geom == (9, 8, 2, 1, 16, 1, 1, 1, 2, 1, 2)
+    (_, _, dims, _, lower, upper, *_), = im2col_maps
+    assert dims == (16, layer.Q, layer.P, 2) and lower == (-2, -1) and upper == (0, -1)
+
+
+def test_strided_bprop_gathers(hopper):
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 2, 24, 16, H=9, W=8, R=3, S=3, str_h=2)
+    ng.bprop_conv(layer, *_tensors(ng, layer, "bprop"))
+    assert [e[0] for e in _gathers(ng)] == ["ga_col2im_f16_v4"]
+
+
+def test_update_with_whole_channel_chunks_is_one_gemm_split_over_positions(hopper, tensor_maps,  # noqa: F811
+                                                                         im2col_maps):
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 8, 128, 64, H=28, W=28, R=3, S=3, pad_h=1, pad_w=1)
+    I, E, G = _tensors(ng, layer, "update")
+    ng.update_conv(layer, I, E, G, alpha=0.5, beta=1.0)
+    name, grid, _, args, _ = _conv_launch(ng)
+    assert name == "ga_conv_sm90_64x128x64_f16_update"
+    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    positions = 8 * 28 * 28
+    assert (fields["M"], fields["N"], fields["K"]) == (64, 9 * 128, positions)
+    assert (fields["a"], fields["b"], fields["c"]) == (E.ptr, I.ptr, G.ptr)
+    assert (fields["ldc"], fields["flags"], fields["alpha"]) == (9 * 128, gk.EPI_BETA, 0.5)
+    # 9 tiles of 64x128 on 132 SMs: the 98 K-tiles split 11 ways (9 each)
+    assert (fields["splits"], fields["tiles_per_split"]) == (11, 9)
+    assert fields["partial"] != 0 and _names(ng)[-1] == "ga_gemm_splitk_reduce"
+    (_, _, dims, _, _, _, channels, pixels, *_), = im2col_maps
+    assert dims == (128, 28, 28, 8) and (channels, pixels) == (64, 64)
+    (a_map,) = [m for m in tensor_maps if m["ptr"] == E.ptr]
+    assert a_map["dims"] == (64, positions, 1) and a_map["box"] == (64, 64, 1)
+
+
+@pytest.mark.parametrize("C, K", [(72, 64), (64, 12)])
+def test_update_with_partial_chunks_gathers(hopper, C, K):
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 2, C, K, H=9, W=9, R=3, S=3)
+    ng.update_conv(layer, *_tensors(ng, layer, "update"))
+    assert [e[0] for e in _gathers(ng)] == ["ga_im2col_b2_v8"]

@@ -121,6 +121,21 @@ def test_shared_buffers_are_not_recorded(tensor_maps):
     assert ng.stats().get("gemm_plans", 0) == 0
 
 
+def test_split_k_workspace_returns_at_the_next_gemm_even_if_held(tensor_maps):  # noqa: F811
+    """The previous GEMM's workspace is freed when the next one launches, not
+    when its record happens to be collected (a held frame or record must not
+    leak device memory)."""
+    ng = GemmRecordingGPU()
+    A, B, C = ng.empty((64, 8192), F16), ng.empty((8192, 64), F16), ng.empty((64, 64), F16)
+    held = []
+    for _ in range(4):
+        ng.dot(A, B, C)
+        held.append(ng.last_gemm)
+    assert all(r.workspace is not None for r in held)
+    stats = ng.pool.stats()
+    assert stats["device_allocations"] == 3 + 2 and stats["blocks_in_use"] == 3 + 1
+
+
 def test_errors_still_raise_after_a_plan_is_recorded(tensor_maps):
     ng = GemmRecordingGPU()
     A, B, C = ng.empty((96, 64), F32), ng.empty((64, 80), F32), ng.empty((96, 80), F32)

@@ -22,7 +22,7 @@ ALLOWED = {
     "cuda": {"core", "cuda"},
     "fusion": {"core", "cuda", "fusion"},
     "gemm": {"core", "cuda", "gemm"},
-    "conv": {"core", "cuda", "conv"},
+    "conv": {"core", "cuda", "gemm", "conv"},
     "autodiff": {"core", "autodiff"},
     "datasets": {"datasets"},
 }

@@ -28,6 +28,8 @@ import numpy as np
 
 from ..core import dtypes
 from ..cuda import driver
+from . import implicit
+from .call import ConvCall
 
 STEM = "conv_im2col"
 THREADS = 256
@@ -84,12 +86,15 @@ def _check_image_size(layer):
 # -- the three passes ----------------------------------------------------------
 
 def _fprop(gpu, call, layer):
-    F2 = _contiguous(gpu, call.b).reshape(layer.K, _col_width(layer))
+    F = _contiguous(gpu, call.b)
+    F2 = F.reshape(layer.K, _col_width(layer))
     I = _contiguous(gpu, call.a)  # noqa: E741
     O = _output(gpu, call.out, call.beta)  # noqa: E741
     epilogue = dict(alpha=call.alpha, beta=call.beta, relu=call.relu, bias=call.bias)
     if pointwise(layer):
         gpu.dot(_rows(I), F2.T, _rows(O), **epilogue)
+    elif implicit.eligible(gpu, layer, (I, F, O)):
+        implicit.fprop(gpu, call, I, F, O)
     else:
         col = _workspace(gpu, layer, layer.dtype)
         for n0, n1 in chunks(layer, layer.dtype.itemsize):
@@ -99,12 +104,20 @@ def _fprop(gpu, call, layer):
 
 
 def _bprop(gpu, call, layer):
-    F2 = _contiguous(gpu, call.a).reshape(layer.K, _col_width(layer))
     E = _contiguous(gpu, call.b)
     grad = _output(gpu, call.out, call.beta)
+    flipped = implicit.bprop_layer(layer)
     if pointwise(layer):
+        F2 = _contiguous(gpu, call.a).reshape(layer.K, layer.C)
         gpu.dot(_rows(E), F2, _rows(grad), alpha=call.alpha, beta=call.beta)
+    elif flipped is not None and implicit.eligible(gpu, flipped, (E, grad)):
+        # unit stride: grad_I is the fprop of E with flipped, transposed filters
+        filters = gpu.empty(flipped.dimF, layer.dtype)
+        filters[:] = call.a[:, :, ::-1, ::-1, :].transpose(4, 1, 2, 3, 0)
+        implicit.fprop(gpu, ConvCall("fprop", flipped, E, filters, grad, call.alpha, call.beta),
+                       E, filters, grad)
     else:
+        F2 = _contiguous(gpu, call.a).reshape(layer.K, _col_width(layer))
         dcol = _workspace(gpu, layer, F32)
         for n0, n1 in chunks(layer, F32.itemsize):
             rows = dcol[:(n1 - n0) * _col_row_count(layer)]
@@ -119,22 +132,28 @@ def _update(gpu, call, layer):
     grad2 = grad.reshape(layer.K, _col_width(layer))
     if pointwise(layer):
         gpu.dot(_rows(E).T, _rows(I), grad2, alpha=call.alpha, beta=call.beta)
-        _copy_back(call.out, grad)
-        return
+    elif implicit.update_eligible(gpu, layer, (I, E, grad)):
+        implicit.update(gpu, call, I, E, grad)
+    else:
+        _update_gathered(gpu, call, layer, I, E, grad2)
+    _copy_back(call.out, grad)
+
+
+def _update_gathered(gpu, call, layer, I, E, grad2):  # noqa: E741
+    """grad_F (as K x T*R*S*C) = alpha * E^T @ im2col(I) + beta * grad_F, chunk by chunk."""
     parts = chunks(layer, layer.dtype.itemsize)
     col = _workspace(gpu, layer, layer.dtype)
     if len(parts) == 1:
         gpu.dot(_rows(E).T, _im2col(gpu, layer, I, 0, layer.N, col), grad2,
                 alpha=call.alpha, beta=call.beta)
-    else:
-        # the chunks' products add up in fp32, in a fixed order; one fused
-        # assignment applies alpha and beta at the end
-        acc = gpu.empty(grad2.shape, F32)
-        for i, (n0, n1) in enumerate(parts):
-            gpu.dot(_rows(E[n0:n1]).T, _im2col(gpu, layer, I, n0, n1, col), acc,
-                    beta=0.0 if i == 0 else 1.0)
-        grad2[:] = acc * call.alpha + grad2 * call.beta if call.beta else acc * call.alpha
-    _copy_back(call.out, grad)
+        return
+    # the chunks' products add up in fp32, in a fixed order; one fused
+    # assignment applies alpha and beta at the end
+    acc = gpu.empty(grad2.shape, F32)
+    for i, (n0, n1) in enumerate(parts):
+        gpu.dot(_rows(E[n0:n1]).T, _im2col(gpu, layer, I, n0, n1, col), acc,
+                beta=0.0 if i == 0 else 1.0)
+    grad2[:] = acc * call.alpha + grad2 * call.beta if call.beta else acc * call.alpha
 
 
 # -- helpers ---------------------------------------------------------------------

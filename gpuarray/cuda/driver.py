@@ -56,6 +56,13 @@ def _libcuda():
             ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
             ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
             ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        lib.cuTensorMapEncodeIm2col.restype = ctypes.c_int
+        lib.cuTensorMapEncodeIm2col.argtypes = [
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+            ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.c_uint32,
+            ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32),
+            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
         _lib.append(lib)
     return _lib[0]
 
@@ -99,6 +106,57 @@ def encode_tiled(ptr, dtype, dims, strides, box, swizzle_bytes, tf32=False):
         raise DriverError(
             f"cuTensorMapEncodeTiled failed (CUresult {result}) for dims={tuple(dims)} "
             f"strides={tuple(strides)} box={tuple(box)} at address {ptr:#x}")
+    return ctypes.string_at(address, TENSOR_MAP_BYTES)
+
+
+def encode_im2col(ptr, dtype, dims, strides, lower, upper, channels, pixels, element_strides,
+                  swizzle_bytes):
+    """Encode an im2col TMA descriptor (implicit-GEMM convolution's activation gather).
+
+    Parameters
+    ----------
+    ptr : int
+        Device address of the NHWC (or NDHWC) tensor; 16-byte aligned.
+    dtype : numpy.dtype
+        float16 or bfloat16 (or float32).
+    dims : sequence of int
+        Extents innermost first: C, W, H, [D,] N.
+    strides : sequence of int
+        Byte strides of dims[1:], each a multiple of 16.
+    lower, upper : sequence of int
+        The pixel bounding box's corners along W, H, [D] (innermost first),
+        relative to the tensor's first and last position: the range of
+        window starts (lower = -pad, upper = pad - dil * (extent - 1)).
+    channels : int
+        Channels one copy moves per pixel (at most 256, and 128 bytes with
+        the 128-byte swizzle).
+    pixels : int
+        Pixels (output positions) one copy moves.
+    element_strides : sequence of int
+        Traversal step per dim (the convolution's strides; 1 for C and N).
+    swizzle_bytes : int
+        0, 32, 64 or 128.
+
+    Returns
+    -------
+    bytes
+        The 128-byte descriptor.
+    """
+    rank = len(dims)
+    spatial = rank - 2
+    out = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)
+    address = (ctypes.addressof(out) + 63) & ~63
+    result = _libcuda().cuTensorMapEncodeIm2col(
+        address, _DATA_TYPE[np.dtype(dtype)], rank, ptr,
+        (ctypes.c_uint64 * rank)(*dims), (ctypes.c_uint64 * (rank - 1))(*strides),
+        (ctypes.c_int * spatial)(*lower), (ctypes.c_int * spatial)(*upper), channels, pixels,
+        (ctypes.c_uint32 * rank)(*element_strides), _INTERLEAVE_NONE, SWIZZLE[swizzle_bytes],
+        _L2_PROMOTION_256B, _OOB_FILL_ZEROS)
+    if result != 0:
+        raise DriverError(
+            f"cuTensorMapEncodeIm2col failed (CUresult {result}) for dims={tuple(dims)} "
+            f"strides={tuple(strides)} corners={tuple(lower)}/{tuple(upper)} "
+            f"channels={channels} pixels={pixels} at address {ptr:#x}")
     return ctypes.string_at(address, TENSOR_MAP_BYTES)
 
 

@@ -25,6 +25,8 @@ class ProductFunctions:
 
     records_gemm_plans = False
     _gemm_plans = None
+    #: the kernels the last GEMM queued (a GemmLaunch; benchmarks replay it)
+    last_gemm = None
 
     def dot(self, A, B, C=None, alpha=1.0, beta=0.0, relu=False, bias=None, stats=None,
             precision=None):

@@ -118,9 +118,14 @@ class GemmPlan:
         params = driver.parameter_block(bytes(args))
         launches = [(kernel, grid, block, params, smem)
                     for kernel, grid, block, smem in self.launches]
-        # the workspace returns to the pool when the next GEMM replaces this
-        # record; later work on the stream runs after these kernels anyway
-        record = gpu.last_gemm = GemmLaunch(self.name, self.splits, launches, workspace)
+        # the previous record's workspace goes back to the pool now: work
+        # queued after its kernels runs after them anyway.  Freed explicitly,
+        # not left to the reference count, so that nothing which happens to
+        # hold the record (a debugger's or a sanitizer's frame) keeps it.
+        record = GemmLaunch(self.name, self.splits, launches, workspace)
+        previous, gpu.last_gemm = gpu.last_gemm, record
+        if previous is not None and previous.workspace is not None:
+            previous.workspace.free()
         record.replay()  # not gpu.last_gemm: another thread may have replaced it
         gpu._stats["kernels_launched"] += len(launches)
 

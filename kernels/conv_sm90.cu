@@ -1,0 +1,73 @@
+// conv_sm90.cu: implicit-GEMM convolution on Hopper (TMA im2col + wgmma).
+//
+// What it computes, as GEMMs of gemm_sm90.cuh whose producer gathers one
+// operand straight from the activations through an im2col tensor map (the
+// im2col matrix is never written out); the epilogue (alpha, bias, relu,
+// beta, fp32 accumulation, split-K) is the GEMM's.
+//   fprop  O = epilogue(conv(I, F)), cuDNN's cross-correlation:
+//          C[(n, p, q), k]         = O[n, 0, p, q, k]        (M = N*P*Q, N = K)
+//          A[(n, p, q), (r, s, c)] = I[n, 0, p*str_h + r*dil_h - pad_h,
+//                                        q*str_w + s*dil_w - pad_w, c]  (0 in the padding)
+//          B[k, (r, s, c)]         = F[k, 0, r, s, c]
+//          K-tile kt: filter tap kt / cchunks, channels 64 * (kt % cchunks) on.
+//   update grad_F = epilogue(E^T @ im2col(I)):
+//          C[k, (r, s, c)]         = grad_F[k, 0, r, s, c]   (M = K, N = R*S*C)
+//          A[k, (n, p, q)]         = E[n, 0, p, q, k]        (the reduction: N*P*Q)
+//          B[(n, p, q), (r, s, c)] = the fprop's A
+//          K-tile kt: output positions 64 kt on; B's 64-column panel j is tap
+//          (n0 + 64 j) / C, channels from (n0 + 64 j) % C (C % 64 == 0).
+// (bprop with unit stride is an fprop of E with flipped filters; see
+// gpuarray/conv/implicit.py.)
+//
+// Layouts (cuDNN names): I (N, 1, H, W, C), F and grad_F (K, 1, R, S, C),
+// O and E (N, 1, P, Q, K), channel innermost, contiguous; 2-D layers only
+// (D = T = 1); C a multiple of 8 (fprop) or 64 (update), K of 8 (update).
+//
+// Parameters: ConvGemmArgs below: the GEMM's GemmArgs (fprop: M = N*P*Q,
+// N = K, K = R*S*cchunks*64, ldc = K, bias_n = 1; update: M = K, N =
+// R*S*C, K = N*P*Q, ldc = R*S*C; batch = kbatch = 1) followed by the
+// geometry (ConvGeom in gemm_sm90.cuh: P, Q, S, cchunks = ceil(C/64), C,
+// strides, paddings, dilations).  Channels past C and positions past
+// N*P*Q read as zeros.
+//
+// Tensor maps.  im2col (both passes): cuTensorMapEncodeIm2col, rank 4,
+// dims {C, W, H, N}, byte strides {C, W*C, H*W*C} * esz, pixel box lower
+// corner {-pad_w, -pad_h}, upper corner {pad_w - dil_w*(S-1),
+// pad_h - dil_h*(R-1)}, channelsPerPixel 64, pixelsPerColumn BM (fprop)
+// or 64 (update), element strides {1, str_w, str_h, 1}, swizzle 128B: a
+// tile of pixel rows x 64 channels, which is gemm_sm90's "k"-major A tile
+// (fprop) or one 64-wide "n"-major B panel (update).  fprop's B: tiled,
+// rank 3, dims {C, K, R*S}, byte strides {R*S*C, C} * esz, box {64, BN, 1},
+// swizzle 128B, loaded at (c0, n0, tap).  update's A: tiled, dims {K,
+// N*P*Q, 1}, byte strides {K * esz, -}, box {64, 64, 1}, swizzle 128B.
+//
+// Launch shape: as gemm_sm90.cu (persistent grid, min(tiles * splits, SMs)
+// blocks of 128 * (BM / 64 + 1) threads, the same dynamic shared memory;
+// the split-K reduce of gemm_splitk.cu after it when splits > 1).
+//
+// Kernels: ga_conv_sm90_<BM>x<BN>x64_<f16|bf16>_<fprop|update> for the
+// tiles 128x256, 128x128, 128x64, 64x128 and 64x64.
+#include "gemm_sm90.cuh"
+
+struct ConvGemmArgs {
+    GemmArgs p;
+    ConvGeom g;
+};
+
+#define GA_CONV_KERNEL(BM, BN, IN, TY, PASS, LA, LB, MODE)                                   \
+    extern "C" __global__ void __launch_bounds__(GaSm90Cfg<BM, BN, IN>::THREADS, 1)          \
+        ga_conv_sm90_##BM##x##BN##x64_##TY##_##PASS(const __grid_constant__ ConvGemmArgs a) { \
+        ga_gemm_sm90<BM, BN, IN, LA, LB, MODE>(a.p, &a.g);                                   \
+    }
+#define GA_CONV_PASSES(BM, BN, IN, TY)                                                  \
+    GA_CONV_KERNEL(BM, BN, IN, TY, fprop, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP)         \
+    GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE)
+#define GA_CONV_SHAPES(IN, TY)        \
+    GA_CONV_PASSES(128, 256, IN, TY)  \
+    GA_CONV_PASSES(128, 128, IN, TY)  \
+    GA_CONV_PASSES(128, 64, IN, TY)   \
+    GA_CONV_PASSES(64, 128, IN, TY)   \
+    GA_CONV_PASSES(64, 64, IN, TY)
+
+GA_CONV_SHAPES(GA_IN_F16, f16)
+GA_CONV_SHAPES(GA_IN_BF16, bf16)
