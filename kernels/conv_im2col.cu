@@ -16,21 +16,24 @@
 // needs no atomics and gives the same bits on every run.
 //
 // Layouts (cuDNN names): I and grad_I (N, D, H, W, C), channel innermost,
-// contiguous; col and dcol (N*M*P*Q, T*R*S*C) row-major, contiguous; dcol
+// contiguous; col and dcol (N*M*P*Q, T*R*S*C) row-major with row stride ld
+// >= T*R*S*C (the caller pads rows to 16 bytes so that the GEMMs can read
+// them with the copy engine; im2col writes zeros into the padding); dcol
 // is fp32, whatever the layer's dtype.
 //
 // Parameters: ConvArgs below -- src, dst, the number of images N (a chunk
 // of the batch: the caller offsets src and dst), sizes D H W, M P Q, T R S,
-// strides, paddings and dilations per axis (depth, height, width), C,
+// strides, paddings and dilations per axis (depth, height, width), C, ld,
 // alpha and beta (col2im).
 //
 // Launch shape: grid (X, Y, 1) with any X, Y >= 1, block (256, 1, 1), no
 // shared memory; blocks stride over the images along y and over one
-// image's elements along x, V consecutive channels per thread.  Index math
-// within an image is 32-bit (the launcher refuses images whose col rows
-// hold 2**31 elements or more).  V > 1 needs C % V == 0 and 16-byte
-// aligned tensors (im2col: V = 16 bytes of elements; col2im: V = 4, one
-// 16-byte load of fp32); the launcher checks, else V = 1.
+// image's elements along x, V consecutive channels (im2col: columns) per
+// thread.  Index math within an image is 32-bit (the launcher refuses
+// images whose col rows hold 2**31 elements or more).  V > 1 needs
+// C % V == 0, ld % V == 0 and 16-byte aligned tensors (im2col: V = 16
+// bytes of elements; col2im: V = 4, one 16-byte load of fp32); the
+// launcher checks, else V = 1.
 //
 // Kernels: ga_im2col_b{2,4}_v{1,V} (the copy moves bits: 2-byte elements
 // for float16 and bfloat16, 4-byte for float32), and
@@ -51,38 +54,40 @@ struct ConvArgs {
     int pad[3];
     int dil[3];
     int C;
+    int ld;           // elements from one col row to the next (>= T*R*S*C)
     float alpha, beta;
 };
 
 // V consecutive elements moved as one access
 template <typename T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };
 
-// im2col: one thread per V channels of one (image, output position, tap).
-// Consecutive threads take consecutive channels, then taps, then output
-// positions: the order of col's row-major layout, so stores are coalesced
-// and a tap's channels are read contiguously.
+// im2col: one thread per V columns of one col row (one image's output
+// position).  Consecutive threads take consecutive columns -- channels,
+// then taps -- so stores are coalesced and a tap's channels are read
+// contiguously; columns past T*R*S*C (the row's padding) get zeros.
 template <typename T, int V> __device__ void im2col(const ConvArgs &p) {
     const T *in = static_cast<const T *>(p.src);
     T *col = static_cast<T *>(p.dst);
-    const int groups = p.C / V;
+    const int groups = p.ld / V;
     const int taps = p.filter[0] * p.filter[1] * p.filter[2];
-    const int per_image = p.out[0] * p.out[1] * p.out[2] * taps * groups;
+    const int width = taps * p.C;
+    const int per_image = p.out[0] * p.out[1] * p.out[2] * groups;
     const int image = p.size[0] * p.size[1] * p.size[2] * p.C;
     for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
     for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {
-        int rest = g;
-        const int c = (rest % groups) * V; rest /= groups;
-        const int tap = rest % taps; rest /= taps;
+        const int column = (g % groups) * V;
+        int rest = g / groups;
         const int q = rest % p.out[2]; rest /= p.out[2];
         const int pp = rest % p.out[1];
         const int m = rest / p.out[1];
+        const int tap = column / p.C, c = column - tap * p.C;
         const int s = tap % p.filter[2], r = (tap / p.filter[2]) % p.filter[1];
         const int t = tap / (p.filter[2] * p.filter[1]);
         const int d = m * p.stride[0] + t * p.dil[0] - p.pad[0];
         const int h = pp * p.stride[1] + r * p.dil[1] - p.pad[1];
         const int w = q * p.stride[2] + s * p.dil[2] - p.pad[2];
         Pack<T, V> pack;
-        if ((unsigned)d < (unsigned)p.size[0] && (unsigned)h < (unsigned)p.size[1] &&
+        if (column < width && (unsigned)d < (unsigned)p.size[0] && (unsigned)h < (unsigned)p.size[1] &&
             (unsigned)w < (unsigned)p.size[2]) {
             pack = *reinterpret_cast<const Pack<T, V> *>(
                 in + n * image + ((d * p.size[1] + h) * p.size[2] + w) * p.C + c);
@@ -120,9 +125,8 @@ template <typename T, int V> __device__ void col2im(const ConvArgs &p) {
     const float *dcol = static_cast<const float *>(p.src);
     T *grad = static_cast<T *>(p.dst);
     const int groups = p.C / V;
-    const int taps = p.filter[0] * p.filter[1] * p.filter[2];
     const int per_image = p.size[0] * p.size[1] * p.size[2] * groups;
-    const int row = taps * p.C;  // elements of one dcol row
+    const int row = p.ld;  // elements from one dcol row to the next
     const int rows = p.out[0] * p.out[1] * p.out[2];
     for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
     for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {

@@ -16,8 +16,10 @@
 //          B[(n, p, q), (r, s, c)] = the fprop's A
 //          K-tile kt: output positions 64 kt on; B's 64-column panel j is tap
 //          (n0 + 64 j) / C, channels from (n0 + 64 j) % C (C % 64 == 0).
-// (bprop with unit stride is an fprop of E with flipped filters; see
-// gpuarray/conv/implicit.py.)
+//   bprop  (unit stride) grad_I = epilogue(conv(E, F')), the fprop above of E
+//          with F'[c, r, s, k] = F[k, R-1-r, S-1-s, c] and padding
+//          dil*(extent-1) - pad: B is read from F itself, tap R*S-1-tap,
+//          as "n"-major panels of 64 channels (no flipped copy is made).
 //
 // Layouts (cuDNN names): I (N, 1, H, W, C), F and grad_F (K, 1, R, S, C),
 // O and E (N, 1, P, Q, K), channel innermost, contiguous; 2-D layers only
@@ -26,7 +28,7 @@
 // Parameters: ConvGemmArgs below: the GEMM's GemmArgs (fprop: M = N*P*Q,
 // N = K, K = R*S*cchunks*64, ldc = K, bias_n = 1; update: M = K, N =
 // R*S*C, K = N*P*Q, ldc = R*S*C; batch = kbatch = 1) followed by the
-// geometry (ConvGeom in gemm_sm90.cuh: P, Q, S, cchunks = ceil(C/64), C,
+// geometry (ConvGeom in gemm_sm90.cuh: P, Q, R, S, cchunks = ceil(C/64), C,
 // strides, paddings, dilations).  Channels past C and positions past
 // N*P*Q read as zeros.
 //
@@ -38,14 +40,16 @@
 // tile of pixel rows x 64 channels, which is gemm_sm90's "k"-major A tile
 // (fprop) or one 64-wide "n"-major B panel (update).  fprop's B: tiled,
 // rank 3, dims {C, K, R*S}, byte strides {R*S*C, C} * esz, box {64, BN, 1},
-// swizzle 128B, loaded at (c0, n0, tap).  update's A: tiled, dims {K,
+// swizzle 128B, loaded at (c0, n0, tap); bprop's B: the same map of the
+// original F with box {64, 64, 1}, loaded at (n0 + 64 j, c0, R*S-1-tap).
+// update's A: tiled, dims {K,
 // N*P*Q, 1}, byte strides {K * esz, -}, box {64, 64, 1}, swizzle 128B.
 //
 // Launch shape: as gemm_sm90.cu (persistent grid, min(tiles * splits, SMs)
 // blocks of 128 * (BM / 64 + 1) threads, the same dynamic shared memory;
 // the split-K reduce of gemm_splitk.cu after it when splits > 1).
 //
-// Kernels: ga_conv_sm90_<BM>x<BN>x64_<f16|bf16>_<fprop|update> for the
+// Kernels: ga_conv_sm90_<BM>x<BN>x64_<f16|bf16>_<fprop|bprop|update> for the
 // tiles 128x256, 128x128, 128x64, 64x128 and 64x64.
 #include "gemm_sm90.cuh"
 
@@ -61,6 +65,7 @@ struct ConvGemmArgs {
     }
 #define GA_CONV_PASSES(BM, BN, IN, TY)                                                  \
     GA_CONV_KERNEL(BM, BN, IN, TY, fprop, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP)         \
+    GA_CONV_KERNEL(BM, BN, IN, TY, bprop, GA_MAJOR_K, GA_MAJOR_MN, GA_CONV_BPROP)        \
     GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE)
 #define GA_CONV_SHAPES(IN, TY)        \
     GA_CONV_PASSES(128, 256, IN, TY)  \

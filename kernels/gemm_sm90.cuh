@@ -10,6 +10,7 @@
 #define GA_CONV_NONE 0
 #define GA_CONV_FPROP 1   // C's rows are output positions; A gathered by im2col
 #define GA_CONV_UPDATE 2  // the reduction runs over output positions; B gathered
+#define GA_CONV_BPROP 3   // fprop of E with the filters read flipped ("n"-major B)
 
 // Geometry of an implicit-GEMM convolution.  fprop: K-tiles walk the filter
 // taps (r, s) and, within a tap, chunks of 64 channels.  update: K-tiles are
@@ -17,7 +18,7 @@
 // channels c0 .. c0 + 63 (C % 64 == 0).
 struct ConvGeom {
     int P, Q;              // output height, width
-    int S;                 // filter width
+    int R, S;              // filter height, width
     int cchunks;           // 64-channel chunks per tap: ceil(C / 64)
     int C;                 // input channels
     int str_h, str_w, pad_h, pad_w, dil_h, dil_w;
@@ -85,7 +86,10 @@ GA_D void ga_conv_origin(const ConvGeom &cg, int m, int &w, int &h, int &n) {
 // The loads of one K-tile kt of an implicit-GEMM convolution: filter tap
 // (r, s) and 64 channels from c0.  A (im2col): output rows m0 .. m0 + BM - 1
 // from the input position of row m0's window; B: filters n0 .. n0 + BN - 1
-// at that tap.  Channels past C (and rows past N*P*Q) are zero-filled.
+// at that tap ("k"-major), or for bprop the original filters at the
+// mirrored tap R*S - 1 - tap, BN / 64 "n"-major panels of 64 of their
+// channels.  Channels past C (and rows past N*P*Q) are zero-filled.
+template <int BN, int CONV>
 GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsigned sb, unsigned full, int kt,
                         int m0, int n0) {
     const int tap = kt / cg.cchunks, c0 = (kt - tap * cg.cchunks) * 64;
@@ -93,7 +97,13 @@ GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsi
     int w, h, n;
     ga_conv_origin(cg, m0, w, h, n);
     ga_tma_load_im2col(sa, &p.tmap_a, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
-    ga_tma_load(sb, &p.tmap_b, full, c0, n0, tap);
+    if constexpr (CONV == GA_CONV_BPROP) {
+        #pragma unroll
+        for (int j = 0; j < BN / 64; ++j)
+            ga_tma_load(sb + j * 8192, &p.tmap_b, full, n0 + 64 * j, c0, cg.R * cg.S - 1 - tap);
+    } else {
+        ga_tma_load(sb, &p.tmap_b, full, c0, n0, tap);
+    }
 }
 
 // The loads of one K-tile kt of the filter gradient: A (E^T, "m"-major
@@ -349,8 +359,8 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 // A broadcast operand (batch stride 0) has a one-batch tensor map.
                 const int dba = p.batch_a ? db : 0, dbb = p.batch_b ? db : 0;
                 const int m0 = g.tm * BM, n0 = g.tn * BN;
-                if constexpr (CONV == GA_CONV_FPROP) {
-                    ga_conv_loads(*cg, p, sa, sb, full, kt, m0, n0);
+                if constexpr (CONV == GA_CONV_FPROP || CONV == GA_CONV_BPROP) {
+                    ga_conv_loads<BN, CONV>(*cg, p, sa, sb, full, kt, m0, n0);
                 } else if constexpr (CONV == GA_CONV_UPDATE) {
                     ga_conv_update_loads<BM, BN>(*cg, p, sa, sb, full, kt, m0, n0);
                 } else {

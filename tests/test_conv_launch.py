@@ -15,19 +15,19 @@ import ctypes
 import numpy as np
 import pytest
 
-from gpuarray.conv import convolution, implicit
+from gpuarray.conv import convolution, implicit_plan as plans
 from gpuarray.cuda import driver
 from gpuarray.gemm import catalogue as gk
 from test_gemm_plan import FIELDS as GEMM_FIELDS, GemmRecordingGPU, tensor_maps  # noqa: F401
 
-FIELDS = "src dst N size out filter stride pad dil C alpha beta".split()
+FIELDS = "src dst N size out filter stride pad dil C ld alpha beta".split()
 
 
 def _unpack(raw):
     args = dict(zip(FIELDS[:3], raw[:3]))
     for i, name in enumerate(FIELDS[3:9]):
         args[name] = raw[3 + 3 * i:6 + 3 * i]
-    args["C"], args["alpha"], args["beta"] = raw[21:]
+    args["C"], args["ld"], args["alpha"], args["beta"] = raw[21:]
     return args
 
 
@@ -60,7 +60,7 @@ class _ConvGemmKernel:
         pointer, _ = params
         assert pointer[0] % 64 == 0
         self.log.append((self.name, grid, block, ctypes.string_at(pointer[0],
-                                                                  implicit.ARGS_BYTES), shared))
+                                                                  plans.ARGS_BYTES), shared))
 
 
 class _ConvGemmLibrary:
@@ -70,7 +70,7 @@ class _ConvGemmLibrary:
         self.log, self.gemm = log, gemm
 
     def function(self, stem, name, smem):
-        if stem != implicit.STEM:
+        if stem != plans.STEM:
             return self.gemm.function(stem, name, smem)
         return _ConvGemmKernel(name, self.log)
 
@@ -150,17 +150,20 @@ def test_each_pass_is_a_gather_and_a_gemm(ng, kind, sequence):
         assert name == "ga_im2col_b2_v8" and args["src"] == a.ptr
 
 
-@pytest.mark.parametrize("dtype, C, name", [(np.float16, 16, "ga_im2col_b2_v8"),
-                                            ("bfloat16", 12, "ga_im2col_b2_v1"),
-                                            (np.float32, 12, "ga_im2col_b4_v4"),
-                                            (np.float32, 3, "ga_im2col_b4_v1")])
-def test_gather_width_follows_the_channels(ng, dtype, C, name):
+@pytest.mark.parametrize("dtype, C, name, ld", [(np.float16, 16, "ga_im2col_b2_v8", 144),
+                                                ("bfloat16", 12, "ga_im2col_b2_v1", 112),
+                                                (np.float32, 12, "ga_im2col_b4_v4", 112),
+                                                (np.float32, 3, "ga_im2col_b4_v1", 32)])
+def test_gather_width_follows_the_channels(ng, dtype, C, name, ld):
+    """Channels per thread, and col rows padded to a multiple of 8 elements
+    (9 taps x C = 108 or 27 columns would misalign the GEMM's operand)."""
     layer = ng.conv_layer(dtype, 2, C, 8, H=5, W=5, R=3, S=3)
     ng.fprop_conv(layer, *_tensors(ng, layer, "fprop"))
-    (got, grid, _, _, _), = _gathers(ng)
+    (got, grid, _, args, _), = _gathers(ng)
     vec = int(name[-1])
-    per_image = layer.P * layer.Q * 9 * C // vec
-    assert got == name and grid == (-(-per_image // convolution.THREADS), 2, 1)
+    per_image = layer.P * layer.Q * ld // vec
+    assert got == name and args["ld"] == ld
+    assert grid == (-(-per_image // convolution.THREADS), 2, 1)
 
 
 @pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
@@ -234,9 +237,9 @@ def test_implicit_gemm_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     assert (fields["a"], fields["b"], fields["c"], fields["bias"]) == (I.ptr, F.ptr, O.ptr,
                                                                        bias.ptr)
     assert (fields["ldc"], fields["bias_n"], fields["bias_type"]) == (96, 1, 0)
-    geom = implicit.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + implicit.GEOM.size])
-    assert geom == (layer.P, layer.Q, 5, 2, 72, 2, 1, 1, 2, 1, 2)
-    assert len(args) == implicit.ARGS_BYTES
+    geom = plans.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + plans.GEOM.size])
+    assert geom == (layer.P, layer.Q, 3, 5, 2, 72, 2, 1, 1, 2, 1, 2)
+    assert len(args) == plans.ARGS_BYTES
     (ptr, dtype, dims, strides, lower, upper, channels, pixels, estrides, swizzle), = im2col_maps
     bm = int(name.split("_")[3].split("x")[0])
     assert ptr == I.ptr and dims == (72, 13, 15, 4)
@@ -280,22 +283,27 @@ def test_ineligible_layers_gather(hopper, dtype, kw):
     assert not [e for e in ng.launches if isinstance(e[0], str) and e[0].startswith("ga_conv")]
 
 
-def test_unit_stride_bprop_is_an_fprop_with_flipped_filters(hopper, im2col_maps):
+def test_unit_stride_bprop_is_an_fprop_reading_the_filters_mirrored(hopper, tensor_maps,  # noqa: F811
+                                                                    im2col_maps):
     ng = hopper
     layer = ng.conv_layer(np.float16, 2, 24, 16, H=9, W=8, R=3, S=2, pad_h=1, dil_w=2)
     F, E, G = _tensors(ng, layer, "bprop")
     ng.bprop_conv(layer, F, E, G, alpha=2.0, beta=0.5)
-    names = _names(ng)
-    assert names[0] == "fused" and names[1].startswith("ga_conv_sm90_") and len(names) == 2
+    assert len(ng.launches) == 1  # no flipped copy of F
     name, _, _, args, _ = _conv_launch(ng)
+    assert name.endswith("_f16_bprop")
     fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
-    # the flipped layer: K=16 channels in, C=24 out, padding dil*(extent-1) - pad
+    # the bprop layer: K=16 channels in, C=24 out, padding dil*(extent-1) - pad
     assert (fields["M"], fields["N"]) == (2 * 9 * 8, 24) and fields["c"] == G.ptr
-    assert (fields["a"], fields["alpha"], fields["beta"]) == (E.ptr, 2.0, 0.5)
-    geom = implicit.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + implicit.GEOM.size])
-    assert geom == (9, 8, 2, 1, 16, 1, 1, 1, 2, 1, 2)
+    assert (fields["a"], fields["b"]) == (E.ptr, F.ptr)
+    assert (fields["alpha"], fields["beta"], fields["flags"]) == (2.0, 0.5, gk.EPI_BETA)
+    geom = plans.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + plans.GEOM.size])
+    assert geom == (9, 8, 3, 2, 1, 16, 1, 1, 1, 2, 1, 2)
     (_, _, dims, _, lower, upper, *_), = im2col_maps
     assert dims == (16, layer.Q, layer.P, 2) and lower == (-2, -1) and upper == (0, -1)
+    # B: the original F as (C, K, R*S) in 64 x 64 boxes
+    (f_map,) = [m for m in tensor_maps if m["ptr"] == F.ptr]
+    assert f_map["dims"] == (24, 16, 6) and f_map["box"] == (64, 64, 1)
 
 
 def test_strided_bprop_gathers(hopper):

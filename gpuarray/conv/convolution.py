@@ -16,8 +16,10 @@ bprop     dcol = E @ F    (fp32)                        grad_I = col2im(dcol)
 update    grad_F = E^T @ col                            --
 ========= ============================================= ====================
 
-A pointwise layer (1 x 1 x 1 filters, stride 1, no padding) needs no
-gather: its col is I itself.  The col matrix of the whole batch can be
+On Hopper most fp16/bf16 layers skip all this: :mod:`~gpuarray.conv.implicit`
+runs them as one implicit-GEMM kernel that gathers as it goes.  A
+pointwise layer (1 x 1 x 1 filters, stride 1, no padding) needs no
+gather either: its col is I itself.  The col matrix of the whole batch can be
 large (N*M*P*Q rows of T*R*S*C), so the batch runs in chunks of images
 whose col fits ``WORKSPACE_BYTES``; update sums the chunks in fp32.  No
 atomics anywhere: results are the same bits on every run.
@@ -29,7 +31,6 @@ import numpy as np
 from ..core import dtypes
 from ..cuda import driver
 from . import implicit
-from .call import ConvCall
 
 STEM = "conv_im2col"
 THREADS = 256
@@ -41,9 +42,8 @@ WORKSPACE_BYTES = 1 << 29
 MAX_IMAGE_ELEMENTS = 2**31 - 1
 
 #: ConvArgs of kernels/conv_im2col.cu: src, dst, N, then size, out, filter,
-#: stride, pad, dilation (3 ints each), C, alpha, beta, padded to the
-#: struct's 8-byte alignment
-ARGS = struct.Struct("<2Qq19i2f4x")
+#: stride, pad, dilation (3 ints each), C, ld, alpha, beta
+ARGS = struct.Struct("<2Qq20i2f")
 
 _TYPE_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 F32 = np.dtype(np.float32)
@@ -51,6 +51,8 @@ F32 = np.dtype(np.float32)
 
 def run(gpu, call):
     """Queue the kernels of ``call`` (fprop, bprop or update) on ``gpu``."""
+    if implicit.try_run(gpu, call):
+        return
     layer = call.layer
     _check_image_size(layer)
     {"fprop": _fprop, "bprop": _bprop, "update": _update}[call.kind](gpu, call, layer)
@@ -64,7 +66,7 @@ def pointwise(layer):
 
 def chunks(layer, itemsize):
     """``(n0, n1)`` image ranges whose col matrix fits ``WORKSPACE_BYTES`` (at least one image)."""
-    per_image = _col_row_count(layer) * _col_width(layer) * itemsize
+    per_image = _col_row_count(layer) * _col_stride(layer) * itemsize
     step = max(1, min(layer.N, WORKSPACE_BYTES // per_image))
     return [(n0, min(n0 + step, layer.N)) for n0 in range(0, layer.N, step)]
 
@@ -77,8 +79,16 @@ def _col_width(layer):
     return layer.T * layer.R * layer.S * layer.C
 
 
+def _col_stride(layer):
+    """Elements from one col row to the next: the width rounded up to a
+    multiple of 8 (16 bytes of fp16), so that the GEMMs read col, dcol and
+    F (padded alike) with the copy engine whatever C is (the first layer's
+    C = 3 would not align)."""
+    return -(-_col_width(layer) // 8) * 8
+
+
 def _check_image_size(layer):
-    if _col_row_count(layer) * _col_width(layer) > MAX_IMAGE_ELEMENTS:
+    if _col_row_count(layer) * _col_stride(layer) > MAX_IMAGE_ELEMENTS:
         raise ValueError(f"{layer}: one image's im2col matrix has more than 2**31 - 1 "
                          f"elements; split the image")
 
@@ -86,16 +96,14 @@ def _check_image_size(layer):
 # -- the three passes ----------------------------------------------------------
 
 def _fprop(gpu, call, layer):
-    F = _contiguous(gpu, call.b)
-    F2 = F.reshape(layer.K, _col_width(layer))
     I = _contiguous(gpu, call.a)  # noqa: E741
     O = _output(gpu, call.out, call.beta)  # noqa: E741
     epilogue = dict(alpha=call.alpha, beta=call.beta, relu=call.relu, bias=call.bias)
     if pointwise(layer):
+        F2 = _contiguous(gpu, call.b).reshape(layer.K, layer.C)
         gpu.dot(_rows(I), F2.T, _rows(O), **epilogue)
-    elif implicit.eligible(gpu, layer, (I, F, O)):
-        implicit.fprop(gpu, call, I, F, O)
     else:
+        F2 = _padded_filters(gpu, layer, call.b)
         col = _workspace(gpu, layer, layer.dtype)
         for n0, n1 in chunks(layer, layer.dtype.itemsize):
             rows = _im2col(gpu, layer, I, n0, n1, col)
@@ -106,18 +114,11 @@ def _fprop(gpu, call, layer):
 def _bprop(gpu, call, layer):
     E = _contiguous(gpu, call.b)
     grad = _output(gpu, call.out, call.beta)
-    flipped = implicit.bprop_layer(layer)
     if pointwise(layer):
         F2 = _contiguous(gpu, call.a).reshape(layer.K, layer.C)
         gpu.dot(_rows(E), F2, _rows(grad), alpha=call.alpha, beta=call.beta)
-    elif flipped is not None and implicit.eligible(gpu, flipped, (E, grad)):
-        # unit stride: grad_I is the fprop of E with flipped, transposed filters
-        filters = gpu.empty(flipped.dimF, layer.dtype)
-        filters[:] = call.a[:, :, ::-1, ::-1, :].transpose(4, 1, 2, 3, 0)
-        implicit.fprop(gpu, ConvCall("fprop", flipped, E, filters, grad, call.alpha, call.beta),
-                       E, filters, grad)
     else:
-        F2 = _contiguous(gpu, call.a).reshape(layer.K, _col_width(layer))
+        F2 = _padded_filters(gpu, layer, call.a)
         dcol = _workspace(gpu, layer, F32)
         for n0, n1 in chunks(layer, F32.itemsize):
             rows = dcol[:(n1 - n0) * _col_row_count(layer)]
@@ -132,8 +133,6 @@ def _update(gpu, call, layer):
     grad2 = grad.reshape(layer.K, _col_width(layer))
     if pointwise(layer):
         gpu.dot(_rows(E).T, _rows(I), grad2, alpha=call.alpha, beta=call.beta)
-    elif implicit.update_eligible(gpu, layer, (I, E, grad)):
-        implicit.update(gpu, call, I, E, grad)
     else:
         _update_gathered(gpu, call, layer, I, E, grad2)
     _copy_back(call.out, grad)
@@ -143,15 +142,16 @@ def _update_gathered(gpu, call, layer, I, E, grad2):  # noqa: E741
     """grad_F (as K x T*R*S*C) = alpha * E^T @ im2col(I) + beta * grad_F, chunk by chunk."""
     parts = chunks(layer, layer.dtype.itemsize)
     col = _workspace(gpu, layer, layer.dtype)
+    width = _col_width(layer)
     if len(parts) == 1:
-        gpu.dot(_rows(E).T, _im2col(gpu, layer, I, 0, layer.N, col), grad2,
+        gpu.dot(_rows(E).T, _im2col(gpu, layer, I, 0, layer.N, col)[:, :width], grad2,
                 alpha=call.alpha, beta=call.beta)
         return
     # the chunks' products add up in fp32, in a fixed order; one fused
     # assignment applies alpha and beta at the end
     acc = gpu.empty(grad2.shape, F32)
     for i, (n0, n1) in enumerate(parts):
-        gpu.dot(_rows(E[n0:n1]).T, _im2col(gpu, layer, I, n0, n1, col), acc,
+        gpu.dot(_rows(E[n0:n1]).T, _im2col(gpu, layer, I, n0, n1, col)[:, :width], acc,
                 beta=0.0 if i == 0 else 1.0)
     grad2[:] = acc * call.alpha + grad2 * call.beta if call.beta else acc * call.alpha
 
@@ -166,7 +166,18 @@ def _rows(t):
 def _workspace(gpu, layer, dtype):
     n = chunks(layer, dtype.itemsize)[0]
     rows = (n[1] - n[0]) * _col_row_count(layer)
-    return gpu.empty((rows, _col_width(layer)), dtype)
+    return gpu.empty((rows, _col_stride(layer)), dtype)
+
+
+def _padded_filters(gpu, layer, F):
+    """F as a (K, T*R*S*C) matrix whose rows are padded like col's (zeros)."""
+    width, stride = _col_width(layer), _col_stride(layer)
+    F2 = _contiguous(gpu, F).reshape(layer.K, width)
+    if stride == width:
+        return F2
+    padded = gpu.zeros((layer.K, stride), layer.dtype)
+    padded[:, :width] = F2
+    return padded
 
 
 def _contiguous(gpu, t):
@@ -190,11 +201,12 @@ def _im2col(gpu, layer, I, n0, n1, col):  # noqa: E741
     """Gather images n0..n1 of I into the first rows of ``col``; returns those rows."""
     rows = col[:(n1 - n0) * _col_row_count(layer)]
     vec = 16 // layer.dtype.itemsize
-    if layer.C % vec or I.ptr % 16 or col.ptr % 16:
+    ld = col.shape[1]
+    if layer.C % vec or ld % vec or I.ptr % 16 or col.ptr % 16:
         vec = 1
     name = f"ga_im2col_b{layer.dtype.itemsize}_v{vec}"
-    per_image = _col_row_count(layer) * _col_width(layer) // vec
-    _launch(gpu, name, layer, per_image, I[n0:n1].ptr, rows.ptr, n1 - n0, 1.0, 0.0)
+    per_image = _col_row_count(layer) * ld // vec
+    _launch(gpu, name, layer, per_image, I[n0:n1].ptr, rows.ptr, n1 - n0, ld, 1.0, 0.0)
     return rows
 
 
@@ -203,14 +215,15 @@ def _col2im(gpu, layer, dcol, grad, n0, n1, alpha, beta):
     vec = 4 if layer.C % 4 == 0 and dcol.ptr % 16 == 0 and grad.ptr % 16 == 0 else 1
     name = f"ga_col2im_{_TYPE_NAME[dtypes.name(layer.dtype)]}_v{vec}"
     per_image = layer.D * layer.H * layer.W * layer.C // vec
-    _launch(gpu, name, layer, per_image, dcol.ptr, grad[n0:n1].ptr, n1 - n0, alpha, beta)
+    _launch(gpu, name, layer, per_image, dcol.ptr, grad[n0:n1].ptr, n1 - n0, dcol.shape[1],
+            alpha, beta)
 
 
-def _launch(gpu, name, layer, per_image, src, dst, images, alpha, beta):
+def _launch(gpu, name, layer, per_image, src, dst, images, ld, alpha, beta):
     grid = (-(-per_image // THREADS), min(images, MAX_GRID_Y), 1)
     args = ARGS.pack(src, dst, images, layer.D, layer.H, layer.W, layer.M, layer.P, layer.Q,
                      layer.T, layer.R, layer.S, *layer.stride, *layer.pad, *layer.dilation,
-                     layer.C, alpha, beta)
+                     layer.C, ld, alpha, beta)
     kernel = gpu.conv_library.function(STEM, name)
     kernel.launch(grid, (THREADS, 1, 1), driver.parameter_block(args), 0)
     gpu._stats["kernels_launched"] += 1

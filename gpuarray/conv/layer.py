@@ -98,6 +98,8 @@ class ConvLayer:
     dimI, dimF, dimO : tuple of 5 ints
         Shapes of the input ``(N, D, H, W, C)``, the filters
         ``(K, T, R, S, C)`` and the output ``(N, M, P, Q, K)``.
+    key : tuple
+        The layer's structure: dtype, shapes, padding, strides, dilations.
     """
 
     def __init__(self, dtype, N, C, K, D=1, H=1, W=1, T=1, R=1, S=1, pad_d=0, pad_h=0,
@@ -122,6 +124,8 @@ class ConvLayer:
         self.dimO = (self.N, self.M, self.P, self.Q, self.K)
         _check_elements({"the input": self.dimI, "the filter": self.dimF,
                          "the output": self.dimO})
+        #: everything a kernel plan depends on (plans are recorded per key)
+        self.key = (self.dtype, self.dimI, self.dimF, self.pad, self.stride, self.dilation)
 
     @property
     def flops(self):

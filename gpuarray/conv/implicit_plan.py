@@ -1,0 +1,172 @@
+"""Plans of the implicit-GEMM convolution kernels (kernels/conv_sm90.cu).
+
+In: a layer (a :class:`~gpuarray.conv.layer.ConvLayer`), the pass and the
+epilogue's structure.  Out: a :class:`~gpuarray.gemm.replay.GemmPlan` --
+the kernel and its grid, the packed ``ConvGemmArgs`` (``GemmArgs`` then
+``ConvGeom``) with holes for pointers and scalars, and the geometry of the
+two TMA descriptors (an im2col map of the gathered activations, a tiled
+map of the other operand) -- which :mod:`~gpuarray.conv.implicit` records
+once per situation and replays.  The GEMM each pass is, and every
+descriptor's fields, are in conv_sm90.cu's header.
+"""
+import functools
+import struct
+
+import numpy as np
+
+from ..cuda import driver
+from ..gemm import catalogue as gk, tiles
+from ..gemm.replay import GemmPlan, TensorMap
+from .layer import ConvLayer
+
+STEM = "conv_sm90"
+#: tiles conv_sm90.cu instantiates
+TILES = ((128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+#: channels (or output positions) per K-tile: one 128-byte swizzle row of fp16/bf16
+CHUNK = 64
+#: ConvGeom (gemm_sm90.cuh): P, Q, R, S, cchunks, C, strides, paddings, dilations
+GEOM = struct.Struct("<12i")
+#: ConvGemmArgs is GemmArgs then ConvGeom, padded to the 64-byte alignment
+ARGS_BYTES = 512
+#: split-K: at least this many K-tiles per split
+MIN_KTILES_PER_SPLIT = 8
+#: threads per block of gemm_splitk.cu's reduce kernel
+REDUCE_THREADS = 256
+
+
+class Im2colMap:
+    """An im2col descriptor: fixed geometry, re-encoded when its tensor moves."""
+
+    def __init__(self, dtype, dims, strides, lower, upper, pixels, element_strides):
+        self.geometry = (dtype, dims, strides, lower, upper, CHUNK, pixels, element_strides, 128)
+        self.ptr, self.bytes = None, None
+
+    def encode(self, ptr, stats):
+        if ptr != self.ptr:
+            self.bytes = driver.encode_im2col(ptr, *self.geometry)
+            self.ptr = ptr
+            stats["tma_encodes"] = stats.get("tma_encodes", 0) + 1
+        return self.bytes
+
+
+def bprop_layer(layer):
+    """The fprop layer whose output is ``layer``'s data gradient (unit stride only).
+
+    grad_I = conv(E, F') with F'[c, r, s, k] = F[k, R-1-r, S-1-s, c] (the
+    kernel reads F' from F) and padding ``dil * (extent - 1) - pad``.
+    """
+    return _bprop_layer(layer.dtype, layer.N, layer.C, layer.K, layer.P, layer.Q, layer.R,
+                        layer.S, layer.pad[1:], layer.dilation[1:])
+
+
+@functools.lru_cache(maxsize=256)
+def _bprop_layer(dtype, N, C, K, P, Q, R, S, pad, dil):
+    return ConvLayer(dtype, N, K, C, H=P, W=Q, R=R, S=S, pad_h=dil[0] * (R - 1) - pad[0],
+                     pad_w=dil[1] * (S - 1) - pad[1], dil_h=dil[0], dil_w=dil[1])
+
+
+def choose(gpu, m, n):
+    """The tile with the least modelled time for an M x N output: waves of
+    tiles over the SMs, each costing its area over the tile's measured
+    efficiency (the GEMM catalogue's)."""
+    best = None
+    for cfg in _configs():
+        count = -(-m // cfg.bm) * -(-n // cfg.bn)
+        waves = -(-count // gpu.sms)
+        cost = (waves * cfg.bm * cfg.bn / cfg.efficiency, -cfg.bm * cfg.bn)
+        if best is None or cost < best[0]:
+            best = (cost, cfg)
+    return best[1]
+
+
+def _configs():
+    return [cfg for cfg in tiles.CONFIGS
+            if cfg.family == "sm90" and "f16" in cfg.inputs and (cfg.bm, cfg.bn) in TILES]
+
+
+def _config(bm, bn):
+    return next(cfg for cfg in _configs() if (cfg.bm, cfg.bn) == (bm, bn))
+
+
+def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None):
+    """fprop's plan (``kind="bprop"``: ``layer`` is the bprop layer and
+    ``filters`` the original layer, whose F the kernel reads mirrored)."""
+    m, n = layer.N * layer.P * layer.Q, layer.K
+    cfg = choose(gpu, m, n)
+    ktiles = layer.R * layer.S * -(-layer.C // CHUNK)
+    flags = ((gk.EPI_RELU if relu else 0) | (gk.EPI_BIAS if bias is not None else 0)
+             | (gk.EPI_BETA if beta else 0))
+    strides = (0, 1, 1, 0, n, 0, 0, 0, 0,
+               bias.strides[0] // bias.itemsize if bias is not None else 0)
+    ints = (m, n, ktiles * CHUNK, 1, 1, 1, ktiles, flags, gk.TYPE_CODE[layer.dtype],
+            gk.TYPE_CODE[bias.dtype] if bias is not None else 0)
+    b_map = filter_map(layer, cfg.bn) if filters is None else filter_map(filters, CHUNK)
+    return _plan(gpu, layer, cfg, kind, strides, ints, 1, (im2col_map(layer, cfg.bm), b_map))
+
+
+def record_update(gpu, layer, beta):
+    """The filter gradient's plan: the largest tile that fits, K split so that
+    tiles x splits fill the SMs (the reduction, N*P*Q positions, is long;
+    the output, K x R*S*C, small)."""
+    m, n, k = layer.K, layer.R * layer.S * layer.C, layer.N * layer.P * layer.Q
+    bm = 128 if m >= 128 else 64
+    bn = 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64
+    cfg = _config(bm, bn)
+    ktiles = -(-k // CHUNK)
+    count = -(-m // bm) * -(-n // bn)
+    splits = max(1, min(gpu.sms // count, ktiles // MIN_KTILES_PER_SPLIT))
+    per_split = -(-ktiles // splits)
+    splits = -(-ktiles // per_split)
+    ints = (m, n, k, 1, 1, splits, per_split, gk.EPI_BETA if beta else 0,
+            gk.TYPE_CODE[layer.dtype], 0)
+    strides = (1, m, 0, 1, n, 0, 0, 0, 0, 0)
+    esz = layer.dtype.itemsize
+    errors = TensorMap(layer.dtype, (m, k, 1), (m * esz, -(-(m * k * esz) // 16) * 16),
+                       (CHUNK, CHUNK, 1), 128, False)
+    return _plan(gpu, layer, cfg, "update", strides, ints, splits,
+                 (errors, im2col_map(layer, CHUNK)))
+
+
+def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps):
+    """GemmPlan of one conv_sm90 kernel (and the split-K reduce when splits > 1)."""
+    geom = GEOM.pack(layer.P, layer.Q, layer.R, layer.S, -(-layer.C // CHUNK), layer.C,
+                     *layer.stride[1:], *layer.pad[1:], *layer.dilation[1:])
+    template = gk.pack(gk.NO_TMAP, gk.NO_TMAP, (0,) * 6, strides, gpu.seed, ints, 0.0, 0.0, 0)
+    template += geom + bytes(ARGS_BYTES - gk.ARGS_BYTES - GEOM.size)
+    name = f"ga_conv_sm90_{cfg.bm}x{cfg.bn}x64_{_input_name(layer.dtype)}_{kind}"
+    m, n = ints[0], ints[1]
+    total = -(-m // cfg.bm) * -(-n // cfg.bn) * splits
+    kernel = gpu.gemm_library.function(STEM, name, cfg.smem)
+    launches = [(kernel, (min(total, gpu.sms), 1, 1), (cfg.threads, 1, 1), cfg.smem)]
+    workspace = 0
+    if splits > 1:
+        reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
+        blocks = min(-(-(m * -(-n // 4)) // REDUCE_THREADS), gpu.sms * 8)
+        launches.append((reduce, (blocks, 1, 1), (REDUCE_THREADS, 1, 1), 0))
+        workspace = splits * m * n * 4
+    return GemmPlan(name, False, launches, template, maps, workspace, splits)
+
+
+def _input_name(dtype):
+    return "f16" if dtype == np.float16 else "bf16"
+
+
+def im2col_map(layer, pixels):
+    """The im2col descriptor of the layer's input: ``pixels`` output positions
+    per copy, 64 channels each."""
+    esz = layer.dtype.itemsize
+    C, H, W = layer.C, layer.H, layer.W
+    _, pad_h, pad_w = layer.pad
+    _, dil_h, dil_w = layer.dilation
+    _, str_h, str_w = layer.stride
+    return Im2colMap(layer.dtype, (C, W, H, layer.N), (C * esz, W * C * esz, H * W * C * esz),
+                     (-pad_w, -pad_h), (pad_w - dil_w * (layer.S - 1), pad_h - dil_h * (layer.R - 1)),
+                     pixels, (1, str_w, str_h, 1))
+
+
+def filter_map(layer, box_filters):
+    """F as (C, K, R*S): a box of 64 channels x ``box_filters`` filters at one tap."""
+    esz = layer.dtype.itemsize
+    taps = layer.R * layer.S
+    return TensorMap(layer.dtype, (layer.C, layer.K, taps), (taps * layer.C * esz, layer.C * esz),
+                     (CHUNK, box_filters, 1), 128, False)
