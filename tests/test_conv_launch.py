@@ -326,8 +326,8 @@ def test_update_with_whole_channel_chunks_is_one_gemm_split_over_positions(hoppe
     assert (fields["M"], fields["N"], fields["K"]) == (64, 9 * 128, positions)
     assert (fields["a"], fields["b"], fields["c"]) == (E.ptr, I.ptr, G.ptr)
     assert (fields["ldc"], fields["flags"], fields["alpha"]) == (9 * 128, gk.EPI_BETA, 0.5)
-    # 9 tiles of 64x128 on 132 SMs: the 98 K-tiles split 11 ways (9 each)
-    assert (fields["splits"], fields["tiles_per_split"]) == (11, 9)
+    # 9 tiles of 64x128 on 132 SMs: the 98 K-tiles split 7 ways (14 each)
+    assert (fields["splits"], fields["tiles_per_split"]) == (7, 14)
     assert fields["partial"] != 0 and _names(ng)[-1] == "ga_gemm_splitk_reduce"
     (_, _, dims, _, _, _, channels, pixels, *_), = im2col_maps
     assert dims == (128, 28, 28, 8) and (channels, pixels) == (64, 64)
@@ -341,3 +341,13 @@ def test_update_with_partial_chunks_gathers(hopper, C, K):
     layer = ng.conv_layer(np.float16, 2, C, K, H=9, W=9, R=3, S=3)
     ng.update_conv(layer, *_tensors(ng, layer, "update"))
     assert [e[0] for e in _gathers(ng)] == ["ga_im2col_b2_v8"]
+
+
+@pytest.mark.parametrize("tiles, ktiles, splits", [
+    (72, 784, 5),    # VGG-A conv6's update: 360 blocks in 3 waves of 132 (91% busy)
+    (18, 3136, 7),   # VGG-A conv4's: 126 blocks, one wave
+    (200, 784, 5),   # 1.5 waves of tiles; 5 splits make 7.6 waves (95% busy)
+    (9, 10, 1),      # too short to split
+])
+def test_update_splits_fill_the_machine(hopper, tiles, ktiles, splits):
+    assert plans.choose_splits(hopper, tiles, ktiles) == splits

@@ -28,8 +28,10 @@ CHUNK = 64
 GEOM = struct.Struct("<12i")
 #: ConvGemmArgs is GemmArgs then ConvGeom, padded to the 64-byte alignment
 ARGS_BYTES = 512
-#: split-K: at least this many K-tiles per split
+#: split-K: at least this many K-tiles per split; each split's partial sums
+#: cost about this fraction of a wave
 MIN_KTILES_PER_SPLIT = 8
+SPLIT_COST = 0.02
 #: threads per block of gemm_splitk.cu's reduce kernel
 REDUCE_THREADS = 256
 
@@ -113,8 +115,7 @@ def record_update(gpu, layer, beta):
     bn = 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64
     cfg = _config(bm, bn)
     ktiles = -(-k // CHUNK)
-    count = -(-m // bm) * -(-n // bn)
-    splits = max(1, min(gpu.sms // count, ktiles // MIN_KTILES_PER_SPLIT))
+    splits = choose_splits(gpu, -(-m // bm) * -(-n // bn), ktiles)
     per_split = -(-ktiles // splits)
     splits = -(-ktiles // per_split)
     ints = (m, n, k, 1, 1, splits, per_split, gk.EPI_BETA if beta else 0,
@@ -125,6 +126,16 @@ def record_update(gpu, layer, beta):
                        (CHUNK, CHUNK, 1), 128, False)
     return _plan(gpu, layer, cfg, "update", strides, ints, splits,
                  (errors, im2col_map(layer, CHUNK)))
+
+
+def choose_splits(gpu, tiles, ktiles):
+    """K-splits for ``tiles`` output tiles of ``ktiles`` K-tiles each: the
+    fewest waves of (tiles x splits) blocks per split, each split costing
+    SPLIT_COST of a wave more (its partial sums' traffic), at least
+    MIN_KTILES_PER_SPLIT K-tiles per split."""
+    most = max(1, ktiles // MIN_KTILES_PER_SPLIT)
+    return min(range(1, most + 1),
+               key=lambda s: (-(-tiles * s // gpu.sms)) / s + SPLIT_COST * s)
 
 
 def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps):

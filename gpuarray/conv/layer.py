@@ -124,7 +124,7 @@ class ConvLayer:
         self.dimO = (self.N, self.M, self.P, self.Q, self.K)
         _check_elements({"the input": self.dimI, "the filter": self.dimF,
                          "the output": self.dimO})
-        #: everything a kernel plan depends on (plans are recorded per key)
+        # everything a kernel plan depends on (plans are recorded per key)
         self.key = (self.dtype, self.dimI, self.dimF, self.pad, self.stride, self.dilation)
 
     @property
