@@ -36,8 +36,9 @@
 // launcher checks, else V = 1.
 //
 // Kernels: ga_im2col_b{2,4}_v{1,V} (the copy moves bits: 2-byte elements
-// for float16 and bfloat16, 4-byte for float32), and
-// ga_col2im_{f16,bf16,f32}_v{1,4}.
+// for float16 and bfloat16, 4-byte for float32), ga_im2col_b{2,4}_n{V}
+// (C % V != 0: V columns per thread gathered one by one, one 16-byte
+// store; needs a 16-byte aligned col), and ga_col2im_{f16,bf16,f32}_v{1,4}.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -94,6 +95,51 @@ template <typename T, int V> __device__ void im2col(const ConvArgs &p) {
         } else {
             #pragma unroll
             for (int i = 0; i < V; ++i) pack.v[i] = T(0);
+        }
+        *reinterpret_cast<Pack<T, V> *>(col + (n * per_image + g) * (long long)V) = pack;
+    }
+}
+
+// im2col for channel counts that do not fill a vector (the first layer's
+// C = 3): one thread per V consecutive columns of a row -- one 16-byte
+// store -- gathered element by element, the (tap, channel) position
+// advanced like an odometer rather than divided out per element.  Rows
+// are padded to a multiple of V (ld % V == 0), so a thread's columns never
+// leave its row.
+template <typename T, int V> __device__ void im2col_narrow(const ConvArgs &p) {
+    const T *in = static_cast<const T *>(p.src);
+    T *col = static_cast<T *>(p.dst);
+    const int groups = p.ld / V;
+    const int width = p.filter[0] * p.filter[1] * p.filter[2] * p.C;
+    const int per_image = p.out[0] * p.out[1] * p.out[2] * groups;
+    const int image = p.size[0] * p.size[1] * p.size[2] * p.C;
+    for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
+    for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {
+        const int column = (g % groups) * V;
+        int rest = g / groups;
+        const int q = rest % p.out[2]; rest /= p.out[2];
+        const int pp = rest % p.out[1];
+        const int m = rest / p.out[1];
+        int tap = column / p.C, c = column - tap * p.C;
+        int s = tap % p.filter[2], r = (tap / p.filter[2]) % p.filter[1];
+        int t = tap / (p.filter[2] * p.filter[1]);
+        const T *base = in + n * image;
+        Pack<T, V> pack;
+        #pragma unroll
+        for (int i = 0; i < V; ++i) {
+            const int d = m * p.stride[0] + t * p.dil[0] - p.pad[0];
+            const int h = pp * p.stride[1] + r * p.dil[1] - p.pad[1];
+            const int w = q * p.stride[2] + s * p.dil[2] - p.pad[2];
+            const bool inside = column + i < width && (unsigned)d < (unsigned)p.size[0] &&
+                                (unsigned)h < (unsigned)p.size[1] && (unsigned)w < (unsigned)p.size[2];
+            pack.v[i] = inside ? base[((d * p.size[1] + h) * p.size[2] + w) * p.C + c] : T(0);
+            if (++c == p.C) {
+                c = 0;
+                if (++s == p.filter[2]) {
+                    s = 0;
+                    if (++r == p.filter[1]) { r = 0; ++t; }
+                }
+            }
         }
         *reinterpret_cast<Pack<T, V> *>(col + (n * per_image + g) * (long long)V) = pack;
     }
@@ -184,6 +230,11 @@ IM2COL(ga_im2col_b2_v1, unsigned short, 1)
 IM2COL(ga_im2col_b2_v8, unsigned short, 8)
 IM2COL(ga_im2col_b4_v1, float, 1)
 IM2COL(ga_im2col_b4_v4, float, 4)
+
+#define IM2COL_NARROW(NAME, T, V) \
+    extern "C" __global__ void __launch_bounds__(CONV_THREADS) NAME(const ConvArgs p) { im2col_narrow<T, V>(p); }
+IM2COL_NARROW(ga_im2col_b2_n8, unsigned short, 8)
+IM2COL_NARROW(ga_im2col_b4_n4, float, 4)
 
 #define COL2IM(NAME, T, V) \
     extern "C" __global__ void __launch_bounds__(CONV_THREADS) NAME(const ConvArgs p) { col2im<T, V>(p); }

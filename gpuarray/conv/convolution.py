@@ -202,9 +202,13 @@ def _im2col(gpu, layer, I, n0, n1, col):  # noqa: E741
     rows = col[:(n1 - n0) * _col_row_count(layer)]
     vec = 16 // layer.dtype.itemsize
     ld = col.shape[1]
-    if layer.C % vec or ld % vec or I.ptr % 16 or col.ptr % 16:
-        vec = 1
-    name = f"ga_im2col_b{layer.dtype.itemsize}_v{vec}"
+    if ld % vec or col.ptr % 16:
+        vec, kind = 1, "v"
+    elif layer.C % vec or I.ptr % 16:
+        kind = "n"  # vector stores, element gathers (C = 3 and the like)
+    else:
+        kind = "v"
+    name = f"ga_im2col_b{layer.dtype.itemsize}_{kind}{vec}"
     per_image = _col_row_count(layer) * ld // vec
     _launch(gpu, name, layer, per_image, I[n0:n1].ptr, rows.ptr, n1 - n0, ld, 1.0, 0.0)
     return rows
