@@ -37,6 +37,7 @@ from .conv import convolution, pooling
 from .cuda import compiler, driver, interop, library, stream
 from .cuda.capture import CapturedStep
 from .cuda.mempool import DeviceMemoryPool
+from .cuda.streams import GPUStreamFunctions
 from .fusion import dispatch, generate
 from .gemm import catalogue, plan as gemm_plan
 from .gemm.functions import ProductFunctions
@@ -171,8 +172,7 @@ class GPUTensor(Tensor):
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         if copy:
             raise BufferError("gpuarray exports DLPack without copying")
-        if stream not in (None, -1):
-            self.backend.synchronize()  # consumer's stream must see our queued work
+        self.backend._order_consumer(stream)
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
         return interop.to_dlpack(self.ptr, self.shape, self.strides, self.dtype,
                                  interop.kDLCUDA, self.backend.device_id, self,
@@ -188,7 +188,7 @@ def _check_rounding_capturable(c):
                                   "recorded random bits on every replay; round to nearest there")
 
 
-class GPU(ConvFunctions, ProductFunctions, Backend):
+class GPU(GPUStreamFunctions, ConvFunctions, ProductFunctions, Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
     Parameters
@@ -297,14 +297,23 @@ class GPU(ConvFunctions, ProductFunctions, Backend):
         ptr = tensor.ptr  # first: a freed buffer raises before any device work
         stream.refuse_in_capture("reading a tensor's values on the host (get, item, float...)")
         host = np.empty(tensor.shape, tensor.dtype)
-        if host.size:
+        queue = stream.current()
+        if not host.size:
+            pass
+        elif queue is None:
             self.context.synchronize()
             self._drv.memcpy_dtoh(host.reshape(-1).view(np.uint8), ptr)
+        else:
+            # on a user stream: wait for that stream's work only (the legacy
+            # stream would wait for every blocking stream's)
+            self._drv.memcpy_dtoh_async(host.reshape(-1).view(np.uint8), ptr, queue)
+            queue.synchronize()
         return host
 
     def from_dlpack(self, obj):
         """A tensor sharing the memory of a DLPack producer (torch, CuPy...)."""
-        buf = interop.from_dlpack(obj)
+        # the producer orders its pending work before our current stream
+        buf = interop.from_dlpack(obj, stream.current_handle())
         if buf.device_type != interop.kDLCUDA:
             raise ValueError("from_dlpack needs a CUDA tensor; use ng.array() for host data")
         # buf.ptr is the address of element 0, so the view's offset is 0 even

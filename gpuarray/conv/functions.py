@@ -9,6 +9,7 @@ and pooling kernels on the GPU).  Layout conversions (``to_layout`` /
 Both factories mix :class:`ConvFunctions` in.
 """
 from ..core import dtypes, shapes
+from . import fuse
 from .call import check_layer, check_tensor, conv_call, pool_call
 from .layer import ConvLayer, PoolLayer
 
@@ -120,6 +121,26 @@ class ConvFunctions:
         self._conv(conv_call(self, "fprop", layer, I, F, O, alpha, beta, relu, bias))
         return O
 
+    def conv(self, layer, I, F):  # noqa: E741
+        """The convolution of :meth:`fprop_conv` as a lazy op-tree node.
+
+        ``O[:] = ng.relu(ng.conv(layer, I, F) * alpha + bias) + O * beta``,
+        with ``bias`` a ``(K,)`` tensor, runs as one :meth:`fprop_conv` with
+        its epilogue fused; any other expression around it computes the
+        convolution into a temporary first.
+
+        Parameters
+        ----------
+        layer : ConvLayer
+        I, F : tensors or expressions of shapes ``layer.dimI``, ``layer.dimF``
+            Of the layer's dtype.
+
+        Returns
+        -------
+        op-tree node of shape ``layer.dimO``
+        """
+        return fuse.conv_node(self, layer, I, F)
+
     def bprop_conv(self, layer, F, E, grad_I, alpha=1.0, beta=0.0):
         """Data gradient ``grad_I = alpha * conv^T(E, F) + beta * grad_I``.
 
@@ -206,6 +227,12 @@ class ConvFunctions:
             raise ValueError(f"from_layout: X has shape {shapes.shape_str(X.shape)}; the "
                              f"layer's tensors in NCDHW are {wanted} (NCHW: without the D axis)")
         return self.evaluate(x.transpose(0, 2, 3, 4, 1))
+
+    def _assign_products(self, target, tree):
+        if fuse.holds_convolution(tree):
+            fuse.execute(self, target, tree)
+        else:
+            super()._assign_products(target, tree)
 
     def _conv(self, call):
         raise NotImplementedError

@@ -193,6 +193,45 @@ class Tensor(Expression):
         """Copy the elements into a new numpy array."""
         return self.backend.to_host(self)
 
+    def set_async(self, host, stream=None):
+        """Copy a host array in, queued on ``stream``; returns self.
+
+        Parameters
+        ----------
+        host : numpy.ndarray
+            C-contiguous, of this tensor's shape and a dtype that casts to
+            it ('same_kind').  A page-locked array of this dtype
+            (``ng.pinned_empty``) is read by the copy engine directly, so it
+            must stay unchanged until the stream reaches the copy; any other
+            array is first copied into a pinned staging buffer.
+        stream : Stream, optional
+            Default: the current stream.
+        """
+        self.backend._set_async(self, host, stream)
+        return self
+
+    def get_async(self, stream=None, out=None):
+        """Copy the elements into a host array, queued on ``stream``.
+
+        The values are there once the stream has reached the copy (after
+        ``stream.synchronize()``, or an event recorded after it).
+
+        Parameters
+        ----------
+        stream : Stream, optional
+            Default: the current stream.
+        out : numpy.ndarray, optional
+            Writeable C-contiguous array of this shape and dtype, page-locked
+            for a copy that does not wait (``ng.pinned_empty``); default: a
+            new page-locked array.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``out``, or the new array.
+        """
+        return self.backend._get_async(self, stream, out)
+
     def copy(self):
         """A new contiguous tensor with the same values."""
         return self.backend.evaluate(self)

@@ -17,9 +17,10 @@ from .creation import CreationFunctions
 from .functions import MathFunctions
 from .manipulation import ManipulationFunctions
 from .optree import Expression, Scalar
+from .streams import StreamFunctions
 
 
-class Backend(CreationFunctions, ManipulationFunctions, MathFunctions):
+class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFunctions):
     """Base class of the factories; see :class:`gpuarray.GPU`."""
 
     tensor_class = Tensor

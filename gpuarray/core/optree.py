@@ -19,7 +19,9 @@ from . import dtypes, ops, shapes
 from .scalars import Scalar, check_scalars
 
 _rand_serial = itertools.count()
-_PRODUCTS = ("dot", "batched_dot")
+#: nodes run by hand-written kernels, never fused: matrix products and
+#: convolutions (implicit GEMMs); a tree holding one has ``has_gemm``
+_PRODUCTS = ("dot", "batched_dot", "conv")
 #: operands that become a Scalar leaf with no further checks
 _PYTHON_SCALARS = frozenset((int, float, bool))
 
@@ -32,7 +34,7 @@ class Expression:
 
     # numpy must not treat expressions as arrays: make it defer to our operators
     __array_ufunc__ = None
-    #: True for trees holding a matrix product (see gpuarray.gemm.fuse)
+    #: True for trees holding a matrix product or a convolution (gpuarray.gemm.fuse)
     has_gemm = False
 
     def __hash__(self):
@@ -183,8 +185,9 @@ class OpTreeNode(Expression):
     ----------
     op : str
         Name in the op table (``ops.OPS``), one of the structural ops
-        ``astype``, ``where``, ``rand``, ``squeeze``, or a matrix product
-        ``dot`` / ``batched_dot`` (run by the GEMM kernels, never fused).
+        ``astype``, ``where``, ``rand``, ``squeeze``, a matrix product
+        ``dot`` / ``batched_dot`` or a convolution ``conv`` (run by the
+        hand-written kernels, never fused).
     args : tuple
         Operands: tensors, :class:`Scalar` or other nodes.
     attrs : tuple

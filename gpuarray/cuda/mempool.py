@@ -11,6 +11,13 @@ of two at or below them (at most 12.5% waste).  On out-of-memory the pool
 collects garbage, releases its whole cache to the driver and retries once,
 then raises ``MemoryError`` naming the request and the pool's state.
 
+Streams: a buffer remembers the stream it was allocated on and the stream
+current when it was freed -- the streams whose queued work may still use
+it.  A block is handed to a request on another user stream only after
+that stream was made to wait (an event, on the device) for those streams'
+work.  The default (legacy) stream needs no event either way: user streams
+are blocking streams, which the driver orders with it.
+
 pycuda is imported only when the default allocator is first used, so this
 module imports (and is testable) on machines without CUDA.
 """
@@ -18,6 +25,8 @@ import collections
 import gc
 import operator
 import threading
+
+from . import stream as _stream
 
 __all__ = ["DeviceMemoryPool", "FreedBuffer", "Keeper", "PooledBuffer", "round_size"]
 
@@ -74,6 +83,20 @@ def _default_alloc(nbytes):
     return pycuda.driver.mem_alloc(nbytes)
 
 
+def _default_order(waiter, producers):
+    """Make pycuda stream ``waiter`` wait for the work queued on ``producers``."""
+    from . import events
+
+    events.order_after(waiter.handle, [p.handle for p in producers])
+
+
+def _streams_of(allocated_on, freed_on):
+    """The user streams (not None, the default stream) a freed block may be busy on."""
+    if freed_on is allocated_on or freed_on is None:
+        return () if allocated_on is None else (allocated_on,)
+    return (freed_on,) if allocated_on is None else (allocated_on, freed_on)
+
+
 class PooledBuffer:
     """Device memory lent by a :class:`DeviceMemoryPool`.
 
@@ -85,6 +108,8 @@ class PooledBuffer:
         The size that was requested.
     capacity : int
         The size of the underlying block (the request's rounded bin).
+    stream : pycuda.driver.Stream or None
+        The stream current when it was allocated (None: the default stream).
 
     Notes
     -----
@@ -98,13 +123,14 @@ class PooledBuffer:
     dispatch path nothing.
     """
 
-    __slots__ = ("ptr", "nbytes", "capacity", "_raw", "_returns", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "capacity", "stream", "_raw", "_returns", "__weakref__")
 
-    def __init__(self, raw, ptr, nbytes, capacity, returns):
+    def __init__(self, raw, ptr, nbytes, capacity, returns, stream=None):
         self._raw = raw
         self.ptr = ptr
         self.nbytes = nbytes
         self.capacity = capacity
+        self.stream = stream
         self._returns = returns
 
     def __int__(self):
@@ -123,7 +149,8 @@ class PooledBuffer:
     def _give_back(self):
         raw, self._raw = self._raw, None
         if raw is not None:
-            self._returns.append((self.capacity, raw))
+            busy_on = _streams_of(self.stream, _stream.current())
+            self._returns.append((self.capacity, raw, busy_on))
 
     def __del__(self):
         # Only the return: nobody can see the object any more.  Guard
@@ -170,6 +197,10 @@ class DeviceMemoryPool:
         pointer and ``a.free()`` releasing it -- exactly what
         ``pycuda.driver.mem_alloc`` returns.  Defaults to that function,
         imported on first use.
+    order : callable, optional
+        ``order(waiter, producers)``: make stream ``waiter`` wait for the
+        work queued so far on the streams ``producers`` (default: an event
+        per producer and ``cuStreamWaitEvent``).
 
     Notes
     -----
@@ -180,9 +211,11 @@ class DeviceMemoryPool:
     ``allocator=`` callable (``pool(nbytes)``).
     """
 
-    def __init__(self, alloc=None):
+    def __init__(self, alloc=None, order=None):
         self._alloc = _default_alloc if alloc is None else alloc
-        self._cache = {}  # capacity -> list of raw allocations (LIFO)
+        self._order = _default_order if order is None else order
+        # capacity -> list of (raw allocation, streams it may be busy on), LIFO
+        self._cache = {}
         # Buffers returned by free()/GC land here first; the pool moves them
         # into the cache under its lock, so finalizers never take the lock.
         self._returns = collections.deque()
@@ -226,20 +259,17 @@ class DeviceMemoryPool:
             # the driver's size argument would overflow: no device holds this
             raise MemoryError(f"out of device memory allocating {nbytes} bytes: "
                               f"more than any device holds")
+        current = _stream.current()
         with self._lock:
             self._drain_returns()
-            blocks = self._cache.get(capacity)
-            if blocks:
-                raw = blocks.pop()
-                self._bytes_cached -= capacity
-                self._blocks_cached -= 1
-            else:
+            raw = self._reuse(capacity, current)
+            if raw is None:
                 raw = self._alloc_with_retry(nbytes, capacity)
             self._bytes_in_use += capacity
             self._blocks_in_use += 1
         keeper = self._local.keeper
         return PooledBuffer(raw, int(raw), nbytes, capacity,
-                            self._returns if keeper is None else keeper)
+                            self._returns if keeper is None else keeper, current)
 
     __call__ = allocate
 
@@ -291,12 +321,32 @@ class DeviceMemoryPool:
 
     # -- internals; all are called with self._lock held -------------------
 
+    def _reuse(self, capacity, current):
+        """A cached block of ``capacity`` made safe to use on stream
+        ``current``, or None when there is none."""
+        blocks = self._cache.get(capacity)
+        if not blocks:
+            return None
+        raw, busy_on = blocks[-1]
+        others = [s for s in busy_on if s is not current]
+        if others and current is not None:
+            if _stream.capturing() is not None:
+                # a wait on an event recorded outside would tie the graph
+                # to this moment's streams: take fresh memory instead
+                return None
+            self._order(current, others)
+        # on the default stream the driver orders user (blocking) streams' work first
+        blocks.pop()
+        self._bytes_cached -= capacity
+        self._blocks_cached -= 1
+        return raw
+
     def _drain_returns(self):
         """Move buffers given back since the last call into the cache."""
         returns = self._returns
         while returns:
-            capacity, raw = returns.popleft()
-            self._cache.setdefault(capacity, []).append(raw)
+            capacity, raw, busy_on = returns.popleft()
+            self._cache.setdefault(capacity, []).append((raw, busy_on))
             self._bytes_in_use -= capacity
             self._blocks_in_use -= 1
             self._bytes_cached += capacity
@@ -308,7 +358,7 @@ class DeviceMemoryPool:
         cache, self._cache = self._cache, {}
         released, self._bytes_cached, self._blocks_cached = self._bytes_cached, 0, 0
         for blocks in cache.values():
-            for raw in blocks:
+            for raw, _ in blocks:
                 raw.free()
                 self._device_frees += 1
         return released
@@ -373,7 +423,9 @@ class Keeper:
 
     Buffers allocated while a pool keeps for this keeper return here
     instead of to the pool; after :meth:`release` (the graph is gone)
-    everything held, and everything freed later, goes back to the pool.
+    everything held, and everything freed later, goes back to the pool,
+    marked busy on the stream current at release as well: the graph's
+    replays ran there, not on its capture stream.
     """
 
     def __init__(self, pool):
@@ -389,5 +441,9 @@ class Keeper:
 
     def release(self):
         self._released = True
+        replayed_on = _stream.current()
         while self._held:
-            self._returns.append(self._held.pop())
+            capacity, raw, busy_on = self._held.pop()
+            if replayed_on is not None and replayed_on not in busy_on:
+                busy_on += (replayed_on,)
+            self._returns.append((capacity, raw, busy_on))

@@ -1,7 +1,8 @@
 """The stream this thread's device work goes to, and whether it is being captured.
 
-In: :func:`capturing_on` entered by :mod:`gpuarray.cuda.capture` around the
-recording of a step.  Out: :func:`current` (a pycuda ``Stream`` or None,
+In: :func:`using` entered by ``with ng.stream(s):`` (:mod:`gpuarray.cuda.streams`)
+and :func:`capturing_on` entered by :mod:`gpuarray.cuda.capture` around the
+recording of a step; both restore the previous stream on exit.  Out: :func:`current` (a pycuda ``Stream`` or None,
 the legacy default stream) and :func:`current_handle` (its ``CUstream``),
 which every launch site passes to the driver -- fused kernels, GEMM and
 pooling kernels, memsets -- and :func:`capturing`, which the operations
@@ -18,6 +19,7 @@ class _State(threading.local):
     reading them needs no ``getattr`` fallback (launches read them per call)."""
 
     stream = None
+    public = None
     capture = None
 
 
@@ -27,6 +29,11 @@ _local = _State()
 def current():
     """The pycuda stream launches go to on this thread (None: the default stream)."""
     return _local.stream
+
+
+def current_public():
+    """The user's ``Stream`` object launches go to (None: the default stream)."""
+    return _local.public
 
 
 def current_handle():
@@ -41,15 +48,31 @@ def capturing():
 
 
 @contextlib.contextmanager
+def using(stream, public):
+    """Send this thread's launches, copies and allocations to the pycuda
+    ``stream`` (None: the default stream) whose user object is ``public``."""
+    if capturing() is not None:
+        raise RuntimeError(f"cannot switch streams inside a captured step ({capturing()}): "
+                           "the graph records the work of its capture stream only")
+    saved = _local.stream, _local.public
+    _local.stream, _local.public = stream, public
+    try:
+        yield
+    finally:
+        _local.stream, _local.public = saved
+
+
+@contextlib.contextmanager
 def capturing_on(stream, what):
     """Send this thread's launches to ``stream`` while ``what`` is captured."""
     if capturing() is not None:
         raise RuntimeError(f"cannot capture {what} inside the capture of {capturing()}")
+    saved = _local.stream, _local.public
     _local.stream, _local.capture = stream, what
     try:
         yield
     finally:
-        _local.stream = _local.capture = None
+        (_local.stream, _local.public), _local.capture = saved, None
 
 
 def refuse_in_capture(operation):

@@ -23,13 +23,38 @@ def execute(backend, target, tree):
     if request is not None:
         backend.run_product(*request)
     else:
-        backend._execute(target, _materialize(backend, tree, {}))
+        backend._execute(target, materialize(backend, tree, PRODUCTS, _run_product))
 
 
 def epilogue_request(target, tree):
     """The arguments of ``run_product`` running ``target[:] = tree`` in one launch, or None."""
     if tree.shape != target.shape or target.dtype not in OUTPUT_DTYPES:
         return None
+    product, alpha, beta, relu, bias = match_epilogue(target, tree, _usable_bias)
+    if not _is(product, *PRODUCTS):
+        return None
+    a, b = product.args
+    return (a, b, target, product.op == "batched_dot", alpha, beta, relu, bias, None,
+            product.attrs[0])
+
+
+def match_epilogue(target, tree, usable_bias):
+    """Read ``tree`` as ``relu(alpha * core + bias) + beta * target``.
+
+    Parameters
+    ----------
+    target : Tensor
+        The destination; ``beta * target`` is recognised only for that very view.
+    tree : op-tree
+    usable_bias : callable
+        ``usable_bias(bias, other)``: whether the epilogue can add ``bias`` to ``other``.
+
+    Returns
+    -------
+    tuple
+        ``(core, alpha, beta, relu, bias)``, with ``core`` whatever is left
+        (``tree`` itself, alpha 1 and beta 0 when nothing matched).
+    """
     node, beta = tree, 0.0
     if _is(node, "add"):
         for x, y in (node.args, node.args[::-1]):
@@ -43,15 +68,11 @@ def epilogue_request(target, tree):
     bias = None
     if _is(node, "add"):
         for x, y in (node.args, node.args[::-1]):
-            if _usable_bias(y, x):
+            if usable_bias(y, x):
                 node, bias = x, y
                 break
-    product, alpha = _scaled(node)
-    if not _is(product, *PRODUCTS):
-        return None
-    a, b = product.args
-    return (a, b, target, product.op == "batched_dot", alpha, beta, relu, bias, None,
-            product.attrs[0])
+    core, alpha = _scaled(node)
+    return core, alpha, beta, relu, bias
 
 
 def _is(node, *names):
@@ -79,20 +100,26 @@ def _usable_bias(bias, other):
             and shapes.broadcasts_to(bias.shape, other.shape[-2:]))
 
 
-def _materialize(backend, node, memo):
-    """``node`` with every product replaced by a tensor holding its value."""
+def materialize(backend, node, ops, run, memo=None):
+    """``node`` with every node whose op is in ``ops`` replaced by ``run(backend, node)``,
+    a tensor holding its value (computed once per node)."""
+    memo = {} if memo is None else memo
     if not isinstance(node, OpTreeNode) or not node.has_gemm:
         return node
     done = memo.get(id(node))
     if done is not None:
         return done
-    if node.op in PRODUCTS:
-        out = backend.empty(node.shape, node.dtype)
-        a, b = node.args
-        backend.run_product(a, b, out, node.op == "batched_dot", precision=node.attrs[0])
-        result = out
+    if node.op in ops:
+        result = run(backend, node)
     else:
-        args = tuple(_materialize(backend, a, memo) for a in node.args)
+        args = tuple(materialize(backend, a, ops, run, memo) for a in node.args)
         result = OpTreeNode(backend, node.op, args, node.attrs, node.shape, node.dtype)
     memo[id(node)] = result
     return result
+
+
+def _run_product(backend, node):
+    out = backend.empty(node.shape, node.dtype)
+    a, b = node.args
+    backend.run_product(a, b, out, node.op == "batched_dot", precision=node.attrs[0])
+    return out
