@@ -1,7 +1,8 @@
 """The dlsys MNIST experiment on the autodiff executor: logreg and MLP, numpy or GPU.
 
     python3 benchmarks/mnist_mlp.py [-m logreg|mlp] [-c numpy|gpu] [-e EPOCHS] [-l]
-                                    [--data PATH] [--batch 1000] [--lr LR] [--torch]
+                                    [--data PATH | --synthetic] [--batch 1000] [--lr LR]
+                                    [--torch] [--no-capture]
 
 Trains with SGD on batches of ``--batch`` images through
 ``gpuarray.autodiff`` (``-c numpy``: the CPU factory; ``-c gpu``: the GPU
@@ -71,39 +72,60 @@ def train(ng, data, args, log=print):
     predict = ad.Executor([logits], backend=ng)
     values = init(ng, args.model, data.features, rng)
     batch = min(args.batch, len(xt))
-    # the batches live on the device once: an epoch feeds views of them
-    X = ng.array(xt[: len(xt) // batch * batch])
-    Y = ng.array(onehot[yt[: len(xt) // batch * batch]])
+    steps = len(xt) // batch
+    # the batches live on the device once; each step copies one into Xb, Yb,
+    # so that a captured step sees the same tensors every time
+    X, Y = ng.array(xt[: steps * batch]), ng.array(onehot[yt[: steps * batch]])
+    Xb, Yb = ng.empty((batch, data.features)), ng.empty((batch, 10))
+    total = ng.zeros((1,))
+
+    def train_step(Xb, Yb, lr):
+        out = step.run({x: Xb, y_: Yb, **dict(zip(params, values))})
+        ad.sgd_update(values, out[1:], lr)
+        total[...] = total + ng.sum(out[0])  # the epoch's loss, summed on the device
+
+    # the first step plans the executor's buffers outside any capture
+    replay = ng.capture(train_step) if args.capture else train_step
     records = []
     for epoch in range(args.epochs):
         allocations = ng.stats().get("device_allocations", 0)
+        total.fill(0)
+        ng.synchronize()
         start = time.perf_counter()
-        losses = []
-        for b in range(len(X) // batch):
-            feed = {x: X[b * batch:(b + 1) * batch], y_: Y[b * batch:(b + 1) * batch],
-                    **dict(zip(params, values))}
-            out = step.run(feed)
-            ad.sgd_update(values, out[1:], args.lr)
-            if args.log_loss:
-                losses.append(out[0])
+        for b in range(steps):
+            Xb[...] = X[b * batch:(b + 1) * batch]
+            Yb[...] = Y[b * batch:(b + 1) * batch]
+            (train_step if epoch == b == 0 else replay)(Xb, Yb, args.lr)
+        host_s = time.perf_counter() - start
         ng.synchronize()
         seconds = time.perf_counter() - start
         (scores,) = predict.run({x: xv, **dict(zip(params, values))}, True)
-        record = {"epoch": epoch, "seconds": seconds,
+        record = {"epoch": epoch, "seconds": seconds, "host_s_per_step": host_s / steps,
                   "valid_accuracy": float(np.mean(scores.argmax(axis=1) == yv)),
                   "device_allocations": ng.stats().get("device_allocations", 0) - allocations}
-        if losses:
-            record["loss"] = float(np.mean([float(np.asarray(v.get()).reshape(-1)[0])
-                                            for v in losses]))
+        if args.log_loss:
+            record["loss"] = float(total.get()[0]) / steps
         records.append(record)
         log(f"epoch {epoch}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                                            for k, v in record.items() if k != "epoch"))
     (scores,) = predict.run({x: xs, **dict(zip(params, values))}, True)
+    later = records[1:] or records
     summary = {"test_accuracy": float(np.mean(scores.argmax(axis=1) == ys)),
-               "kernels_per_step": step.kernels_per_run, "steps_per_epoch": len(X) // batch,
+               "kernels_per_step": step.kernels_per_run, "steps_per_epoch": steps,
+               "captured": bool(args.capture),
                "plan_bytes": step.plan_bytes, "naive_bytes": step.naive_bytes,
-               "median_epoch_s": float(np.median([r["seconds"] for r in records[1:] or records]))}
+               "median_epoch_s": float(np.median([r["seconds"] for r in later])),
+               "median_host_s_per_step": float(np.median([r["host_s_per_step"] for r in later])),
+               "device_allocations_per_epoch": max(r["device_allocations"] for r in later)}
     return records, summary
+
+
+def synthetic(seed=0):
+    """Random MNIST-sized data (50 000 / 10 000 / 10 000 images of 784 pixels): timing only."""
+    rng = np.random.default_rng(seed)
+    parts = [(rng.random((n, 784), dtype=np.float32), rng.integers(0, 10, n))
+             for n in (50000, 10000, 10000)]
+    return datasets.Dataset(*parts, "random MNIST-sized data (timing only)")
 
 
 def torch_epochs(data, args):
@@ -149,14 +171,19 @@ def main(argv=None):
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--torch", action="store_true", help="time torch eager beside ours")
+    parser.add_argument("--no-capture", dest="capture", action="store_false",
+                        help="launch every step's kernels one by one (default: replay the "
+                             "step as a CUDA graph on the GPU)")
+    parser.add_argument("--synthetic", action="store_true",
+                        help="random MNIST-sized data, for timing where no MNIST files are")
     args = parser.parse_args(argv)
     import gpuarray
     from common import write_results
 
-    data = datasets.load(args.data)
+    data = synthetic(args.seed) if args.synthetic else datasets.load(args.data)
     print(f"data: {data.source}, {len(data.train[0])} train / {len(data.valid[0])} valid / "
           f"{len(data.test[0])} test images of {data.features} pixels")
-    if "digits" in data.source:
+    if data.source.startswith("scikit"):
         print("(no MNIST files given: using scikit-learn's bundled digits; pass --data PATH "
               "or set $GPUARRAY_MNIST for MNIST)")
     try:
@@ -173,7 +200,8 @@ def main(argv=None):
              "higher_is_better": False, "values": {"gpuarray": r["seconds"] * 1e3},
              "times_us": {"gpuarray": r["seconds"] * 1e6}, "errors": {}, "target": None,
              "target_us": None, "target_text": "", "met": None, "extra": r} for r in records]
-    write_results(f"mnist_{args.model}_{args.context}", rows,
+    suffix = "_synthetic" if args.synthetic else ""
+    write_results(f"mnist_{args.model}_{args.context}{suffix}", rows,
                   {"data": data.source, "summary": summary, "args": vars(args)})
     return 0
 

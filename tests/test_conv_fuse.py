@@ -105,3 +105,23 @@ def test_conv_misuse(ng):
     small = ng.empty((3, 3), F16)
     with pytest.raises(ValueError):
         small[:] = ng.conv(layer, I, F)
+
+
+@pytest.mark.parametrize("dtype", [F16, F32], ids=["f16", "f32"])
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_filter_gradient_is_bitwise_repeatable(ng, dtype, deterministic):
+    """Split-K partials (implicit path) and chunk sums (gather path) add in a fixed order."""
+    layer = ng.conv_layer(dtype, N=5, C=64, K=136, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1)
+    rng = np.random.default_rng(8)
+    (I, vi), (E, ve) = (data(ng, rng, d, dtype) for d in (layer.dimI, layer.dimO))
+    first, again = (ng.update_conv(layer, I, E, ng.empty(layer.dimF, dtype),
+                                   deterministic=deterministic).get() for _ in range(2))
+    np.testing.assert_array_equal(first, again)
+    check(first, naive_conv(layer, "update", vi, ve), dtype)
+
+
+def test_deterministic_must_be_a_bool(ng):
+    layer = ng.conv_layer(F32, N=1, C=2, K=2, H=3, W=3)
+    I, E, G = (ng.zeros(d) for d in (layer.dimI, layer.dimO, layer.dimF))
+    with pytest.raises(TypeError, match="deterministic must be True or False"):
+        ng.update_conv(layer, I, E, G, deterministic="yes")

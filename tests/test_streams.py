@@ -5,6 +5,8 @@ trivially ordered; the GPU cases check that work queued on a stream, the
 order that events give two streams, and the pool's reuse of memory across
 streams all give numpy's values.
 """
+import gc
+
 import numpy as np
 import pytest
 
@@ -24,10 +26,11 @@ def _busy(ng, x, rounds=8):
 def test_stream_and_event_objects(ng):
     s = ng.Stream()
     e = s.record()
-    assert e.recorded and e.query()
+    assert e.recorded
+    e.synchronize()  # a new stream first waits for the default stream's queued work
+    assert e.query()
     s.synchronize()
     assert s.query()
-    e.synchronize()
     s.wait(e)
     assert ng.Event(timing=False).record(s).recorded
 
@@ -111,6 +114,7 @@ def test_memory_freed_on_one_stream_is_not_reused_too_early_on_another(ng):
         _busy(ng, temp)  # temp == 2 once s1 gets there
         y[:] = temp + 1.0
         del temp  # its block goes back while s1 may still be reading it
+        gc.collect()  # (a first recording of a recipe may hold it in a reference cycle)
     before = ng.stats()["device_allocations"]
     with ng.stream(s2):
         reused = ng.empty((BIG,))

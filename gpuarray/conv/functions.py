@@ -8,6 +8,8 @@ and pooling kernels on the GPU).  Layout conversions (``to_layout`` /
 ``from_layout``) are strided copies, so they run on both factories today.
 Both factories mix :class:`ConvFunctions` in.
 """
+import numpy as np
+
 from ..core import dtypes, shapes
 from . import fuse
 from .call import check_layer, check_tensor, conv_call, pool_call
@@ -150,11 +152,23 @@ class ConvFunctions:
         self._conv(conv_call(self, "bprop", layer, F, E, grad_I, alpha, beta))
         return grad_I
 
-    def update_conv(self, layer, I, E, grad_F, alpha=1.0, beta=0.0):  # noqa: E741
+    def update_conv(self, layer, I, E, grad_F, alpha=1.0, beta=0.0,  # noqa: E741
+                    deterministic=True):
         """Filter gradient ``grad_F = alpha * sum over n, m, p, q of I-window x E + beta * grad_F``.
 
         The adjoint of :meth:`fprop_conv` in F; grad_F has shape ``layer.dimF``.
+
+        Parameters
+        ----------
+        deterministic : bool
+            Repeated calls give bitwise equal results.  No path uses float
+            atomics today -- split-K partial sums and the chunks of the
+            gather route are added in a fixed order -- so False (which
+            would allow them) selects the same kernels.
         """
+        if not isinstance(deterministic, (bool, np.bool_)):
+            raise TypeError(f"update_conv: deterministic must be True or False, "
+                            f"not {type(deterministic).__name__}")
         self._conv(conv_call(self, "update", layer, I, E, grad_F, alpha, beta))
         return grad_F
 

@@ -27,8 +27,12 @@ MIN_LENGTH = 1 << 18
 BLOCKS_PER_SM = 4
 #: elements a block's 256 threads should at least have to reduce
 MIN_BLOCK_WORK = 256 * 16
-#: elements a reduction along a strided axis needs before it is split
-MIN_COLUMN_WORK = 1 << 22
+#: a reduction along a strided axis is split once its rows are this long:
+#: each of a block's 8 warps walks length / 8 elements one dependent load at
+#: a time, and past ~64 memory latencies (~40 us on an H100: the bias
+#: gradient of a 1000 x 256 layer took 55 us as 8 blocks) that costs more
+#: than the second, small kernel of a split (~3 us)
+MIN_COLUMN_LENGTH = 512
 
 
 def should_split(shape, axes, sms, columnar):
@@ -40,7 +44,7 @@ def should_split(shape, axes, sms, columnar):
     rows = shapes.size_of(d for a, d in enumerate(shape) if a not in axes)
     length = shapes.size_of(shape[a] for a in axes)
     if columnar:
-        return rows < 32 * BLOCKS_PER_SM * sms and rows * length >= MIN_COLUMN_WORK
+        return rows < 32 * BLOCKS_PER_SM * sms and length >= MIN_COLUMN_LENGTH
     return rows < sms and length >= MIN_LENGTH
 
 
