@@ -61,20 +61,36 @@ stress:
 # compute-sanitizer over the GPU cases of the suite, one tool after another;
 # the CPU cases (-k "not cpu") and the tests that fault a kernel on purpose
 # (-m "not no_sanitizer") are left out.  Narrow it with SANITIZE_TESTS=tests/test_x.py.
-# Reports go to one log per process under SANITIZE_LOGS: pytest captures a
-# test's output, so reports written to stdout would vanish with passing tests.
+# SANITIZE_JOBS sanitizer processes run side by side, each over every N-th
+# test (pytest --shard, tests/conftest.py): the tools are slow, and separate
+# processes each keep their own log where xdist's workers lose theirs.
+# Reports go to one log per process under SANITIZE_LOGS (pytest captures a
+# test's output, so reports written to stdout would vanish with passing
+# tests); each shard's pytest output goes beside them, one line a test, so a
+# shard stopped by SANITIZE_TIMEOUT (seconds; 0: none) names the test it was in.
 SANITIZE_TOOLS ?= memcheck racecheck synccheck
 SANITIZE_TESTS ?= tests
 SANITIZE_LOGS ?= sanitize-logs
-SANITIZE_PYTEST ?= -q -p no:cacheprovider -k "not cpu" -m "not no_sanitizer"
+SANITIZE_JOBS ?= 1
+SANITIZE_TIMEOUT ?= 0
+SANITIZE_PYTEST ?= -v -p no:cacheprovider -k "not cpu" -m "not no_sanitizer"
 sanitize:
 	@mkdir -p $(SANITIZE_LOGS); status=0; \
 	for tool in $(SANITIZE_TOOLS); do \
-	  echo "== compute-sanitizer --tool $$tool"; \
-	  compute-sanitizer --tool $$tool --error-exitcode 99 --report-api-errors no \
-	    --target-processes all --log-file $(SANITIZE_LOGS)/$$tool.%p.log \
-	    $(PYTHON) -m pytest $(SANITIZE_PYTEST) $(SANITIZE_TESTS) || status=1; \
-	  if grep -l "ERROR SUMMARY: [1-9]" $(SANITIZE_LOGS)/$$tool.*.log; then status=1; \
+	  echo "== compute-sanitizer --tool $$tool, $(SANITIZE_JOBS) process(es)"; pids=""; \
+	  rm -f $(SANITIZE_LOGS)/$$tool.*; \
+	  for shard in $$(seq 0 $$(($(SANITIZE_JOBS) - 1))); do \
+	    timeout -s INT -k 30 $(SANITIZE_TIMEOUT) compute-sanitizer --tool $$tool --error-exitcode 99 --report-api-errors no \
+	      --target-processes all --log-file $(SANITIZE_LOGS)/$$tool.$$shard.%p.log \
+	      $(PYTHON) -m pytest $(SANITIZE_PYTEST) --shard=$$shard/$(SANITIZE_JOBS) $(SANITIZE_TESTS) \
+	      > $(SANITIZE_LOGS)/$$tool.$$shard.pytest 2>&1 & pids="$$pids $$!"; \
+	  done; \
+	  for pid in $$pids; do wait $$pid || status=1; done; \
+	  tail -qn1 $(SANITIZE_LOGS)/$$tool.*.pytest; \
+	  if grep -lE "(ERROR|RACECHECK) SUMMARY: [1-9]" $(SANITIZE_LOGS)/$$tool.*.log; then status=1; \
+	  elif [ -n "$$(grep -LE '(ERROR|RACECHECK) SUMMARY' $(SANITIZE_LOGS)/$$tool.*.log)" ]; then \
+	    echo "$$tool: no summary (a process stopped early) in" \
+	      $$(grep -LE '(ERROR|RACECHECK) SUMMARY' $(SANITIZE_LOGS)/$$tool.*.log); status=1; \
 	  else echo "$$tool: no errors in $$(ls $(SANITIZE_LOGS)/$$tool.*.log | wc -l) process logs"; fi; \
 	done; exit $$status
 

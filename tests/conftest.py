@@ -238,6 +238,50 @@ def round_to(values, dtype):
         else np.asarray(values).astype(dtype)
 
 
+def assert_no_new_allocations(ng, before, context=""):
+    """The pool made no device allocation since ``before`` (an ``ng.stats()``).
+
+    Except to replace blocks it gave back to the driver on running out of
+    memory: under ``make sanitize`` many processes share the device, and a
+    recovery releases the whole cache, which later requests allocate again.
+    """
+    after = ng.stats()
+
+    def grew(key):
+        return after.get(key, 0) - before.get(key, 0)
+
+    new = grew("device_allocations")
+    if grew("oom_recoveries"):
+        new -= grew("device_frees")
+    assert new <= 0, (f"{new} new device allocation(s) {context}",
+                      {k: (before[k], after[k]) for k in before if before[k] != after[k]})
+
+
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "no_sanitizer: left out of make sanitize (a kernel that faults on purpose, a forked child)")
+        "markers", "no_sanitizer: left out of make sanitize (a kernel that faults on purpose, a forked "
+        "child, tests of when memory returns, which the tool delays, and the thread tests)")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--shard", default=None, metavar="I/N",
+        help="run every N-th collected test starting at the I-th (0-based); "
+             "make sanitize runs N sanitizer processes side by side with it")
+
+
+def pytest_collection_modifyitems(config, items):
+    shard = config.getoption("--shard")
+    if shard is None:
+        return
+    try:
+        index, count = (int(part) for part in shard.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"--shard wants I/N, not {shard!r}") from None
+    if not 0 <= index < count:
+        raise pytest.UsageError(f"--shard {shard}: I must be in [0, N)")
+    # round robin, so that each shard gets a slice of every test file
+    kept = items[index::count]
+    left = [item for position, item in enumerate(items) if position % count != index]
+    config.hook.pytest_deselected(items=left)
+    items[:] = kept

@@ -8,6 +8,7 @@ random fed weight, so every output element counts.
 import numpy as np
 import pytest
 
+from conftest import assert_no_new_allocations
 from gpuarray import autodiff as ad
 
 # -- numpy oracles ----------------------------------------------------------
@@ -198,18 +199,23 @@ def mlp_feed(ng, rng, x, y_, params, values, batch=16):
     return feed
 
 
+# no_sanitizer: under compute-sanitizer the frames of finished calls stay
+# referenced from outside Python (seen with memcheck: a dispatch frame holding
+# the tensor, no Python referrer), so memory returns late; checked in the
+# plain suite
+@pytest.mark.no_sanitizer
 def test_plan_is_made_once_per_feed_shape_and_reuses_buffers(ng):
     rng = np.random.default_rng(0)
     x, y_, params, loss, grads, _ = mlp_graph()
     ex = ad.Executor([loss, *grads], backend=ng)
     feed = mlp_feed(ng, rng, x, y_, params, mlp_params(ng, rng))
     first = ex.run(feed)
-    plan, allocations = ex.plan, ng.stats()["device_allocations"]
+    plan, before = ex.plan, ng.stats()
     for _ in range(3):
         again = ex.run(feed)
     assert ex.plan is plan
     assert all(a is b for a, b in zip(first, again))
-    assert ng.stats()["device_allocations"] == allocations
+    assert_no_new_allocations(ng, before)
     assert ex.plan_bytes <= ex.naive_bytes
     ex.run(mlp_feed(ng, rng, x, y_, params, mlp_params(ng, rng), batch=8))
     assert ex.plan is not plan
@@ -344,6 +350,9 @@ def test_a_cycle_is_named():
 # -- training -----------------------------------------------------------------
 
 
+# no_sanitizer: 1,300 training steps, too long under racecheck; its kernels
+# run in the gradient tests above
+@pytest.mark.no_sanitizer
 def test_mlp_learns_the_digits(ng):
     datasets = pytest.importorskip("sklearn.datasets", reason="scikit-learn is not installed")
     digits = datasets.load_digits()

@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import BF16
+from conftest import BF16, assert_no_new_allocations
 
 import gpuarray
 from gpuarray.conv import convolution
@@ -318,6 +318,11 @@ def test_conv_strided_views(ng, kind):
     np.testing.assert_array_equal(wide[2][0].get()[..., 1::2], wide[2][1][..., 1::2])
 
 
+# no_sanitizer: under compute-sanitizer the frames of finished calls stay
+# referenced from outside Python (seen with memcheck: a dispatch frame holding
+# the tensor, no Python referrer), so memory returns late; checked in the
+# plain suite
+@pytest.mark.no_sanitizer
 def test_conv_second_run_compiles_and_allocates_nothing(gpu_ng):
     ng = gpu_ng
     layer = ng.conv_layer(F16, 4, 8, 16, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1)
@@ -335,9 +340,8 @@ def test_conv_second_run_compiles_and_allocates_nothing(gpu_ng):
     for _ in range(3):
         step()
     ng.synchronize()
-    after = ng.stats()
-    for counter in ("device_allocations", "kernels_compiled"):
-        assert after[counter] == before[counter], (counter, before, after)
+    assert_no_new_allocations(ng, before)
+    assert ng.stats()["kernels_compiled"] == before["kernels_compiled"]
 
 
 # -- pooling ------------------------------------------------------------------

@@ -281,6 +281,11 @@ def test_rand_reproducible_for_seed(factory_kind):
     assert not np.array_equal(c.get(), seqs[0][0])
 
 
+# no_sanitizer: under compute-sanitizer the frames of finished calls stay
+# referenced from outside Python (seen with memcheck: a dispatch frame holding
+# the tensor, no Python referrer), so memory returns late; checked in the
+# plain suite
+@pytest.mark.no_sanitizer
 def test_tensors_are_freed_without_the_cycle_collector(ng):
     # memory must return to the pool as soon as the last reference goes
     import gc

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import assert_matches
+from conftest import assert_matches, assert_no_new_allocations
 
 STATS_KEYS = ("kernels_launched", "kernels_compiled", "device_allocations")
 
@@ -243,6 +243,11 @@ def test_no_recompile_for_new_shape_or_constant(gpu_ng):
     assert_matches(C2.get(), _softmax_ref(x2).astype(np.float32), np.float32, transcendental=True)
 
 
+# no_sanitizer: under compute-sanitizer the frames of finished calls stay
+# referenced from outside Python (seen with memcheck: a dispatch frame holding
+# the tensor, no Python referrer), so memory returns late; checked in the
+# plain suite
+@pytest.mark.no_sanitizer
 def test_no_allocation_growth(gpu_ng):
     ng = gpu_ng
     x = _data((128, 200), 15)
@@ -264,7 +269,7 @@ def test_no_allocation_growth(gpu_ng):
     for _ in range(20):
         step()
     ng.synchronize()
-    assert _delta(ng, s0, "device_allocations") == 0
+    assert_no_new_allocations(ng, s0)
 
 
 def test_identical_subtrees_computed_once(gpu_ng):

@@ -165,6 +165,7 @@ def test_out_of_memory_frees_cache_and_retries(pool, fake):
     s = pool.stats()
     assert s["blocks_cached"] == 0 and s["bytes_cached"] == 0
     assert s["device_frees"] == 2 and s["device_allocations"] == 3
+    assert s["oom_recoveries"] == 1
 
 
 def test_out_of_memory_reclaims_buffers_lost_in_cycles(pool, fake):
@@ -246,8 +247,8 @@ def test_other_allocator_errors_propagate_without_retry():
 
 def test_stats_values(pool, fake):
     assert pool.stats() == {
-        "device_allocations": 0, "device_frees": 0, "bytes_in_use": 0,
-        "blocks_in_use": 0, "bytes_cached": 0, "blocks_cached": 0}
+        "device_allocations": 0, "device_frees": 0, "oom_recoveries": 0,
+        "bytes_in_use": 0, "blocks_in_use": 0, "bytes_cached": 0, "blocks_cached": 0}
     a = pool.allocate(100)
     b = pool.allocate(5000)
     pool.allocate(100)  # dropped at once: goes back to the cache

@@ -105,6 +105,9 @@ def _check_pairs(pairs):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * scale)
 
 
+# no_sanitizer: hangs under compute-sanitizer after other GPU tests in the
+# same process (alone, and without the tool, it passes): cause not found
+@pytest.mark.no_sanitizer
 def test_threads_share_one_factory(ng):
     for pairs in _run_threads(lambda seed, barrier: _thread_work(ng, seed, barrier)):
         _check_pairs(pairs)
@@ -112,6 +115,9 @@ def test_threads_share_one_factory(ng):
     _check_pairs(_thread_work(ng, 99, threading.Barrier(1)))
 
 
+# no_sanitizer: hangs under compute-sanitizer after other GPU tests in the
+# same process (alone, and without the tool, it passes): cause not found
+@pytest.mark.no_sanitizer
 def test_a_factory_per_thread(factory_kind):
     def work(seed, barrier):
         return _thread_work(new_factory(factory_kind, seed=seed), seed, barrier)
@@ -172,9 +178,9 @@ def _fill_device(ng, chunks, sizes=(1 << 30, 1 << 24), limit=4096):
     return first
 
 
-def test_out_of_memory_raises_and_the_factory_recovers(gpu_ng):
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        pytest.skip("fills the device: other workers' tests would run out of memory; "
+def test_out_of_memory_raises_and_the_factory_recovers(gpu_ng, request):
+    if os.environ.get("PYTEST_XDIST_WORKER") or request.config.getoption("--shard"):
+        pytest.skip("fills the device: other processes' tests would run out of memory; "
                     "runs in a serial run and in benchmarks/stress.py")
     ng = gpu_ng
     rng = np.random.default_rng(0)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpuarray
-from conftest import BF16, get_factory, skip_if_no_gpu
+from conftest import BF16, assert_no_new_allocations, get_factory, skip_if_no_gpu
 
 #: elements of the long chains that keep a stream busy for a while
 BIG = 1 << 22
@@ -104,6 +104,11 @@ def test_an_event_orders_two_streams(ng):
     np.testing.assert_allclose(y.get(), 6.0, rtol=1e-5)
 
 
+# no_sanitizer: under compute-sanitizer the frames of finished calls stay
+# referenced from outside Python (seen with memcheck: a dispatch frame holding
+# the tensor, no Python referrer), so memory returns late; checked in the
+# plain suite
+@pytest.mark.no_sanitizer
 def test_memory_freed_on_one_stream_is_not_reused_too_early_on_another(ng):
     s1, s2 = ng.Stream(), ng.Stream()
     a = ng.ones((BIG,))
@@ -115,11 +120,11 @@ def test_memory_freed_on_one_stream_is_not_reused_too_early_on_another(ng):
         y[:] = temp + 1.0
         del temp  # its block goes back while s1 may still be reading it
         gc.collect()  # (a first recording of a recipe may hold it in a reference cycle)
-    before = ng.stats()["device_allocations"]
+    before = ng.stats()
     with ng.stream(s2):
         reused = ng.empty((BIG,))
         reused[:] = -100.0
-    assert ng.stats()["device_allocations"] == before  # the block was reused...
+    assert_no_new_allocations(ng, before)  # the block was reused...
     s1.synchronize()
     s2.synchronize()
     np.testing.assert_allclose(y.get(), 3.0, rtol=1e-5)  # ...after s1 was done with it

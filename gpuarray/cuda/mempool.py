@@ -225,6 +225,7 @@ class DeviceMemoryPool:
         self._local = _Keeping()
         self._device_allocations = 0
         self._device_frees = 0
+        self._oom_recoveries = 0
         self._bytes_in_use = 0
         self._blocks_in_use = 0
         self._bytes_cached = 0
@@ -304,7 +305,9 @@ class DeviceMemoryPool:
         -------
         dict
             ``device_allocations`` and ``device_frees`` (cumulative successful
-            calls to the device allocator and to ``free()``), ``bytes_in_use``
+            calls to the device allocator and to ``free()``),
+            ``oom_recoveries`` (times the device ran out of memory and the
+            pool released its cache to retry), ``bytes_in_use``
             and ``blocks_in_use`` (lent out, counted by capacity),
             ``bytes_cached`` and ``blocks_cached`` (held for reuse).
         """
@@ -313,6 +316,7 @@ class DeviceMemoryPool:
             return {
                 "device_allocations": self._device_allocations,
                 "device_frees": self._device_frees,
+                "oom_recoveries": self._oom_recoveries,
                 "bytes_in_use": self._bytes_in_use,
                 "blocks_in_use": self._blocks_in_use,
                 "bytes_cached": self._bytes_cached,
@@ -371,6 +375,7 @@ class DeviceMemoryPool:
                 raise
             # Unreachable buffers in reference cycles and cached blocks of
             # other sizes may be what fills the device: reclaim both.
+            self._oom_recoveries += 1
             gc.collect()
             self._drain_returns()
             self._release_cache()
