@@ -24,10 +24,15 @@ events around back-to-back calls, max(host, device).  "pycuda launch" is
 pycuda's own launch of the kernel gpuarray compiled for the case, with the
 arguments gpuarray recorded: prepared_async_call (argument parsing per
 call) and _launch_kernel with the packed buffer, the floor of our path.
+"ctypes launch" and "cuda.bindings" are the other launch entries for the
+same kernel and packed buffer: cuLaunchKernel called through ctypes, and
+through NVIDIA's cuda-bindings when it imports (the choice of entry,
+docs/host.rst).
 Each implementation is validated against numpy before it is timed; a
 missing library reads "n/a"; no GPU: a clear message and exit status 2.
 """
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -40,7 +45,8 @@ from common import (check_close, device_times, free_memory,  # noqa: E402
                     measure, new_row, print_table, set_target, table_cells, write_results)
 
 IMPLS = ("gpuarray", "torch eager", "torch.compile", "cupy", "pycuda launch",
-         "pycuda packed")
+         "pycuda packed", "ctypes launch", "cuda.bindings")
+LAUNCH_IMPLS = ("pycuda launch", "pycuda packed", "ctypes launch", "cuda.bindings")
 N = 1024
 
 
@@ -114,6 +120,64 @@ def _pycuda_rows(ctx, row, run, out, check):
     measure(row, "pycuda packed",
             lambda: ctx.host(lambda: kernel._launch_kernel(grid, block, buffer, 0, None),
                              row, "pycuda packed"))
+    entries = _driver_entries(ng, kernel, grid, block, buffer)
+    for impl in ("ctypes launch", "cuda.bindings"):
+        def timed(impl=impl):
+            launch = entries[impl]()
+            launch()
+            ng.synchronize()
+            check(out, impl)
+            return ctx.host(launch, row, impl)
+        measure(row, impl, timed)
+
+
+def _driver_entries(ng, kernel, grid, block, buffer):
+    """impl -> a builder of a no-argument launch of ``kernel``'s code with the
+    packed ``buffer`` through cuLaunchKernel's ``extra`` (as pycuda does),
+    the module loaded again from the cached cubin."""
+    import ctypes
+
+    from gpuarray.cuda import compiler, driver
+    from gpuarray.fusion import generate
+
+    lib = driver._libcuda()
+    cubin = compiler.compile_source(kernel.source, ng.arch, generate.HEADERS)
+    module, function = ctypes.c_void_p(), ctypes.c_void_p()
+    driver._check(lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(cubin)),
+                  "loading the kernel")
+    name = re.search(r"__global__ void .*\) (\w+)\($", kernel.source, re.M).group(1)
+    driver._check(lib.cuModuleGetFunction(ctypes.byref(function), module, name.encode()),
+                  "looking up the kernel")
+    data = ctypes.create_string_buffer(bytes(buffer), len(buffer))
+    size = ctypes.c_size_t(len(buffer))
+    # CU_LAUNCH_PARAM_BUFFER_POINTER (1), BUFFER_SIZE (2), END (0)
+    extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(data), 2, ctypes.addressof(size), 0)
+    keep = (module, data, size, extra)
+
+    def ctypes_launch():
+        launch = lib.cuLaunchKernel
+
+        def call():
+            if launch(function, *grid, *block, 0, None, None, extra):
+                raise RuntimeError("cuLaunchKernel failed")
+        call.keep = keep
+        return call
+
+    def bindings_launch():
+        from cuda.bindings import driver as cbd
+
+        handle = cbd.CUfunction(function.value)
+        address = ctypes.addressof(extra)
+        launch = cbd.cuLaunchKernel
+
+        def call():
+            err, = launch(handle, *grid, *block, 0, 0, 0, address)
+            if err != cbd.CUresult.CUDA_SUCCESS:
+                raise RuntimeError(f"cuLaunchKernel: {err}")
+        call.keep = keep
+        return call
+
+    return {"ctypes launch": ctypes_launch, "cuda.bindings": bindings_launch}
 
 
 def _add_peers(ctx, row, t, a64, b64):
@@ -163,7 +227,7 @@ def case_elementwise(ctx, case, ten_ops):
             _pycuda_rows(ctx, row, run, C, check)
         except Exception as e:  # the gpuarray cell stands without them
             traceback.print_exc()
-            for impl in ("pycuda launch", "pycuda packed"):
+            for impl in LAUNCH_IMPLS:
                 row["errors"].setdefault(impl, f"{type(e).__name__}: {e}")
         return seconds
 

@@ -35,7 +35,7 @@ from .core.array import Tensor
 from .core.backend import Backend
 from .conv import convolution, pooling
 from .cuda import compiler, driver, interop, library, stream
-from .cuda.capture import CapturedStep
+from .cuda.capture import CapturedStep, ReplayCounter
 from .cuda.mempool import DeviceMemoryPool
 from .cuda.streams import GPUStreamFunctions
 from .fusion import dispatch, generate
@@ -184,8 +184,11 @@ class GPUTensor(Tensor):
 
 def _check_rounding_capturable(c):
     if c.rounding and stream.capturing() is not None:
-        raise NotImplementedError("stochastic rounding inside a captured step would repeat the "
-                                  "recorded random bits on every replay; round to nearest there")
+        # the GEMM epilogue keys its noise on a call counter a graph would freeze
+        raise NotImplementedError("stochastic rounding of a product's output inside a captured "
+                                  "step would repeat the recorded random bits on every replay; "
+                                  "round the product to nearest there (fused assignments may "
+                                  "round stochastically)")
 
 
 class GPU(GPUStreamFunctions, ConvFunctions, ProductFunctions, Backend):
@@ -234,6 +237,9 @@ class GPU(GPUStreamFunctions, ConvFunctions, ProductFunctions, Backend):
         self.conv_library = library.Library(what="convolution and pooling")
         #: recorded implicit-GEMM convolution plans (gpuarray.conv.implicit)
         self._conv_plans = {}
+        #: replays of graphs drawing random numbers, on the device (cuda.capture)
+        self.replays = ReplayCounter(self)
+        self.replay_counter = self.replays.address
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"

@@ -4,8 +4,10 @@ On the GPU: a captured training step (products, fused assignments, an
 in-place update) equals the same step run eagerly over several replays
 with changing input data; other numbers or shapes record another graph
 (or raise with strict=True); temporaries of the graph are never lent to
-anyone else; what cannot be replayed (host reads, uploads, rand(),
-synchronize) raises at recording time, and the factory keeps working.
+anyone else; random numbers (rand(), stochastic rounding) are fresh on
+every replay and reproducible from the seed; what cannot be replayed (host
+reads, uploads, synchronize) raises at recording time, and the factory
+keeps working.
 Without a GPU: the bookkeeping (the pool's keeper, the capture flag) and
 the CPU factory, which runs steps eagerly.
 """
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 
 import gpuarray
+from conftest import new_factory
 from gpuarray.cuda import mempool, stream
 
 F32 = np.float32
@@ -100,7 +103,6 @@ def test_graph_temporaries_are_not_lent_to_others(gpu_ng):
     (lambda ng, a: float(a[0]), RuntimeError, "host"),
     (lambda ng, a: ng.array(np.ones(4, F32)), RuntimeError, "copying host data"),
     (lambda ng, a: ng.synchronize(), RuntimeError, "synchronize"),
-    (lambda ng, a: a.__setitem__(slice(None), ng.rand()), NotImplementedError, "rand"),
 ])
 def test_what_cannot_be_captured_raises_and_the_factory_recovers(gpu_ng, body, error, match):
     ng = gpu_ng
@@ -111,6 +113,51 @@ def test_what_cannot_be_captured_raises_and_the_factory_recovers(gpu_ng, body, e
     assert stream.capturing() is None
     A[:] = A + 1  # the factory works afterwards
     np.testing.assert_array_equal(A.get(), np.arange(4, dtype=F32) + 1)
+
+
+def _replayed_draws(ng, replays=4):
+    """What a captured step drawing rand() and rounding stochastically gives per call."""
+    X = ng.empty((4096,), F32)
+    third = ng.full((4096,), 1 / 3, F32)
+    H = ng.empty((4096,), np.float16)
+    H.rounding = True
+
+    @ng.jit
+    def step(x, h, t):
+        x[:] = ng.rand()
+        h[:] = t * 1.0
+
+    draws = []
+    for _ in range(replays):
+        step(X, H, third)
+        draws.append((X.get(), H.get()))
+    return draws
+
+
+def test_random_numbers_are_fresh_on_every_replay(gpu_ng):
+    ng = gpu_ng
+    launched = ng.stats().get("graphs_launched", 0)
+    draws = _replayed_draws(ng)
+    assert ng.stats()["graphs_launched"] - launched == len(draws)
+    for k, (x, h) in enumerate(draws):
+        assert 0.0 <= x.min() and x.max() < 1.0 and abs(x.mean() - 0.5) < 0.02
+        # stochastic rounding of 1/3: the two neighbours, unbiased on average
+        assert len(np.unique(h)) == 2 and abs(h.astype(np.float64).mean() - 1 / 3) < 1e-3
+        for earlier, rounded in draws[:k]:
+            assert not np.array_equal(x, earlier) and not np.array_equal(h, rounded)
+    X = ng.empty((4096,), F32)
+    X[:] = ng.rand()  # an eager draw after the replays repeats none of them
+    assert not any(np.array_equal(X.get(), x) for x, _ in draws)
+
+
+def test_replayed_random_numbers_follow_the_seed():
+    first = _replayed_draws(new_factory("gpu", seed=5), replays=3)
+    again = _replayed_draws(new_factory("gpu", seed=5), replays=3)
+    other = _replayed_draws(new_factory("gpu", seed=6), replays=3)
+    for (x, h), (y, g), (z, _) in zip(first, again, other):
+        np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(h, g)
+        assert not np.array_equal(x, z)
 
 
 def test_tensors_of_another_factory_are_refused(gpu_ng):

@@ -15,10 +15,16 @@ or other numbers records another graph (``strict=True`` raises instead);
 a step whose numbers change every call (a decaying learning rate) should
 take them in a one-element tensor.  Temporaries allocated inside belong
 to the graph for its lifetime.  What cannot be replayed -- host reads and
-writes, synchronisation, ``rand()`` and stochastic rounding (a replay
-would repeat the recorded numbers) -- raises at recording time.
+writes, synchronisation -- raises at recording time.
+
+Random numbers (``rand()``, stochastic rounding) are keyed by the
+factory's seed, a call counter the graph freezes, and a
+:class:`ReplayCounter` on the device that a graph drawing them increments
+as its last node: each replay draws fresh numbers, with no host work.
 """
 import numbers
+
+import numpy as np
 
 from ..core.array import Tensor
 from . import graph, stream
@@ -68,11 +74,14 @@ class CapturedStep:
         keeper = Keeper(gpu.pool)
         launched = gpu._stats["kernels_launched"]
         gpu.pool.keep_for(keeper)
+        stream.take_random()
         try:
             with stream.capturing_on(capture_stream, f"step {self.__name__!r}"):
                 graph.begin(capture_stream.handle)
                 try:
                     result = self.fn(*args, **kwargs)
+                    if stream.take_random():
+                        gpu.replays.advance()
                 except BaseException:
                     graph.abandon(capture_stream.handle)
                     raise
@@ -128,3 +137,38 @@ def _key(gpu, values):
             raise TypeError(f"a captured step takes tensors, numbers, strings, None and "
                             f"tuples of those, not {type(value).__name__}")
     return tuple(key)
+
+
+class ReplayCounter:
+    """A device word counting the replays of graphs that draw random numbers.
+
+    Every fused kernel gets its address and mixes the value into its Philox
+    key (``ga_key`` in the prelude).  Eager launches leave it alone -- their
+    call counters already differ -- so a factory that never replays a
+    random graph draws exactly what it drew before graphs existed.
+
+    Parameters
+    ----------
+    gpu : gpuarray.GPU
+        The factory; the word is a permanent 8-byte allocation outside its
+        pool (it is not a tensor users can free).
+    """
+
+    def __init__(self, gpu):
+        self._allocation = gpu._drv.mem_alloc(8)
+        self.address = int(self._allocation)
+        gpu._drv.memset_d32(self.address, 0, 2)
+        self._word = gpu.tensor_class(gpu, _Fixed(self.address), (1,), np.uint64)
+
+    def advance(self):
+        """Queue ``word += 1`` (inside a capture: the graph's last node)."""
+        self._word[...] = self._word + 1
+
+
+class _Fixed:
+    """A buffer at a fixed address, for a tensor view of memory the pool does not own."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr):
+        self.ptr = ptr

@@ -2,12 +2,14 @@
 
 In: :func:`using` entered by ``with ng.stream(s):`` (:mod:`gpuarray.cuda.streams`)
 and :func:`capturing_on` entered by :mod:`gpuarray.cuda.capture` around the
-recording of a step; both restore the previous stream on exit.  Out: :func:`current` (a pycuda ``Stream`` or None,
-the legacy default stream) and :func:`current_handle` (its ``CUstream``),
-which every launch site passes to the driver -- fused kernels, GEMM and
-pooling kernels, memsets -- and :func:`capturing`, which the operations
-that cannot be captured (host reads and writes, synchronisation, random
-numbers drawn per call) check to raise clearly.
+recording of a step; both restore the previous stream on exit.  Out:
+:func:`current` (a pycuda ``Stream`` or None, the legacy default stream)
+and :func:`current_handle` (its ``CUstream``), which every launch site
+passes to the driver -- fused kernels, GEMM and pooling kernels, memsets
+-- and :func:`capturing`, which the operations that cannot be captured
+(host reads and writes, synchronisation) check to raise clearly;
+:func:`note_random` / :func:`take_random` tell the capture that the step
+drew random numbers.
 
 Thread-local: one thread may record a step while others launch as usual.
 """
@@ -21,6 +23,7 @@ class _State(threading.local):
     stream = None
     public = None
     capture = None
+    random = False
 
 
 _local = _State()
@@ -73,6 +76,18 @@ def capturing_on(stream, what):
         yield
     finally:
         (_local.stream, _local.public), _local.capture = saved, None
+
+
+def note_random():
+    """The step being captured draws random numbers: its graph must advance
+    the replay counter (see :mod:`gpuarray.cuda.capture`)."""
+    _local.random = True
+
+
+def take_random():
+    """Whether :func:`note_random` was called since the last call; resets it."""
+    drew, _local.random = _local.random, False
+    return drew
 
 
 def refuse_in_capture(operation):

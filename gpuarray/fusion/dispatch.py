@@ -47,8 +47,8 @@ class Dispatcher:
                 # must not grow without bound (compiled kernels are kept)
                 del self.recipes[next(iter(self.recipes))]
             recipe = self.recipes[key] = self._record(out, tree, leaves)
-        if stream.capturing() is not None:
-            _check_capturable(out, tree)
+        if stream.capturing() is not None and _draws_random(out, tree):
+            stream.note_random()
         recipe.replay(self.gpu, slots)
 
     def _record(self, out, tree, leaves):
@@ -56,7 +56,8 @@ class Dispatcher:
         sources = _Sources(out, leaves, temps)
         kernels = []
         for step in steps:
-            spec = launch.prepare(step, self.gpu.sms, self.gpu.seed, 0, self.gpu.clusters)
+            spec = launch.prepare(step, self.gpu.sms, self.gpu.seed, 0, self.gpu.clusters,
+                                  self.gpu.replay_counter)
             kernel = self.gpu._kernel(step.program, spec.layout)
             holes = [(0, *sources.pointer(step.out))]
             holes += [(1 + k, *sources.pointer(t)) for k, t in enumerate(step.leaves)]
@@ -69,19 +70,22 @@ class Dispatcher:
         return _Recipe([t.nbytes for t in temps], kernels)
 
 
-def _check_capturable(out, tree):
-    """Random numbers come from the call counter a graph would freeze: refuse them."""
+def _draws_random(out, tree):
+    """True when the assignment uses random numbers (rand() or stochastic rounding).
+
+    Their key mixes in the replay counter, which a graph holding them must
+    advance on every replay (the call counters it froze would repeat them).
+    """
     if out.rounding:
-        raise NotImplementedError("stochastic rounding inside a captured step would repeat the "
-                                  "recorded random bits on every replay; round to nearest there")
+        return True
     nodes = [tree]
     while nodes:
         node = nodes.pop()
         if isinstance(node, OpTreeNode):
             if node.op == "rand":
-                raise NotImplementedError("rand() inside a captured step would repeat the "
-                                          "recorded numbers on every replay; draw them outside")
+                return True
             nodes.extend(node.args)
+    return False
 
 
 #: slot layout of one assignment: out pointer, rounding bits, call counter,

@@ -37,11 +37,13 @@ class Launch:
         return len(self.args) - 3
 
 
-def prepare(step, sms, seed, call, clusters=True):
+def prepare(step, sms, seed, call, clusters=True, replays=0):
     """Compute the layout class, arguments and launch shape of ``step``.
 
     ``sms`` is the device's multiprocessor count; ``clusters`` whether it
-    has thread-block clusters (compute capability 9.0 and later).
+    has thread-block clusters (compute capability 9.0 and later);
+    ``replays`` the address of the factory's replay counter, which random
+    numbers mix into their key.
     """
     program = step.program
     operands = [step.out] + list(step.leaves)
@@ -76,7 +78,7 @@ def prepare(step, sms, seed, call, clusters=True):
         args += [s[k] for _, s in outer_dims] + [s[k] for _, s in inner_dims]
     first_scalar = len(args)
     args += [scalar_arg(s.value, t) for s, t in zip(step.scalars, step.program.scalar_types)]
-    args += [seed, call, step.out.rounding or 0, tpr]
+    args += [replays, seed, call, step.out.rounding or 0, tpr]
     return Launch(layout, args, grid, block, first_scalar)
 
 

@@ -69,6 +69,13 @@ GA_D ga_u4 ga_philox(unsigned long long seed, unsigned long long index,
     ga_u4 r = {c0, c1, c2, c3};
     return r;
 }
+// The Philox key of a launch: the factory's seed, mixed with the number of
+// captured-graph replays so far (a device word each replay that draws random
+// numbers increments), so that a replayed kernel, whose call counter the
+// graph froze, draws fresh numbers.  0 replays leave the seed as it is.
+GA_D unsigned long long ga_key(unsigned long long seed, const unsigned long long* replays) {
+    return seed ^ (__ldg(replays) * 0x9E3779B97F4A7C15ull);
+}
 // uniform [0, 1) with 24 random bits
 GA_D float ga_uniform(unsigned long long seed, unsigned long long index, unsigned stream, unsigned call) {
     return (ga_philox(seed, index, stream, call).x >> 8) * 5.9604644775390625e-08f;

@@ -11,8 +11,8 @@ the same layout class.
 
 Kernel arguments, in order: out pointer, leaf pointers, outer sizes, inner
 sizes, the strides (in elements) of out then of each leaf over the outer
-and inner dimensions, scalars, seed, call counter, rounding bits, and
-threads per row.
+and inner dimensions, scalars, the replay counter's address, seed, call
+counter, rounding bits, and threads per row.
 """
 from ..core import dtypes
 
@@ -50,10 +50,10 @@ class KernelWriter:
         out += [f"ga_idx {d}" for d in dims]
         out += [f"{t} s{k}" if t != "bool" else f"long long s{k}"
                 for k, t in enumerate(p.scalar_types)]
-        out += ["unsigned long long seed", "unsigned long long call", "long long nbits",
-                "long long tpr"]
+        out += ["const unsigned long long* __restrict__ replays", "unsigned long long seed",
+                "unsigned long long call", "long long nbits", "long long tpr"]
         fmt = "P" * (1 + self.nleaves) + ("q" if lay.wide else "i") * len(dims)
-        fmt += "".join(_FORMAT[t] for t in p.scalar_types) + "QQqq"
+        fmt += "".join(_FORMAT[t] for t in p.scalar_types) + "PQQqq"
         return out, fmt
 
     # -- values -------------------------------------------------------------
@@ -67,7 +67,7 @@ class KernelWriter:
         if ins.op == "scalar":
             return f"s{ins.arg}"
         if ins.op == "rand":
-            return f"ga_uniform(seed, {index}, {ins.arg}u, (unsigned)call)"
+            return f"ga_uniform(ga_key(seed, replays), {index}, {ins.arg}u, (unsigned)call)"
         args = [f"({t})v{a}" for t, a in zip(ins.in_ctypes, ins.args)]
         if ins.op == "astype":
             return _cast(args[0], ins.dtype, ins.ctype)
@@ -122,7 +122,7 @@ class KernelWriter:
         value = f"({_compute(self.p.out_dtype)})v{self.p.root}"
         if self.stochastic:
             half = "true" if self.p.out_dtype == "float16" else "false"
-            noise = f"ga_philox(seed, {index}, 0xFFFFFFFFu, (unsigned)call).x"
+            noise = f"ga_philox(ga_key(seed, replays), {index}, 0xFFFFFFFFu, (unsigned)call).x"
             value = f"ga_stochastic_round((float){value}, {noise}, (int)nbits, {half})"
         self.lines.append(f"{indent}{target} = {conv}({value});")
 
