@@ -238,8 +238,8 @@ class GPU(GPUStreamFunctions, ConvFunctions, ProductFunctions, Backend):
         #: recorded implicit-GEMM convolution plans (gpuarray.conv.implicit)
         self._conv_plans = {}
         #: replays of graphs drawing random numbers, on the device (cuda.capture)
-        self.replays = ReplayCounter(self)
-        self.replay_counter = self.replays.address
+        self._replays = ReplayCounter(self)
+        self._replay_counter = self._replays.address
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"

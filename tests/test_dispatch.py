@@ -38,7 +38,7 @@ class RecordingGPU(gpu.GPU):
         addresses = itertools.count(1 << 32, 1 << 28)  # 256 MiB apart: no accidental overlap
         self.pool = mempool.DeviceMemoryPool(alloc=lambda n: _Raw(next(addresses)))
         self.sms, self.arch, self.clusters, self.device_id = 132, "sm_90", True, 0
-        self.replay_counter = 0  # no device word: nothing launches
+        self._replay_counter = 0  # no device word: nothing launches
         self._kernels, self._calls, self._conv_plans = {}, 0, {}
         self._dispatcher = dispatch.Dispatcher(self)
         self.launches = []

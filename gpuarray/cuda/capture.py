@@ -81,7 +81,7 @@ class CapturedStep:
                 try:
                     result = self.fn(*args, **kwargs)
                     if stream.take_random():
-                        gpu.replays.advance()
+                        gpu._replays.advance()
                 except BaseException:
                     graph.abandon(capture_stream.handle)
                     raise
