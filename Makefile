@@ -87,10 +87,10 @@ sanitize:
 	  done; \
 	  for pid in $$pids; do wait $$pid || status=1; done; \
 	  tail -qn1 $(SANITIZE_LOGS)/$$tool.*.pytest; \
+	  unfinished=$$(grep -LE "(ERROR|RACECHECK) SUMMARY" $(SANITIZE_LOGS)/$$tool.*.log); \
 	  if grep -lE "(ERROR|RACECHECK) SUMMARY: [1-9]" $(SANITIZE_LOGS)/$$tool.*.log; then status=1; \
-	  elif [ -n "$$(grep -LE '(ERROR|RACECHECK) SUMMARY' $(SANITIZE_LOGS)/$$tool.*.log)" ]; then \
-	    echo "$$tool: no summary (a process stopped early) in" \
-	      $$(grep -LE '(ERROR|RACECHECK) SUMMARY' $(SANITIZE_LOGS)/$$tool.*.log); status=1; \
+	  elif [ -n "$$unfinished" ]; then \
+	    echo "$$tool: no summary (a process stopped early) in" $$unfinished; status=1; \
 	  else echo "$$tool: no errors in $$(ls $(SANITIZE_LOGS)/$$tool.*.log | wc -l) process logs"; fi; \
 	done; exit $$status
 

@@ -239,7 +239,6 @@ class GPU(GPUStreamFunctions, ConvFunctions, ProductFunctions, Backend):
         self._conv_plans = {}
         #: replays of graphs drawing random numbers, on the device (cuda.capture)
         self._replays = ReplayCounter(self)
-        self._replay_counter = self._replays.address
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
@@ -303,10 +302,10 @@ class GPU(GPUStreamFunctions, ConvFunctions, ProductFunctions, Backend):
         ptr = tensor.ptr  # first: a freed buffer raises before any device work
         stream.refuse_in_capture("reading a tensor's values on the host (get, item, float...)")
         host = np.empty(tensor.shape, tensor.dtype)
-        queue = stream.current()
         if not host.size:
-            pass
-        elif queue is None:
+            return host
+        queue = stream.current()
+        if queue is None:
             self.context.synchronize()
             self._drv.memcpy_dtoh(host.reshape(-1).view(np.uint8), ptr)
         else:

@@ -238,7 +238,7 @@ def round_to(values, dtype):
         else np.asarray(values).astype(dtype)
 
 
-def assert_no_new_allocations(ng, before, context=""):
+def assert_no_new_allocations(ng, before):
     """The pool made no device allocation since ``before`` (an ``ng.stats()``).
 
     Except to replace blocks it gave back to the driver on running out of
@@ -253,7 +253,7 @@ def assert_no_new_allocations(ng, before, context=""):
     new = grew("device_allocations")
     if grew("oom_recoveries"):
         new -= grew("device_frees")
-    assert new <= 0, (f"{new} new device allocation(s) {context}",
+    assert new <= 0, (f"{new} new device allocation(s)",
                       {k: (before[k], after[k]) for k in before if before[k] != after[k]})
 
 

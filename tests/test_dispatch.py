@@ -7,6 +7,7 @@ those a fresh plan computes for the new tensors and scalars.
 """
 import itertools
 import struct
+import types
 
 import numpy as np
 import pytest
@@ -38,7 +39,7 @@ class RecordingGPU(gpu.GPU):
         addresses = itertools.count(1 << 32, 1 << 28)  # 256 MiB apart: no accidental overlap
         self.pool = mempool.DeviceMemoryPool(alloc=lambda n: _Raw(next(addresses)))
         self.sms, self.arch, self.clusters, self.device_id = 132, "sm_90", True, 0
-        self._replay_counter = 0  # no device word: nothing launches
+        self._replays = types.SimpleNamespace(address=0)  # no device word: nothing launches
         self._kernels, self._calls, self._conv_plans = {}, 0, {}
         self._dispatcher = dispatch.Dispatcher(self)
         self.launches = []

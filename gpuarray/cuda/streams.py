@@ -129,6 +129,11 @@ class GPUStreamFunctions(StreamFunctions):
     def _using_stream(self, s):
         return stream.using(None if s is None else s.pycuda, s)
 
+    def _queue_on(self, stream_):
+        """Send the block's work to ``stream_``; None keeps the current stream
+        (where ``_using_stream(None)`` means the default one)."""
+        return contextlib.nullcontext() if stream_ is None else self._using_stream(stream_)
+
     def pinned_empty(self, shape, dtype=np.float32):
         """An uninitialised page-locked host array: asynchronous copies from and
         to it run without staging, while the host goes on."""
@@ -152,7 +157,7 @@ class GPUStreamFunctions(StreamFunctions):
         stream.refuse_in_capture("copying host data to the device (set_async)")
         tensor.ptr  # noqa: B018 - a freed buffer raises before any work is queued
         self._ready()
-        with self._using_stream(stream_) if stream_ is not None else contextlib.nullcontext():
+        with self._queue_on(stream_):
             target = tensor if tensor.is_contiguous else self.empty(tensor.shape, tensor.dtype)
             self._upload_async(target, host)
             if target is not tensor:
@@ -193,7 +198,7 @@ class GPUStreamFunctions(StreamFunctions):
         if tensor.size == 0:
             return out
         self._ready()
-        with self._using_stream(stream_) if stream_ is not None else contextlib.nullcontext():
+        with self._queue_on(stream_):
             source = tensor if tensor.is_contiguous else self.evaluate(tensor)
             self._drv.memcpy_dtoh_async(pinned.as_bytes(out), source.ptr, stream.current())
         return out

@@ -57,7 +57,7 @@ class Dispatcher:
         kernels = []
         for step in steps:
             spec = launch.prepare(step, self.gpu.sms, self.gpu.seed, 0, self.gpu.clusters,
-                                  self.gpu._replay_counter)
+                                  self.gpu._replays.address)
             kernel = self.gpu._kernel(step.program, spec.layout)
             holes = [(0, *sources.pointer(step.out))]
             holes += [(1 + k, *sources.pointer(t)) for k, t in enumerate(step.leaves)]
