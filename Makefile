@@ -16,7 +16,7 @@ KERNEL_BINS := $(patsubst kernels/%.cu,gpuarray/kernels/%.cubin,$(SM90_SRCS)) \
 KERNEL_DEPS := $(wildcard kernels/*.cuh) gpuarray/fusion/prelude.cuh
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
-.PHONY: all install kernels python test bench stress sanitize doc clean
+.PHONY: all install kernels python test test-pure bench stress sanitize doc clean
 
 all: python kernels
 
@@ -49,6 +49,10 @@ python:
 
 test:
 	$(PYTHON) -m pytest -q tests
+
+# the suite over the Python sources of the compiled hot-path modules
+test-pure:
+	GPUARRAY_PURE_PYTHON=1 $(PYTHON) -m pytest -q tests
 
 bench:
 	$(PYTHON) benchmarks/bench_elementwise.py
@@ -100,4 +104,5 @@ doc:
 clean:
 	rm -rf build dist *.egg-info docs/_build .pytest_cache
 	rm -f gpuarray/kernels/*.cubin gpuarray/kernels/*.fatbin gpuarray/kernels/*.log
+	find gpuarray -name '*.so' -delete
 	find . -path ./.git -prune -o -type d -name __pycache__ -exec rm -rf {} +

@@ -1,6 +1,34 @@
-"""Packaging for gpuarray."""
+"""Packaging for gpuarray.
 
-from setuptools import find_packages, setup
+The modules listed in ``gpuarray/compiled.py`` are also compiled by Cython
+into extension modules beside their sources (the host path of every call:
+op-trees, dispatch).  They are optional: without Cython or a C compiler,
+or with ``GPUARRAY_PURE_PYTHON=1`` set at build time, the package installs
+and runs from the Python sources alone.
+"""
+import os
+import runpy
+
+from setuptools import Extension, find_packages, setup
+
+
+def compiled_extensions():
+    """Extension modules for the hot path, or [] where they cannot be built."""
+    hot = runpy.run_path(os.path.join("gpuarray", "compiled.py"))
+    if hot["pure_python_requested"]():
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        return []
+    modules = [Extension(name, [name.replace(".", "/") + ".py"], optional=True)
+               for name in hot["MODULES"]]
+    # binding: compiled functions keep Python's introspection (signatures,
+    # docstrings for Sphinx, functools.wraps); the generated C stays out of
+    # the source tree
+    return cythonize(modules, build_dir=os.path.join("build", "cython"), quiet=True,
+                     compiler_directives={"language_level": 3, "binding": True})
+
 
 with open("README.rst", encoding="utf-8") as f:
     long_description = f.read()
@@ -18,6 +46,7 @@ setup(
     packages=find_packages(include=["gpuarray", "gpuarray.*"]),
     package_data={"gpuarray": ["fusion/*.cuh", "kernels/*.cubin", "kernels/*.fatbin"]},
     include_package_data=True,
+    ext_modules=compiled_extensions(),
     python_requires=">=3.10",
     install_requires=[
         "numpy>=1.26",

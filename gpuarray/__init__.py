@@ -12,6 +12,7 @@ same trees with numpy.
 array([[-1.,  0.,  1.],
        [-1.,  0.,  1.]], dtype=float32)
 """
+from . import compiled  # first: it chooses how the hot-path modules load
 from .cpu import CPU, CPUTensor
 from .core.dtypes import bfloat16
 from .gpu import GPU, GPUTensor, gpu_available, gpu_unavailable_reason

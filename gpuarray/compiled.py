@@ -1,0 +1,129 @@
+"""The compiled hot path: which modules Cython compiles, and which copy loads.
+
+In: the names in :data:`MODULES` (setup.py compiles each, unchanged, into
+an extension module beside its source when Cython and a C compiler are
+there) and the environment variable ``GPUARRAY_PURE_PYTHON``.  Out: an
+import hook choosing, per module, the compiled extension or the Python
+source, and :func:`status`, saying which was loaded.
+
+Why whole modules, compiled as they are: the hot path of ``out[:] = expr``
+is op-tree building, signatures and dispatch -- many small Python
+functions calling each other.  Compiling them (no rewrite, no second
+implementation to keep in step) removes the interpreter's frame and
+bytecode overhead from every call between them; the Python source stays
+the one definition and the fallback wherever the extension is not built.
+
+The Python source is loaded instead of the extension when
+
+* ``GPUARRAY_PURE_PYTHON=1`` is set (to compare, or to debug with pdb), or
+* the source is newer than its extension: an edited module in a
+  development checkout runs as edited, with a warning to rebuild
+  (``make python``), never as the stale compiled copy.
+
+This module imports nothing from the package: setup.py reads
+:data:`MODULES` from it before the package is installed.
+"""
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import warnings
+
+#: modules on the host path of every call, compiled by setup.py
+MODULES = (
+    "gpuarray.core.optree",
+    "gpuarray.core.scalars",
+    "gpuarray.core.array",
+    "gpuarray.core.backend",
+    "gpuarray.core.functions",
+    "gpuarray.core.dtypes",
+    "gpuarray.core.shapes",
+    "gpuarray.fusion.dispatch",
+    "gpuarray.gemm.replay",
+    "gpuarray.cuda.stream",
+)
+
+#: set to 1 to load every module of MODULES from its Python source
+PURE_PYTHON_VARIABLE = "GPUARRAY_PURE_PYTHON"
+
+# wheel installers write the source and the extension moments apart, in
+# either order: a source newer by less than this is not an edit
+_EDIT_MARGIN_S = 2.0
+
+
+def pure_python_requested():
+    """True when ``GPUARRAY_PURE_PYTHON`` asks for the Python sources."""
+    return os.environ.get(PURE_PYTHON_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def choose(source, extensions, pure_python=False):
+    """The file to load a compiled module from: its extension or its source.
+
+    Parameters
+    ----------
+    source : str
+        Path of the module's ``.py`` file.
+    extensions : list of str
+        Paths of extension files built from it (the first existing one wins).
+    pure_python : bool
+        Load the source whatever is built.
+
+    Returns
+    -------
+    (str, str or None)
+        The path to load, and why it is the source although an extension
+        exists (None when the extension is loaded or none exists).
+    """
+    built = [path for path in extensions if os.path.exists(path)]
+    if not built:
+        return source, None
+    if pure_python:
+        return source, f"{PURE_PYTHON_VARIABLE} is set"
+    if os.path.getmtime(source) > os.path.getmtime(built[0]) + _EDIT_MARGIN_S:
+        return source, "its source is newer than the compiled module (rebuild: make python)"
+    return built[0], None
+
+
+class _Finder:
+    """Meta-path finder for :data:`MODULES` applying :func:`choose`."""
+
+    def __init__(self, pure_python):
+        self.pure_python = pure_python
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in MODULES or not path:
+            return None
+        leaf = name.rpartition(".")[2]
+        folder = path[0]
+        source = os.path.join(folder, leaf + ".py")
+        if not os.path.exists(source):
+            return None  # an installation without sources: the default import
+        extensions = [os.path.join(folder, leaf + suffix)
+                      for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+        chosen, why = choose(source, extensions, self.pure_python)
+        if why is not None and not self.pure_python:
+            warnings.warn(f"{name}: running the Python source: {why}", RuntimeWarning,
+                          stacklevel=2)
+        if chosen == source:
+            loader = importlib.machinery.SourceFileLoader(name, source)
+        else:
+            loader = importlib.machinery.ExtensionFileLoader(name, chosen)
+        return importlib.util.spec_from_file_location(name, chosen, loader=loader)
+
+
+_finder = _Finder(pure_python_requested())
+sys.meta_path.insert(0, _finder)
+
+
+def status():
+    """Which hot-path modules run compiled.
+
+    Returns
+    -------
+    dict
+        Module name -> True (the compiled extension was loaded) or False
+        (the Python source: not built, ``GPUARRAY_PURE_PYTHON`` set, or
+        the source edited since the build), for the modules imported so far.
+    """
+    return {name: not sys.modules[name].__file__.endswith(".py")
+            for name in MODULES if name in sys.modules}
