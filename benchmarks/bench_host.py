@@ -30,6 +30,10 @@ through NVIDIA's cuda-bindings when it imports (the choice of entry,
 docs/host.rst).
 Each implementation is validated against numpy before it is timed; a
 missing library reads "n/a"; no GPU: a clear message and exit status 2.
+
+gpuarray runs its compiled hot path where it is built (gpuarray.compiled);
+with GPUARRAY_PURE_PYTHON=1 the results go to host_pure_python.json/png
+instead, for the comparison.
 """
 import argparse
 import re
@@ -41,6 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_elementwise  # noqa: E402
+import gpuarray  # noqa: E402
 from common import (check_close, device_times, free_memory,  # noqa: E402
                     measure, new_row, print_table, set_target, table_cells, write_results)
 
@@ -417,7 +422,7 @@ def _report(rows, meta):
     print_table(detail, columns=["case", "impl", "median", "p90", "device", "kernel"])
     print("\nCase 5's cells are end to end: events around back-to-back calls (bench_elementwise's "
           "batch-norm case), max(host, device).")
-    write_results("host", rows, meta)
+    write_results("host" if meta["compiled"] else "host_pure_python", rows, meta)
 
 
 def main(argv=None):
@@ -439,6 +444,8 @@ def main(argv=None):
               f"({ctx.missing['ng']}). Nothing was measured.", file=sys.stderr)
         return 2
     ctx.meta["cases"] = cases
+    ctx.meta["compiled_modules"] = gpuarray.compiled.status()
+    ctx.meta["compiled"] = all(ctx.meta["compiled_modules"].values())
     rows = []
     for case in cases:
         try:

@@ -26,6 +26,15 @@ _PRODUCTS = ("dot", "batched_dot", "conv")
 _PYTHON_SCALARS = frozenset((int, float, bool))
 
 
+def _reduction_method(name):
+    """A method running ``ng.<name>`` on its expression (keepdims=True by default)."""
+    def method(self, axis=None, keepdims=True, out=None, **kwargs):
+        return getattr(self.backend, name)(self, axis=axis, keepdims=keepdims, out=out, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"``ng.{name}`` of this expression (keepdims=True by default)."
+    return method
+
+
 class Expression:
     """Operators shared by tensors and op-tree nodes; each builds a node.
 
@@ -156,26 +165,18 @@ class Expression:
             raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
         return self.get()[()]
 
-    def _reduce(name):
-        def method(self, axis=None, keepdims=True, out=None, **kwargs):
-            return getattr(self.backend, name)(self, axis=axis, keepdims=keepdims, out=out, **kwargs)
-        method.__name__ = name
-        method.__doc__ = f"``ng.{name}`` of this expression (keepdims=True by default)."
-        return method
-
-    sum = _reduce("sum")
-    prod = _reduce("prod")
-    mean = _reduce("mean")
-    var = _reduce("var")
-    std = _reduce("std")
-    max = _reduce("max")
-    min = _reduce("min")
-    argmax = _reduce("argmax")
-    argmin = _reduce("argmin")
-    any = _reduce("any")
-    all = _reduce("all")
-    ptp = _reduce("ptp")
-    del _reduce
+    sum = _reduction_method("sum")
+    prod = _reduction_method("prod")
+    mean = _reduction_method("mean")
+    var = _reduction_method("var")
+    std = _reduction_method("std")
+    max = _reduction_method("max")
+    min = _reduction_method("min")
+    argmax = _reduction_method("argmax")
+    argmin = _reduction_method("argmin")
+    any = _reduction_method("any")
+    all = _reduction_method("all")
+    ptp = _reduction_method("ptp")
 
 
 class OpTreeNode(Expression):

@@ -1,0 +1,12 @@
+# Cython declarations for optree.py, read only when setup.py compiles it
+# (gpuarray/compiled.py).  Expression and OpTreeNode become extension types:
+# a node's fields are C slots, so building one -- the cost of every operator
+# in an expression -- skips the instance dictionary and descriptor lookups.
+# Python subclasses (Tensor) keep their own attributes.
+
+cdef class Expression:
+    pass
+
+cdef class OpTreeNode(Expression):
+    cdef public object op, args, attrs, shape, dtype, backend, sig, leaves
+    cdef public object operand_type, has_gemm
