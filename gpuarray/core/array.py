@@ -20,6 +20,15 @@ from .optree import Expression
 _WHOLE = slice(None)
 
 
+def _inplace_method(name):
+    """``t op= other``: the elementwise ``name`` written into ``t`` itself."""
+    def method(self, other):
+        self.backend.elementwise(name, self, other, out=self)
+        return self
+    method.__name__ = f"__i{name}__"
+    return method
+
+
 class Tensor(Expression):
     """An N-D array view owned by a factory.
 
@@ -38,7 +47,7 @@ class Tensor(Expression):
         self.backend = backend
         self.buffer = buffer
         self.shape = shapes.as_shape(shape)
-        self.dtype = dtypes.as_dtype(dtype)
+        self.dtype = self.operand_type = dtypes.as_dtype(dtype)
         self.strides = (shapes.contiguous_strides(self.shape, self.dtype.itemsize)
                         if strides is None else tuple(strides))
         self.offset = offset
@@ -247,26 +256,19 @@ class Tensor(Expression):
         self.backend.assign(self, dtypes.assigned_scalar(value, self.dtype))
         return self
 
-    def _inplace(name):
-        def method(self, other):
-            self.backend.elementwise(name, self, other, out=self)
-            return self
-        method.__name__ = f"__i{name}__"
-        return method
+    __iadd__ = _inplace_method("add")
+    __isub__ = _inplace_method("subtract")
+    __imul__ = _inplace_method("multiply")
+    __itruediv__ = _inplace_method("divide")
+    __ifloordiv__ = _inplace_method("floor_divide")
+    __imod__ = _inplace_method("mod")
+    __ipow__ = _inplace_method("power")
+    __iand__ = _inplace_method("bitwise_and")
+    __ior__ = _inplace_method("bitwise_or")
+    __ixor__ = _inplace_method("bitwise_xor")
+    __ilshift__ = _inplace_method("left_shift")
+    __irshift__ = _inplace_method("right_shift")
 
-    __iadd__ = _inplace("add")
-    __isub__ = _inplace("subtract")
-    __imul__ = _inplace("multiply")
-    __itruediv__ = _inplace("divide")
-    __ifloordiv__ = _inplace("floor_divide")
-    __imod__ = _inplace("mod")
-    __ipow__ = _inplace("power")
-    __iand__ = _inplace("bitwise_and")
-    __ior__ = _inplace("bitwise_or")
-    __ixor__ = _inplace("bitwise_xor")
-    __ilshift__ = _inplace("left_shift")
-    __irshift__ = _inplace("right_shift")
-    del _inplace
 
 
 def _check_index_types(key):

@@ -10,3 +10,5 @@ cdef class Expression:
 cdef class OpTreeNode(Expression):
     cdef public object op, args, attrs, shape, dtype, backend, sig, leaves
     cdef public object operand_type, has_gemm
+
+cpdef _binary_node(backend, name, tuple args)

@@ -38,7 +38,8 @@ def _reduction_method(name):
 class Expression:
     """Operators shared by tensors and op-tree nodes; each builds a node.
 
-    Subclasses provide ``backend``, ``shape`` and ``dtype``.
+    Subclasses provide ``backend``, ``shape``, ``dtype`` and ``operand_type``
+    (what numpy's type resolution sees: the dtype).
     """
 
     # numpy must not treat expressions as arrays: make it defer to our operators
@@ -121,11 +122,6 @@ class Expression:
 
     def __abs__(self): return self.backend.elementwise("absolute", self)
     def __invert__(self): return self.backend.elementwise("invert", self)
-
-    @property
-    def operand_type(self):
-        """What numpy's type resolution sees: the dtype."""
-        return self.dtype
 
     def astype(self, dtype):
         """This expression cast to ``dtype`` (lazy)."""
