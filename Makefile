@@ -47,10 +47,12 @@ endif
 python:
 	$(PYTHON) -m pip install -e .
 
+# the suite twice: over the compiled hot-path modules, then over their
+# Python sources (the fallback where they are not built)
 test:
 	$(PYTHON) -m pytest -q tests
+	$(MAKE) test-pure
 
-# the suite over the Python sources of the compiled hot-path modules
 test-pure:
 	GPUARRAY_PURE_PYTHON=1 $(PYTHON) -m pytest -q tests
 

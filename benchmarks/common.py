@@ -81,16 +81,18 @@ def _event_backend():
         raise RuntimeError("device_timer needs torch (with CUDA) or CuPy for CUDA events")
 
 
-def device_timer(fn, repeats=100, warmup=10, sync=None, hide_host=False):
+def device_timer(fn, repeats=100, warmup=10, sync=None, hide_host=False, spin_cycles=1_000_000):
     """Median device time of one ``fn()`` call, in seconds.
 
     Each call is bracketed by a pair of CUDA events recorded on the current
     (default) stream; the calls are issued back to back with no host sync in
     between, so the figure is the steady-state time per call of a loop: the
     kernel time when the host keeps ahead of the GPU, the host dispatch time
-    when it does not. With ``hide_host`` a ~0.5 ms spin kernel runs before
-    each call, so that its launches are queued before the start event fires:
-    the kernel time alone (needs torch). ``sync`` (e.g. ``ng.synchronize``)
+    when it does not. With ``hide_host`` a spin kernel of ``spin_cycles``
+    clock cycles (default about 0.5 ms at 2 GHz; longer for calls whose host
+    work takes longer) runs before each call, so that its launches are
+    queued before the start event fires: the kernel time alone (needs
+    torch). ``sync`` (e.g. ``ng.synchronize``)
     runs after the warm-up and after the timed calls.
     """
     make_event, elapsed_ms, synchronize, spin = _event_backend()
@@ -105,7 +107,7 @@ def device_timer(fn, repeats=100, warmup=10, sync=None, hide_host=False):
     ends = [make_event() for _ in range(repeats)]
     for start, end in zip(starts, ends):
         if hide_host:
-            spin(1_000_000)      # clock cycles: about 0.5 ms at 2 GHz
+            spin(spin_cycles)
         start.record()
         fn()
         end.record()

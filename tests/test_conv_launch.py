@@ -328,8 +328,8 @@ def test_update_with_whole_channel_chunks_is_one_gemm_split_over_positions(hoppe
     assert (fields["M"], fields["N"], fields["K"]) == (64, 9 * 128, positions)
     assert (fields["a"], fields["b"], fields["c"]) == (E.ptr, I.ptr, G.ptr)
     assert (fields["ldc"], fields["flags"], fields["alpha"]) == (9 * 128, gk.EPI_BETA, 0.5)
-    # 9 tiles of 64x128 on 132 SMs: the 98 K-tiles split 7 ways (14 each)
-    assert (fields["splits"], fields["tiles_per_split"]) == (7, 14)
+    # 9 tiles of 64x128 on 132 SMs: the 98 K-tiles split 11 ways (9 each, 99 blocks)
+    assert (fields["splits"], fields["tiles_per_split"]) == (11, 9)
     assert fields["partial"] != 0 and _names(ng)[-1] == "ga_gemm_splitk_reduce"
     (_, _, dims, _, _, _, channels, pixels, *_), = im2col_maps
     assert dims == (128, 28, 28, 8) and (channels, pixels) == (64, 64)
@@ -345,11 +345,13 @@ def test_update_with_partial_chunks_gathers(hopper, C, K):
     assert [e[0] for e in _gathers(ng)] == ["ga_im2col_b2_v8"]
 
 
-@pytest.mark.parametrize("tiles, ktiles, splits", [
-    (72, 784, 5),    # VGG-A conv6's update: 360 blocks in 3 waves of 132 (91% busy)
-    (18, 3136, 7),   # VGG-A conv4's: 126 blocks, one wave
-    (200, 784, 5),   # 1.5 waves of tiles; 5 splits make 7.6 waves (95% busy)
-    (9, 10, 1),      # too short to split
+@pytest.mark.parametrize("m, n, ktiles, splits", [
+    (128, 576, 12544, 44),   # VGG-A conv2's update: 3 tiles; 132 blocks in one wave
+    (256, 2304, 3136, 7),    # VGG-A conv4's: 18 tiles, 126 blocks in one wave
+    (512, 4608, 784, 7),     # VGG-A conv6's: 72 tiles; 504 blocks in 4 waves (95% busy)
+    (1024, 9216, 288, 3),    # Overfeat conv5's: 288 tiles; 7 waves of 3 splits beat 3 of 1
+    (64, 64, 10, 1),         # too short to split
 ])
-def test_update_splits_fill_the_machine(hopper, tiles, ktiles, splits):
-    assert plans.choose_splits(hopper, tiles, ktiles) == splits
+def test_update_splits_fill_the_machine(hopper, m, n, ktiles, splits):
+    cfg = plans._config(128 if m >= 128 else 64, 256 if m >= 128 and n >= 256 else 64)
+    assert plans.choose_splits(hopper, cfg, m, n, ktiles) == splits

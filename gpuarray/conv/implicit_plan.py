@@ -15,7 +15,7 @@ import struct
 import numpy as np
 
 from ..cuda import driver
-from ..gemm import catalogue as gk, tiles
+from ..gemm import catalogue as gk, tiles as gemm_tiles
 from ..gemm.replay import GemmPlan, TensorMap
 from .layer import ConvLayer
 
@@ -28,10 +28,8 @@ CHUNK = 64
 GEOM = struct.Struct("<12i")
 #: ConvGemmArgs is GemmArgs then ConvGeom, padded to the 64-byte alignment
 ARGS_BYTES = 512
-#: split-K: at least this many K-tiles per split; each split's partial sums
-#: cost about this fraction of a wave
+#: split-K: at least this many K-tiles per split
 MIN_KTILES_PER_SPLIT = 8
-SPLIT_COST = 0.02
 #: threads per block of gemm_splitk.cu's reduce kernel
 REDUCE_THREADS = 256
 
@@ -82,7 +80,7 @@ def choose(gpu, m, n):
 
 
 def _configs():
-    return [cfg for cfg in tiles.CONFIGS
+    return [cfg for cfg in gemm_tiles.CONFIGS
             if cfg.family == "sm90" and "f16" in cfg.inputs and (cfg.bm, cfg.bn) in TILES]
 
 
@@ -115,7 +113,7 @@ def record_update(gpu, layer, beta):
     bn = 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64
     cfg = _config(bm, bn)
     ktiles = -(-k // CHUNK)
-    splits = choose_splits(gpu, -(-m // bm) * -(-n // bn), ktiles)
+    splits = choose_splits(gpu, cfg, m, n, ktiles)
     per_split = -(-ktiles // splits)
     splits = -(-ktiles // per_split)
     ints = (m, n, k, 1, 1, splits, per_split, gk.EPI_BETA if beta else 0,
@@ -128,14 +126,24 @@ def record_update(gpu, layer, beta):
                  (errors, im2col_map(layer, CHUNK)))
 
 
-def choose_splits(gpu, tiles, ktiles):
-    """K-splits for ``tiles`` output tiles of ``ktiles`` K-tiles each: the
-    fewest waves of (tiles x splits) blocks per split, each split costing
-    SPLIT_COST of a wave more (its partial sums' traffic), at least
-    MIN_KTILES_PER_SPLIT K-tiles per split."""
-    most = max(1, ktiles // MIN_KTILES_PER_SPLIT)
-    return min(range(1, most + 1),
-               key=lambda s: (-(-tiles * s // gpu.sms)) / s + SPLIT_COST * s)
+def choose_splits(gpu, cfg, m, n, ktiles):
+    """K-splits of the filter gradient's GEMM (an M x N output of ``ktiles``
+    K-tiles): the least modelled time.  Waves of (tiles x splits) blocks
+    over the SMs, each block running its share of the K-tiles at the tile's
+    measured rate; a split adds its fp32 partial sums, written and read
+    back through DRAM, and the reduce kernel.  At least MIN_KTILES_PER_SPLIT
+    K-tiles per split.  The reduction (N*P*Q positions) is long and the
+    output small, so layers with few output tiles split many ways: VGG-A
+    conv2's update (3 tiles, 12,544 K-tiles) fills the machine with 44."""
+    tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
+    per_ktile = gemm_tiles.ktile_seconds(gpu, cfg)
+    partial = 2 * m * n * 4 / gemm_tiles.DRAM_BYTES_PER_S
+
+    def seconds(splits):
+        main = -(-tiles * splits // gpu.sms) * -(-ktiles // splits) * per_ktile
+        return main + (splits * partial + gemm_tiles.SPLIT_S if splits > 1 else 0.0)
+
+    return min(range(1, max(1, ktiles // MIN_KTILES_PER_SPLIT) + 1), key=seconds)
 
 
 def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps):

@@ -20,10 +20,10 @@ from .catalogue import Config
 # Hopper-class figures (H100/H200); used as ratios, so other GPUs rank alike
 _PEAK = {"sm90": 900e12, "sm90_tf32": 450e12, "sm80": 500e12, "sm80_tf32": 250e12,
          "ffma": 64e12}
-_DRAM_BYTES_PER_S = 3.8e12
+DRAM_BYTES_PER_S = 3.8e12
 _LAUNCH_S = 2.5e-6
 # the reduce kernel after the main one (GPU time, H200 sweeps)
-_SPLIT_S = 6e-6
+SPLIT_S = 6e-6
 _SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 _MIN_KTILES_PER_SPLIT = 4
 
@@ -100,7 +100,7 @@ def operands_to_pack(gpu, prob):
     saved = flops * (1 / (_PEAK["sm80_tf32"] * 0.44) - 1 / (_PEAK["sm90_tf32"] * 0.78))
     copied = sum((prob.k * prob.kbatch) * (prob.m if name == "a" else prob.n) * prob.batch
                  for name in names) * 4 * 2
-    return names if saved > copied / _DRAM_BYTES_PER_S + len(names) * _SPLIT_S else ()
+    return names if saved > copied / DRAM_BYTES_PER_S + len(names) * SPLIT_S else ()
 
 
 def input_name(prob):
@@ -114,6 +114,12 @@ def configs(family_name, input_name, layout):
     """Tile configurations of a family that compile ``input_name`` in ``layout``."""
     return [c for c in CONFIGS
             if c.family == family_name and input_name in c.inputs and layout in c.layouts]
+
+
+def ktile_seconds(gpu, cfg, family="sm90"):
+    """Modelled seconds for one block of ``cfg`` to run one K-tile (its
+    slot's share of the family's peak, at the tile's measured efficiency)."""
+    return 2.0 * cfg.bm * cfg.bn * cfg.bk / (_PEAK[family] * cfg.efficiency / (gpu.sms * cfg.per_sm))
 
 
 def split_choices(gpu, prob, cfg):
@@ -135,11 +141,11 @@ def model_time(gpu, prob, cfg, splits):
     waves = -(-tiles * splits // slots)
     compute = waves * 2.0 * cfg.bm * cfg.bn * k_chunk / (peak * cfg.efficiency / slots)
     isz = prob.dtype.itemsize
-    stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * _DRAM_BYTES_PER_S / slots)
+    stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * DRAM_BYTES_PER_S / slots)
     kb = prob.k * prob.kbatch
     dram = (prob.batch * (prob.m + prob.n) * kb * isz
-            + prob.batch * prob.m * prob.n * prob.call.c.itemsize) / _DRAM_BYTES_PER_S
+            + prob.batch * prob.m * prob.n * prob.call.c.itemsize) / DRAM_BYTES_PER_S
     time = max(compute, stream, dram) + _LAUNCH_S
     if splits > 1:
-        time += (splits + 1) * prob.batch * prob.m * prob.n * 4 / _DRAM_BYTES_PER_S + _SPLIT_S
+        time += (splits + 1) * prob.batch * prob.m * prob.n * 4 / DRAM_BYTES_PER_S + SPLIT_S
     return time
