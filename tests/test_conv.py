@@ -243,6 +243,24 @@ def test_conv_paths(ng, monkeypatch, kind, kw, dtype, workspace):
     check(out, 2 * ref + 0.25 * vo, dtype)
 
 
+@pytest.mark.parametrize("kw", [
+    pytest.param(dict(N=2, C=3, K=8, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1), id="c3"),
+    pytest.param(dict(N=3, C=24, K=16, H=6, W=7, R=3, S=3, pad_h=1, str_w=2), id="c24"),
+    pytest.param(dict(N=2, C=40, K=8, H=5, W=3), id="pointwise"),
+])
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_repeated_update_matches_loops(ng, kw, dtype):
+    """The GPU records a gather-route filter gradient on its first call and
+    replays it: later calls, on other tensors and scalars, stay exact."""
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(12)
+    for alpha, beta in [(1.0, 0.0), (0.5, 0.0), (2.0, -1.0), (1.0, -1.0)]:
+        (I, E), (vi, ve) = _conv_tensors(ng, layer, "update", rng)
+        out, vo = data(ng, rng, layer.dimF, dtype)
+        ng.update_conv(layer, I, E, out, alpha=alpha, beta=beta)
+        check(out, alpha * naive_conv(layer, "update", vi, ve) + beta * vo, dtype)
+
+
 #: 2-D fp16/bf16 layers with C % 8 == 0: on Hopper, the implicit-GEMM kernel
 #: (im2col tensor map); tiles cross image boundaries, channels end mid-chunk
 IMPLICIT_CASES = [

@@ -115,7 +115,11 @@ def _names(ng):
 
 
 def _gathers(ng):
-    return [entry for entry in ng.launches
+    return _gathers_of(ng.launches)
+
+
+def _gathers_of(launches):
+    return [entry for entry in launches
             if isinstance(entry[0], str) and entry[0].startswith(("ga_im2col", "ga_col2im"))]
 
 
@@ -355,3 +359,73 @@ def test_update_with_partial_chunks_gathers(hopper, C, K):
 def test_update_splits_fill_the_machine(hopper, m, n, ktiles, splits):
     cfg = plans._config(128 if m >= 128 else 64, 256 if m >= 128 and n >= 256 else 64)
     assert plans.choose_splits(hopper, cfg, m, n, ktiles) == splits
+
+
+#: gather-route filter gradients: channels that fill no 64-wide chunk, the
+#: first layers' C = 3 (col rows padded), a pointwise layer (no gather)
+GATHERED_UPDATES = [
+    pytest.param(LAYER, id="gathered"),
+    pytest.param(dict(N=2, C=3, K=8, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1), id="c3"),
+    pytest.param(dict(N=2, C=40, K=8, H=5, W=3), id="pointwise"),
+]
+#: GemmArgs fields a replay fills in per call (pointers, TMA maps, scalars)
+_PER_CALL = {"tmap_a", "tmap_b", "a", "b", "c", "partial", "alpha", "beta", "call"}
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("kw", GATHERED_UPDATES)
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_gathered_update_replays_its_first_launches(tensor_maps, im2col_maps, arch, kw, beta):  # noqa: F811
+    """A repeated gather-route update replays what the first call recorded --
+    the same kernels, grids and arguments -- with the new call's pointers,
+    alpha and beta."""
+    ng = _gpu(arch)
+    layer = ng.conv_layer(np.float16, **kw)
+    ng.update_conv(layer, *_tensors(ng, layer, "update"), alpha=2.0, beta=beta)
+    first = list(ng.launches)
+    (plan,) = _recorded_updates(ng)
+    I, E, G = _tensors(ng, layer, "update")  # noqa: E741
+    ng.launches.clear()
+    ng.update_conv(layer, I, E, G, alpha=3.0, beta=beta)
+    again = list(ng.launches)
+    assert [(e[0], e[1], e[2]) for e in again] == [(e[0], e[1], e[2]) for e in first]
+    gathers = _gathers(ng)
+    if plan.gather is None:
+        assert gathers == []
+        sources = {I.ptr, E.ptr}
+    else:
+        (_, _, _, args, _), = gathers
+        (_, _, _, first_args, _), = _gathers_of(first)
+        assert args["src"] == I.ptr and {**args, "src": 0, "dst": 0} == \
+            {**first_args, "src": 0, "dst": 0}
+        sources = {E.ptr, args["dst"]}
+    (gemm,) = [e[3] for e in again if e[0].startswith("ga_gemm") and "splitk" not in e[0]]
+    (gemm0,) = [e[3] for e in first if e[0].startswith("ga_gemm") and "splitk" not in e[0]]
+    assert {gemm["a"], gemm["b"]} == sources and gemm["c"] in (G.ptr, 0)
+    assert (gemm["alpha"], gemm["beta"]) == (3.0, beta)
+    assert {k: v for k, v in gemm.items() if k not in _PER_CALL} == \
+        {k: v for k, v in gemm0.items() if k not in _PER_CALL}
+
+
+def _recorded_updates(ng):
+    return [p for p in ng._conv_plans.values() if isinstance(p, convolution.GatheredUpdate)]
+
+
+def test_gathered_update_is_recorded_for_contiguous_tensors_only(ng):
+    layer = ng.conv_layer(np.float16, **LAYER)
+    I, E, G = _tensors(ng, layer, "update")  # noqa: E741
+    wide = ng.empty(layer.dimI[:-1] + (2 * layer.C,), np.float16)
+    ng.update_conv(layer, wide[..., ::2], E, G)
+    assert _recorded_updates(ng) == []
+    ng.update_conv(layer, I, E, G)
+    assert len(_recorded_updates(ng)) == 1
+
+
+def test_gathered_update_in_chunks_is_not_replayed(ng, monkeypatch):
+    monkeypatch.setattr(convolution, "WORKSPACE_BYTES", 1)
+    layer = ng.conv_layer(np.float16, **LAYER)
+    for _ in range(2):
+        ng.launches.clear()
+        ng.update_conv(layer, *_tensors(ng, layer, "update"))
+        assert [g[3]["N"] for g in _gathers(ng)] == [1] * layer.N
+    assert _recorded_updates(ng) == []

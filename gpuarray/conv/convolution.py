@@ -17,7 +17,12 @@ update    grad_F = E^T @ col                            --
 ========= ============================================= ====================
 
 On Hopper most fp16/bf16 layers skip all this: :mod:`~gpuarray.conv.implicit`
-runs them as one implicit-GEMM kernel that gathers as it goes.  A
+runs them as one implicit-GEMM kernel that gathers as it goes.  A filter
+gradient of this route whose tensors are contiguous and whose col matrix
+fits one chunk is recorded on its first call (:class:`GatheredUpdate`:
+the im2col launch and the GEMM's plan) and replayed by later calls of the
+same situation with their pointers, alpha and beta -- no views, checks or
+planning per call.  A
 pointwise layer (1 x 1 x 1 filters, stride 1, no padding) needs no
 gather either: its col is I itself.  The col matrix of the whole batch can be
 large (N*M*P*Q rows of T*R*S*C), so the batch runs in chunks of images
@@ -30,6 +35,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..cuda import driver
+from ..gemm import replay
 from . import implicit
 
 STEM = "conv_im2col"
@@ -44,6 +50,10 @@ MAX_IMAGE_ELEMENTS = 2**31 - 1
 #: ConvArgs of kernels/conv_im2col.cu: src, dst, N, then size, out, filter,
 #: stride, pad, dilation (3 ints each), C, ld, alpha, beta
 ARGS = struct.Struct("<2Qq20i2f")
+#: the two pointers at the start of ConvArgs
+_SRC_DST = struct.Struct("<2Q")
+#: a recorded "this update situation is not replayable"
+_NO = "no"
 
 _TYPE_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 F32 = np.dtype(np.float32)
@@ -55,7 +65,10 @@ def run(gpu, call):
         return
     layer = call.layer
     _check_image_size(layer)
-    {"fprop": _fprop, "bprop": _bprop, "update": _update}[call.kind](gpu, call, layer)
+    if call.kind == "update":
+        _run_update(gpu, call, layer)
+    else:
+        {"fprop": _fprop, "bprop": _bprop}[call.kind](gpu, call, layer)
 
 
 def pointwise(layer):
@@ -106,7 +119,7 @@ def _fprop(gpu, call, layer):
         F2 = _padded_filters(gpu, layer, call.b)
         col = _workspace(gpu, layer, layer.dtype)
         for n0, n1 in chunks(layer, layer.dtype.itemsize):
-            rows = _im2col(gpu, layer, I, n0, n1, col)
+            rows, _ = _im2col(gpu, layer, I, n0, n1, col)
             gpu.dot(rows, F2.T, _rows(O[n0:n1]), **epilogue)
     _copy_back(call.out, O)
 
@@ -127,33 +140,115 @@ def _bprop(gpu, call, layer):
     _copy_back(call.out, grad)
 
 
-def _update(gpu, call, layer):
+def _run_update(gpu, call, layer):
+    """The filter gradient: replayed when this situation was recorded, else run
+    (and recorded when it can be replayed)."""
+    key = _update_key(call)
+    plan = gpu._conv_plans.get(key) if key is not None else None
+    if plan is None:
+        plan = _update(gpu, call, layer, record=key is not None)
+        if key is not None:
+            if len(gpu._conv_plans) >= implicit.MAX_PLANS:
+                gpu._conv_plans.clear()
+            gpu._conv_plans[key] = plan
+    elif plan is not _NO:
+        plan.run(gpu, call)
+    else:
+        _update(gpu, call, layer)
+
+
+def _update_key(call):
+    """The situation of a gather-route update, or None when it is never recorded:
+    tensors that are not contiguous, or stochastic rounding of grad_F (whose
+    refusal inside a captured step the GEMM's own path checks)."""
+    I, E, out = call.a, call.b, call.out  # noqa: E741
+    if out.rounding or not (I.is_contiguous and E.is_contiguous and out.is_contiguous):
+        return None
+    return ("gathered update", call.layer.key, call.beta != 0, I.ptr & 15, E.ptr & 15,
+            out.ptr & 15)
+
+
+def _update(gpu, call, layer, record=False):
+    """Run the filter gradient; with ``record``, return its :class:`GatheredUpdate`
+    (or ``_NO`` when it cannot be replayed: several chunks, no recorded GEMM)."""
     I, E = _contiguous(gpu, call.a), _contiguous(gpu, call.b)  # noqa: E741
     grad = _output(gpu, call.out, call.beta)
     grad2 = grad.reshape(layer.K, _col_width(layer))
+    plan = _NO
     if pointwise(layer):
-        gpu.dot(_rows(E).T, _rows(I), grad2, alpha=call.alpha, beta=call.beta)
+        a, b = _rows(E).T, _rows(I)
+        gpu.dot(a, b, grad2, alpha=call.alpha, beta=call.beta)
+        if record:
+            plan = GatheredUpdate.recorded(gpu, call, None, 0, a, b, grad2)
     else:
-        _update_gathered(gpu, call, layer, I, E, grad2)
+        plan = _update_gathered(gpu, call, layer, I, E, grad2, record)
     _copy_back(call.out, grad)
+    return plan
 
 
-def _update_gathered(gpu, call, layer, I, E, grad2):  # noqa: E741
-    """grad_F (as K x T*R*S*C) = alpha * E^T @ im2col(I) + beta * grad_F, chunk by chunk."""
+def _update_gathered(gpu, call, layer, I, E, grad2, record):  # noqa: E741
+    """grad_F (as K x T*R*S*C) = alpha * E^T @ im2col(I) + beta * grad_F, chunk by chunk;
+    returns the recorded plan of a one-chunk update when ``record`` (else ``_NO``)."""
     parts = chunks(layer, layer.dtype.itemsize)
     col = _workspace(gpu, layer, layer.dtype)
     width = _col_width(layer)
     if len(parts) == 1:
-        gpu.dot(_rows(E).T, _im2col(gpu, layer, I, 0, layer.N, col)[:, :width], grad2,
-                alpha=call.alpha, beta=call.beta)
-        return
+        rows, gather = _im2col(gpu, layer, I, 0, layer.N, col)
+        a, b = _rows(E).T, rows[:, :width]
+        gpu.dot(a, b, grad2, alpha=call.alpha, beta=call.beta)
+        return GatheredUpdate.recorded(gpu, call, gather, col.nbytes, a, b, grad2) if record \
+            else _NO
     # the chunks' products add up in fp32, in a fixed order; one fused
     # assignment applies alpha and beta at the end
     acc = gpu.empty(grad2.shape, F32)
     for i, (n0, n1) in enumerate(parts):
-        gpu.dot(_rows(E[n0:n1]).T, _im2col(gpu, layer, I, n0, n1, col)[:, :width], acc,
-                beta=0.0 if i == 0 else 1.0)
+        rows, _ = _im2col(gpu, layer, I, n0, n1, col)
+        gpu.dot(_rows(E[n0:n1]).T, rows[:, :width], acc, beta=0.0 if i == 0 else 1.0)
     grad2[:] = acc * call.alpha + grad2 * call.beta if call.beta else acc * call.alpha
+    return _NO
+
+
+class GatheredUpdate:
+    """A recorded filter gradient of the gather route: the im2col launch (none
+    for a pointwise layer, whose col is I) and the GEMM's recorded plan.
+
+    :meth:`run` queues them again for another call of the same situation:
+    a fresh workspace from the pool, the im2col arguments with this call's
+    I and workspace, the GEMM plan with this call's E, col (or I) and
+    grad_F, alpha and beta.
+    """
+
+    def __init__(self, gather, col_bytes, gemm):
+        self.gather, self.col_bytes, self.gemm = gather, col_bytes, gemm
+
+    @classmethod
+    def recorded(cls, gpu, call, gather, col_bytes, a, b, grad2):
+        """The plan of the update that just ran ``gpu.dot(a, b, grad2)``
+        (after ``gather``, the im2col launch), or ``_NO`` when that product
+        recorded no GEMM plan."""
+        key = replay.signature(gpu, False, a, b, grad2, None, None, False, call.beta, None)
+        gemm = gpu._gemm_plans.get(key) if key is not None and gpu._gemm_plans else None
+        if gemm is None:
+            return _NO
+        return cls(gather, col_bytes, gemm)
+
+    def run(self, gpu, call):
+        """Queue the update of ``call`` (same situation as the recorded one)."""
+        col = None
+        if self.gather is not None:
+            col = gpu.pool.allocate(self.col_bytes)
+            kernel, grid, template = self.gather
+            args = bytearray(template)
+            _SRC_DST.pack_into(args, 0, call.a.ptr, col.ptr)
+            kernel.launch(grid, (THREADS, 1, 1), driver.parameter_block(bytes(args)), 0)
+            gpu._stats["kernels_launched"] += 1
+        a, b = call.b.ptr, col.ptr if col is not None else call.a.ptr
+        if self.gemm.swapped:
+            a, b = b, a
+        self.gemm.launch(gpu, a, b, call.out.ptr, 0, 0, float(call.alpha), float(call.beta))
+        if col is not None:
+            # back to the pool now: later work on this stream runs after these kernels
+            col.free()
 
 
 # -- helpers ---------------------------------------------------------------------
@@ -198,7 +293,8 @@ def _copy_back(target, written):
 
 
 def _im2col(gpu, layer, I, n0, n1, col):  # noqa: E741
-    """Gather images n0..n1 of I into the first rows of ``col``; returns those rows."""
+    """Gather images n0..n1 of I into the first rows of ``col``; returns those
+    rows and the launch ``(kernel, grid, packed arguments)``."""
     rows = col[:(n1 - n0) * _col_row_count(layer)]
     vec = 16 // layer.dtype.itemsize
     ld = col.shape[1]
@@ -210,8 +306,8 @@ def _im2col(gpu, layer, I, n0, n1, col):  # noqa: E741
         kind = "v"
     name = f"ga_im2col_b{layer.dtype.itemsize}_{kind}{vec}"
     per_image = _col_row_count(layer) * ld // vec
-    _launch(gpu, name, layer, per_image, I[n0:n1].ptr, rows.ptr, n1 - n0, ld, 1.0, 0.0)
-    return rows
+    return rows, _launch(gpu, name, layer, per_image, I[n0:n1].ptr, rows.ptr, n1 - n0, ld,
+                         1.0, 0.0)
 
 
 def _col2im(gpu, layer, dcol, grad, n0, n1, alpha, beta):
@@ -224,6 +320,7 @@ def _col2im(gpu, layer, dcol, grad, n0, n1, alpha, beta):
 
 
 def _launch(gpu, name, layer, per_image, src, dst, images, ld, alpha, beta):
+    """Queue one gather kernel; returns ``(kernel, grid, packed arguments)``."""
     grid = (-(-per_image // THREADS), min(images, MAX_GRID_Y), 1)
     args = ARGS.pack(src, dst, images, layer.D, layer.H, layer.W, layer.M, layer.P, layer.Q,
                      layer.T, layer.R, layer.S, *layer.stride, *layer.pad, *layer.dilation,
@@ -231,3 +328,4 @@ def _launch(gpu, name, layer, per_image, src, dst, images, ld, alpha, beta):
     kernel = gpu.conv_library.function(STEM, name)
     kernel.launch(grid, (THREADS, 1, 1), driver.parameter_block(args), 0)
     gpu._stats["kernels_launched"] += 1
+    return kernel, grid, args
