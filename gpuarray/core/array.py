@@ -270,7 +270,6 @@ class Tensor(Expression):
     __irshift__ = _inplace_method("right_shift")
 
 
-
 def _check_index_types(key):
     """numpy's IndexError, in numpy's words, for index entries of no index type.
 
