@@ -39,7 +39,12 @@ MODULES = (
     "gpuarray.core.dtypes",
     "gpuarray.core.shapes",
     "gpuarray.fusion.dispatch",
+    "gpuarray.gemm.functions",
+    "gpuarray.gemm.call",
+    "gpuarray.gemm.fuse",
     "gpuarray.gemm.replay",
+    "gpuarray.conv.fuse",
+    "gpuarray.cuda.driver",
     "gpuarray.cuda.stream",
 )
 
