@@ -38,7 +38,9 @@
 // Kernels: ga_im2col_b{2,4}_v{1,V} (the copy moves bits: 2-byte elements
 // for float16 and bfloat16, 4-byte for float32), ga_im2col_b{2,4}_n{V}
 // (C % V != 0: V columns per thread gathered one by one, one 16-byte
-// store; needs a 16-byte aligned col), and ga_col2im_{f16,bf16,f32}_v{1,4}.
+// store; needs a 16-byte aligned col), ga_col2im_{f16,bf16,f32}_v{1,4} and
+// ga_col2im_{f16,bf16,f32}_p (C <= 4: one thread per input position, all
+// its channels; the launcher counts positions, not elements).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -164,6 +166,25 @@ __device__ __forceinline__ void taps_range(const ConvArgs &p, int a, int x, int 
     hi = min((x + p.pad[a]) / p.stride[a], p.out[a] - 1);
 }
 
+// The tap along axis a at which the window starting at offset x (input
+// position minus output position times stride) holds the position:
+// (x + pad) / dil when that divides exactly.  Unit dilation, the common
+// case, needs no division: the loops of col2im are instruction-bound.
+__device__ __forceinline__ bool tap_of(const ConvArgs &p, int a, int x, int &tap) {
+    tap = x + p.pad[a];
+    if (p.dil[a] == 1) return true;
+    if (tap % p.dil[a]) return false;
+    tap /= p.dil[a];
+    return true;
+}
+
+// alpha * sum (+ beta * old when beta != 0), rounded once into T
+template <typename T> __device__ __forceinline__ T scaled(const ConvArgs &p, float sum, T old) {
+    float v = __fmul_rn(p.alpha, sum);
+    if (p.beta != 0.f) v = __fadd_rn(v, __fmul_rn(p.beta, to_f32(old)));
+    return from_f32<T>(v);
+}
+
 // col2im: one thread per V channels of one input position.  For each axis
 // the outputs o whose window can hold the position are walked; the tap
 // is (x + pad - o*str) / dil when that divides exactly.
@@ -191,18 +212,17 @@ template <typename T, int V> __device__ void col2im(const ConvArgs &p) {
         const float *image = dcol + n * rows * (long long)row;
         #pragma unroll 1
         for (int m = lo[0]; m <= hi[0]; ++m) {
-            const int td = d + p.pad[0] - m * p.stride[0];
-            if (td % p.dil[0]) continue;
+            int td;
+            if (!tap_of(p, 0, d - m * p.stride[0], td)) continue;
             #pragma unroll 1
             for (int pp = lo[1]; pp <= hi[1]; ++pp) {
-                const int th = h + p.pad[1] - pp * p.stride[1];
-                if (th % p.dil[1]) continue;
+                int th;
+                if (!tap_of(p, 1, h - pp * p.stride[1], th)) continue;
                 #pragma unroll 1
                 for (int q = lo[2]; q <= hi[2]; ++q) {
-                    const int tw = w + p.pad[2] - q * p.stride[2];
-                    if (tw % p.dil[2]) continue;
-                    const int tap = ((td / p.dil[0]) * p.filter[1] + th / p.dil[1]) * p.filter[2] +
-                                    tw / p.dil[2];
+                    int tw;
+                    if (!tap_of(p, 2, w - q * p.stride[2], tw)) continue;
+                    const int tap = (td * p.filter[1] + th) * p.filter[2] + tw;
                     const Pack<float, V> x = *reinterpret_cast<const Pack<float, V> *>(
                         image + ((m * p.out[1] + pp) * p.out[2] + q) * row + tap * p.C + c);
                     #pragma unroll
@@ -215,12 +235,58 @@ template <typename T, int V> __device__ void col2im(const ConvArgs &p) {
         Pack<T, V> old = {};
         if (p.beta != 0.f) old = *reinterpret_cast<const Pack<T, V> *>(dst);
         #pragma unroll
-        for (int i = 0; i < V; ++i) {
-            float v = __fmul_rn(p.alpha, acc[i]);
-            if (p.beta != 0.f) v = __fadd_rn(v, __fmul_rn(p.beta, to_f32(old.v[i])));
-            out.v[i] = from_f32<T>(v);
-        }
+        for (int i = 0; i < V; ++i) out.v[i] = scaled<T>(p, acc[i], old.v[i]);
         *reinterpret_cast<Pack<T, V> *>(dst) = out;
+    }
+}
+
+// col2im for at most 4 channels (the first layer's C = 3): one
+// thread per input position and all its C <= 4 channels, so the walk over
+// the taps runs once per position rather than once per channel, and each
+// tap reads the position's C neighbouring floats of one dcol row.  The
+// taps are summed in the same order as col2im's: the same bits.
+template <typename T> __device__ void col2im_position(const ConvArgs &p) {
+    const float *dcol = static_cast<const float *>(p.src);
+    T *grad = static_cast<T *>(p.dst);
+    const int positions = p.size[0] * p.size[1] * p.size[2];
+    const int row = p.ld;
+    const int rows = p.out[0] * p.out[1] * p.out[2];
+    for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
+    for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < positions; g += gridDim.x * blockDim.x) {
+        int rest = g;
+        const int w = rest % p.size[2]; rest /= p.size[2];
+        const int h = rest % p.size[1];
+        const int d = rest / p.size[1];
+        int lo[3], hi[3];
+        taps_range(p, 0, d, lo[0], hi[0]);
+        taps_range(p, 1, h, lo[1], hi[1]);
+        taps_range(p, 2, w, lo[2], hi[2]);
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+        const float *image = dcol + n * rows * (long long)row;
+        #pragma unroll 1
+        for (int m = lo[0]; m <= hi[0]; ++m) {
+            int td;
+            if (!tap_of(p, 0, d - m * p.stride[0], td)) continue;
+            #pragma unroll 1
+            for (int pp = lo[1]; pp <= hi[1]; ++pp) {
+                int th;
+                if (!tap_of(p, 1, h - pp * p.stride[1], th)) continue;
+                #pragma unroll 1
+                for (int q = lo[2]; q <= hi[2]; ++q) {
+                    int tw;
+                    if (!tap_of(p, 2, w - q * p.stride[2], tw)) continue;
+                    const int tap = (td * p.filter[1] + th) * p.filter[2] + tw;
+                    const float *x = image + ((m * p.out[1] + pp) * p.out[2] + q) * row + tap * p.C;
+                    #pragma unroll
+                    for (int i = 0; i < 4; ++i)
+                        if (i < p.C) acc[i] += x[i];
+                }
+            }
+        }
+        T *dst = grad + (n * positions + g) * (long long)p.C;
+        #pragma unroll
+        for (int i = 0; i < 4; ++i)
+            if (i < p.C) dst[i] = scaled<T>(p, acc[i], p.beta != 0.f ? dst[i] : T(0.f));
     }
 }
 
@@ -244,3 +310,9 @@ COL2IM(ga_col2im_bf16_v1, __nv_bfloat16, 1)
 COL2IM(ga_col2im_bf16_v4, __nv_bfloat16, 4)
 COL2IM(ga_col2im_f32_v1, float, 1)
 COL2IM(ga_col2im_f32_v4, float, 4)
+
+#define COL2IM_POSITION(NAME, T) \
+    extern "C" __global__ void __launch_bounds__(CONV_THREADS) NAME(const ConvArgs p) { col2im_position<T>(p); }
+COL2IM_POSITION(ga_col2im_f16_p, __half)
+COL2IM_POSITION(ga_col2im_bf16_p, __nv_bfloat16)
+COL2IM_POSITION(ga_col2im_f32_p, float)

@@ -172,6 +172,20 @@ def test_gather_width_follows_the_channels(ng, dtype, C, name, ld):
     assert grid == (-(-per_image // convolution.THREADS), 2, 1)
 
 
+@pytest.mark.parametrize("C, name, per_position", [(8, "ga_col2im_f16_v4", 2),
+                                                   (3, "ga_col2im_f16_p", 1),
+                                                   (4, "ga_col2im_f16_v4", 1),
+                                                   (6, "ga_col2im_f16_v1", 6)])
+def test_col2im_threads_follow_the_channels(ng, C, name, per_position):
+    """Threads per input position: C / 4 (16-byte loads), one for all of
+    C <= 4 channels otherwise (the first layers), else one per channel."""
+    layer = ng.conv_layer(np.float16, 2, C, 8, H=9, W=9, R=3, S=3, str_h=2)
+    ng.bprop_conv(layer, *_tensors(ng, layer, "bprop"))
+    (got, grid, _, args, _), = _gathers(ng)
+    assert got == name and args["C"] == C
+    assert grid == (-(-81 * per_position // convolution.THREADS), 2, 1)
+
+
 @pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
 def test_pointwise_layers_are_one_gemm(ng, kind):
     layer = ng.conv_layer(np.float16, 2, 16, 8, H=5, W=3)

@@ -311,10 +311,19 @@ def _im2col(gpu, layer, I, n0, n1, col):  # noqa: E741
 
 
 def _col2im(gpu, layer, dcol, grad, n0, n1, alpha, beta):
-    """grad_I of images n0..n1 = alpha * col2im(dcol) + beta * grad_I."""
-    vec = 4 if layer.C % 4 == 0 and dcol.ptr % 16 == 0 and grad.ptr % 16 == 0 else 1
-    name = f"ga_col2im_{_TYPE_NAME[dtypes.name(layer.dtype)]}_v{vec}"
-    per_image = layer.D * layer.H * layer.W * layer.C // vec
+    """grad_I of images n0..n1 = alpha * col2im(dcol) + beta * grad_I.
+
+    A thread sums 4 channels with one 16-byte load per tap where C and the
+    pointers allow, else all the channels of one position when C <= 4 (the
+    first layers: the walk over the taps once, not C times), else one channel."""
+    positions = layer.D * layer.H * layer.W
+    if layer.C % 4 == 0 and dcol.ptr % 16 == 0 and grad.ptr % 16 == 0:
+        kind, per_image = "v4", positions * layer.C // 4
+    elif layer.C <= 4:
+        kind, per_image = "p", positions
+    else:
+        kind, per_image = "v1", positions * layer.C
+    name = f"ga_col2im_{_TYPE_NAME[dtypes.name(layer.dtype)]}_{kind}"
     _launch(gpu, name, layer, per_image, dcol.ptr, grad[n0:n1].ptr, n1 - n0, dcol.shape[1],
             alpha, beta)
 
