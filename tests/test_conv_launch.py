@@ -435,6 +435,17 @@ def test_gathered_update_is_recorded_for_contiguous_tensors_only(ng):
     assert len(_recorded_updates(ng)) == 1
 
 
+def test_gathered_update_with_stochastic_rounding_is_not_recorded(ng):
+    """Rounding grad_F stochastically keeps the GEMM's own path, which
+    refuses it inside a captured step."""
+    layer = ng.conv_layer(np.float16, **LAYER)
+    I, E, G = _tensors(ng, layer, "update")  # noqa: E741
+    G.rounding = True
+    for _ in range(2):
+        ng.update_conv(layer, I, E, G)
+    assert _recorded_updates(ng) == []
+
+
 def test_gathered_update_in_chunks_is_not_replayed(ng, monkeypatch):
     monkeypatch.setattr(convolution, "WORKSPACE_BYTES", 1)
     layer = ng.conv_layer(np.float16, **LAYER)
