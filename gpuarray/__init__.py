@@ -12,10 +12,12 @@ same trees with numpy.
 array([[-1.,  0.,  1.],
        [-1.,  0.,  1.]], dtype=float32)
 """
-from . import compiled  # first: it chooses how the hot-path modules load
-from .cpu import CPU, CPUTensor
-from .core.dtypes import bfloat16
-from .gpu import GPU, GPUTensor, gpu_available, gpu_unavailable_reason
+from . import compiled
+
+compiled.install()  # first: it chooses how the hot-path modules load
+from .cpu import CPU, CPUTensor  # noqa: E402 - after the hook
+from .core.dtypes import bfloat16  # noqa: E402
+from .gpu import GPU, GPUTensor, gpu_available, gpu_unavailable_reason  # noqa: E402
 
 __version__ = "0.1.0"
 

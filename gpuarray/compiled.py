@@ -20,8 +20,11 @@ The Python source is loaded instead of the extension when
   development checkout runs as edited, with a warning to rebuild
   (``make python``), never as the stale compiled copy.
 
-This module imports nothing from the package: setup.py reads
-:data:`MODULES` from it before the package is installed.
+It sits at the top of the package, not in a subpackage, because it
+covers modules of every subpackage and must act before any of them is
+imported: ``gpuarray/__init__.py`` calls :func:`install` first.  It
+imports nothing from the package, and importing it changes nothing:
+setup.py reads :data:`MODULES` from it before the package is installed.
 """
 import importlib.machinery
 import importlib.util
@@ -116,8 +119,10 @@ class _Finder:
         return importlib.util.spec_from_file_location(name, chosen, loader=loader)
 
 
-_finder = _Finder(pure_python_requested())
-sys.meta_path.insert(0, _finder)
+def install():
+    """Put the import hook in front of Python's own finders (once)."""
+    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _Finder(pure_python_requested()))
 
 
 def status():

@@ -125,10 +125,11 @@ def configs(family_name, input_name, layout):
             if c.family == family_name and input_name in c.inputs and layout in c.layouts]
 
 
-def ktile_seconds(gpu, cfg, family="sm90"):
+def ktile_seconds(gpu, cfg):
     """Modelled seconds for one block of ``cfg`` to run one K-tile (its
     slot's share of the family's peak, at the tile's measured efficiency)."""
-    return 2.0 * cfg.bm * cfg.bn * cfg.bk / (_PEAK[family] * cfg.efficiency / (gpu.sms * cfg.per_sm))
+    peak = _PEAK[cfg.family.rstrip("u")]
+    return 2.0 * cfg.bm * cfg.bn * cfg.bk / (peak * cfg.efficiency / (gpu.sms * cfg.per_sm))
 
 
 def split_choices(gpu, prob, cfg):
