@@ -5,16 +5,23 @@ op-trees (``isclose``, ``diff``, ``outer``), which fuse into whatever
 assignment consumes them, or a Python bool (``allclose``, a host read).
 Nothing here needs a kernel of its own: every result is a tree the fusion
 compiler (or numpy, on the CPU factory) already evaluates.  Mixed into both
-factories through :class:`ManipulationFunctions`.
+factories through :class:`ManipulationFunctions`, which also gathers
+numpy's shape functions: views from :mod:`gpuarray.core.shaping` (squeeze,
+expand_dims, broadcast_to, moveaxis, split...) and rearrangements from
+:mod:`gpuarray.core.arrangement` (roll, tile, repeat, diag, trace, tril...).
 """
 import operator
 
 from . import shapes
+from .arrangement import ArrangementFunctions
 from .array import Tensor
+from .shaping import ShapingFunctions
 
 
-class ManipulationFunctions:
-    """Mixin: numpy functions composed of views and elementwise operations."""
+class ManipulationFunctions(ShapingFunctions, ArrangementFunctions):
+    """Mixin: numpy functions composed of views and elementwise operations
+    (the shape functions of :mod:`gpuarray.core.shaping` and
+    :mod:`gpuarray.core.arrangement` included)."""
 
     def isclose(self, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         """Elementwise ``|a - b| <= atol + rtol * |b|``, as ``numpy.isclose``.
