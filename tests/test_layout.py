@@ -24,6 +24,7 @@ ALLOWED = {
     "gemm": {"core", "cuda", "gemm"},
     "conv": {"core", "cuda", "gemm", "conv"},
     "autodiff": {"core", "autodiff"},
+    "nn": {"core", "nn"},
     "datasets": {"datasets"},
 }
 

@@ -91,6 +91,32 @@ def check_tensor(backend, t, name, shape, dtype, what):
     return t
 
 
+def is_rows(t):
+    """Whether the 5-D activation ``t`` reads as a matrix, one row per position:
+    channels contiguous and the positions one row stride apart.  A contiguous
+    tensor is one; so is a channel slice of one (a concatenation's branch)."""
+    if t.is_contiguous:
+        return True
+    if t.strides[-1] != t.dtype.itemsize:
+        return False
+    expect = None
+    for size, stride in zip(reversed(t.shape[:-1]), reversed(t.strides[:-1])):
+        if size == 1:
+            continue
+        if stride != expect and (expect is not None or stride < t.shape[-1] * t.dtype.itemsize):
+            return False
+        expect = stride * size
+    return True
+
+
+def row_stride(t):
+    """Elements between the positions of a tensor that :func:`is_rows`."""
+    for size, stride in zip(reversed(t.shape[:-1]), reversed(t.strides[:-1])):
+        if size != 1:
+            return stride // t.dtype.itemsize
+    return t.shape[-1]
+
+
 def real(value, name):
     """A Python float from a real number (bools and arrays refused)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):

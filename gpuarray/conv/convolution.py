@@ -37,6 +37,7 @@ from ..core import dtypes
 from ..cuda import driver
 from ..gemm import replay
 from . import implicit
+from .call import is_rows
 
 STEM = "conv_im2col"
 THREADS = 256
@@ -110,7 +111,7 @@ def _check_image_size(layer):
 
 def _fprop(gpu, call, layer):
     I = _contiguous(gpu, call.a)  # noqa: E741
-    O = _output(gpu, call.out, call.beta)  # noqa: E741
+    O = _output(gpu, call.out, call.beta, rows_ok=True)  # noqa: E741
     epilogue = dict(alpha=call.alpha, beta=call.beta, relu=call.relu, bias=call.bias)
     if pointwise(layer):
         F2 = _contiguous(gpu, call.b).reshape(layer.K, layer.C)
@@ -125,8 +126,8 @@ def _fprop(gpu, call, layer):
 
 
 def _bprop(gpu, call, layer):
-    E = _contiguous(gpu, call.b)
-    grad = _output(gpu, call.out, call.beta)
+    E = _matrix(gpu, call.b)
+    grad = _output(gpu, call.out, call.beta, rows_ok=pointwise(layer))
     if pointwise(layer):
         F2 = _contiguous(gpu, call.a).reshape(layer.K, layer.C)
         gpu.dot(_rows(E), F2, _rows(grad), alpha=call.alpha, beta=call.beta)
@@ -162,16 +163,16 @@ def _update_key(call):
     tensors that are not contiguous, or stochastic rounding of grad_F (whose
     refusal inside a captured step the GEMM's own path checks)."""
     I, E, out = call.a, call.b, call.out  # noqa: E741
-    if out.rounding or not (I.is_contiguous and E.is_contiguous and out.is_contiguous):
+    if out.rounding or not (I.is_contiguous and is_rows(E) and out.is_contiguous):
         return None
     return ("gathered update", call.layer.key, call.beta != 0, I.ptr & 15, E.ptr & 15,
-            out.ptr & 15)
+            E.strides, out.ptr & 15)
 
 
 def _update(gpu, call, layer, record=False):
     """Run the filter gradient; with ``record``, return its :class:`GatheredUpdate`
     (or ``_NO`` when it cannot be replayed: several chunks, no recorded GEMM)."""
-    I, E = _contiguous(gpu, call.a), _contiguous(gpu, call.b)  # noqa: E741
+    I, E = _contiguous(gpu, call.a), _matrix(gpu, call.b)  # noqa: E741
     grad = _output(gpu, call.out, call.beta)
     grad2 = grad.reshape(layer.K, _col_width(layer))
     plan = _NO
@@ -254,7 +255,8 @@ class GatheredUpdate:
 # -- helpers ---------------------------------------------------------------------
 
 def _rows(t):
-    """A contiguous 5-D activation tensor as a matrix: one row per position."""
+    """A 5-D activation tensor that reads as rows (:func:`is_rows`) as a matrix:
+    one row per position (a view)."""
     return t.reshape(-1, t.shape[-1])
 
 
@@ -279,10 +281,16 @@ def _contiguous(gpu, t):
     return t if t.is_contiguous else gpu.evaluate(t)
 
 
-def _output(gpu, target, beta):
-    """Where the GEMMs write ``target``: itself when contiguous, else a
+def _matrix(gpu, t):
+    """``t`` itself where a GEMM can read it as rows (see :func:`is_rows`), else a copy."""
+    return t if is_rows(t) else gpu.evaluate(t)
+
+
+def _output(gpu, target, beta, rows_ok=False):
+    """Where the kernels write ``target``: itself when contiguous (or, with
+    ``rows_ok``, when only GEMMs write it and it reads as rows), else a
     temporary (holding target's values when beta needs them)."""
-    if target.is_contiguous:
+    if target.is_contiguous or (rows_ok and is_rows(target)):
         return target
     return gpu.evaluate(target) if beta else gpu.empty(target.shape, target.dtype)
 

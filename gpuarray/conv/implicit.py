@@ -10,7 +10,8 @@ call must take the gather + GEMM route of
 
 Which calls: sm_90, fp16/bf16, 2-D layers within the copy engine's im2col
 limits (padding and dilated extent within a signed byte, strides up to
-8), contiguous 16-byte aligned tensors, and per pass: fprop with C % 8 ==
+8), contiguous 16-byte aligned tensors (fprop's output and the errors E
+may be channel slices with 16-byte rows), and per pass: fprop with C % 8 ==
 0; bprop with unit stride and C, K % 8 == 0; update with C % 64 == 0 and
 K % 8 == 0.  The decision and the plan are recorded per layer structure
 and epilogue (:mod:`~gpuarray.conv.implicit_plan`) -- also when the
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..core import dtypes
 from . import implicit_plan as plans
+from .call import is_rows, row_stride
 
 #: the copy engine's im2col limits for a 4-D tensor: corners within a
 #: signed byte, traversal strides up to 8
@@ -34,15 +36,14 @@ _NO = "no"  # a recorded "this situation takes the other route"
 def try_run(gpu, call):
     """Run ``call`` as an implicit GEMM if it is one; return whether it was."""
     a, b, out, bias = call.a, call.b, call.out, call.bias
-    if not (a.is_contiguous and b.is_contiguous and out.is_contiguous):
+    ld = _row_stride(call)
+    if ld is None or (a.ptr | b.ptr | out.ptr) & 15:
         return False
-    if (a.ptr | b.ptr | out.ptr) & 15:
-        return False
-    key = (call.kind, call.layer.key, call.relu, call.beta != 0,
+    key = (call.kind, call.layer.key, call.relu, call.beta != 0, ld,
            None if bias is None else (bias.dtype, bias.strides))
     plan = gpu._conv_plans.get(key)
     if plan is None:
-        plan = _record(gpu, call)
+        plan = _record(gpu, call, ld)
         if len(gpu._conv_plans) >= MAX_PLANS:
             gpu._conv_plans.clear()
         gpu._conv_plans[key] = plan
@@ -55,24 +56,37 @@ def try_run(gpu, call):
     return True
 
 
-def _record(gpu, call):
+def _row_stride(call):
+    """Elements between the rows of the one tensor that may be a channel slice
+    (fprop's output, the errors E of bprop and update), or None when a tensor
+    is neither contiguous nor such a slice with 16-byte rows."""
+    view = call.out if call.kind == "fprop" else call.b
+    others = (call.a, call.b) if call.kind == "fprop" else (call.a, call.out)
+    if not all(t.is_contiguous for t in others) or not is_rows(view):
+        return None
+    ld = row_stride(view)
+    return ld if ld * view.dtype.itemsize % 16 == 0 else None
+
+
+def _record(gpu, call, ld):
     layer = call.layer
     if not _gathers(gpu, layer):
         return _NO
     if call.kind == "fprop":
         if layer.C % 8:
             return _NO
-        return plans.record_fprop(gpu, layer, call.relu, call.beta != 0, call.bias)
+        return plans.record_fprop(gpu, layer, call.relu, call.beta != 0, call.bias, ldo=ld)
     if call.kind == "bprop":
         if layer.stride != (1, 1, 1) or layer.C % 8 or layer.K % 8:
             return _NO
         flipped = plans.bprop_layer(layer)
         if not _gathers(gpu, flipped):
             return _NO
-        return plans.record_fprop(gpu, flipped, False, call.beta != 0, None, "bprop", layer)
+        return plans.record_fprop(gpu, flipped, False, call.beta != 0, None, "bprop", layer,
+                                  ldi=ld)
     if layer.C % plans.CHUNK or layer.K % 8:
         return _NO
-    return plans.record_update(gpu, layer, call.beta != 0)
+    return plans.record_update(gpu, layer, call.beta != 0, ld)
 
 
 def _gathers(gpu, layer):

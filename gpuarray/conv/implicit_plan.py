@@ -88,26 +88,30 @@ def _config(bm, bn):
     return next(cfg for cfg in _configs() if (cfg.bm, cfg.bn) == (bm, bn))
 
 
-def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None):
+def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None, ldi=None, ldo=None):
     """fprop's plan (``kind="bprop"``: ``layer`` is the bprop layer and
-    ``filters`` the original layer, whose F the kernel reads mirrored)."""
+    ``filters`` the original layer, whose F the kernel reads mirrored);
+    ``ldi`` / ``ldo``: elements between the input's / output's positions
+    (default: their channel counts; larger for a channel slice)."""
     m, n = layer.N * layer.P * layer.Q, layer.K
     cfg = choose(gpu, m, n)
     ktiles = layer.R * layer.S * -(-layer.C // CHUNK)
     flags = ((gk.EPI_RELU if relu else 0) | (gk.EPI_BIAS if bias is not None else 0)
              | (gk.EPI_BETA if beta else 0))
-    strides = (0, 1, 1, 0, n, 0, 0, 0, 0,
+    strides = (0, 1, 1, 0, ldo or n, 0, 0, 0, 0,
                bias.strides[0] // bias.itemsize if bias is not None else 0)
     ints = (m, n, ktiles * CHUNK, 1, 1, 1, ktiles, flags, gk.TYPE_CODE[layer.dtype],
             gk.TYPE_CODE[bias.dtype] if bias is not None else 0)
     b_map = filter_map(layer, cfg.bn) if filters is None else filter_map(filters, CHUNK)
-    return _plan(gpu, layer, cfg, kind, strides, ints, 1, (im2col_map(layer, cfg.bm), b_map))
+    return _plan(gpu, layer, cfg, kind, strides, ints, 1,
+                 (im2col_map(layer, cfg.bm, ldi), b_map))
 
 
-def record_update(gpu, layer, beta):
+def record_update(gpu, layer, beta, lde=None):
     """The filter gradient's plan: the largest tile that fits, K split so that
     tiles x splits fill the SMs (the reduction, N*P*Q positions, is long;
-    the output, K x R*S*C, small)."""
+    the output, K x R*S*C, small); ``lde``: elements between E's positions
+    (default K)."""
     m, n, k = layer.K, layer.R * layer.S * layer.C, layer.N * layer.P * layer.Q
     bm = 128 if m >= 128 else 64
     bn = 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64
@@ -120,7 +124,8 @@ def record_update(gpu, layer, beta):
             gk.TYPE_CODE[layer.dtype], 0)
     strides = (1, m, 0, 1, n, 0, 0, 0, 0, 0)
     esz = layer.dtype.itemsize
-    errors = TensorMap(layer.dtype, (m, k, 1), (m * esz, -(-(m * k * esz) // 16) * 16),
+    lde = lde or m
+    errors = TensorMap(layer.dtype, (m, k, 1), (lde * esz, -(-(lde * k * esz) // 16) * 16),
                        (CHUNK, CHUNK, 1), 128, False)
     return _plan(gpu, layer, cfg, "update", strides, ints, splits,
                  (errors, im2col_map(layer, CHUNK)))
@@ -170,15 +175,17 @@ def _input_name(dtype):
     return "f16" if dtype == np.float16 else "bf16"
 
 
-def im2col_map(layer, pixels):
+def im2col_map(layer, pixels, ld=None):
     """The im2col descriptor of the layer's input: ``pixels`` output positions
-    per copy, 64 channels each."""
+    per copy, 64 channels each; ``ld`` elements between the input's positions
+    (default C)."""
     esz = layer.dtype.itemsize
     C, H, W = layer.C, layer.H, layer.W
+    ld = ld or C
     _, pad_h, pad_w = layer.pad
     _, dil_h, dil_w = layer.dilation
     _, str_h, str_w = layer.stride
-    return Im2colMap(layer.dtype, (C, W, H, layer.N), (C * esz, W * C * esz, H * W * C * esz),
+    return Im2colMap(layer.dtype, (C, W, H, layer.N), (ld * esz, W * ld * esz, H * W * ld * esz),
                      (-pad_w, -pad_h), (pad_w - dil_w * (layer.S - 1), pad_h - dil_h * (layer.R - 1)),
                      pixels, (1, str_w, str_h, 1))
 

@@ -1,0 +1,143 @@
+"""Convolution and pooling layers on the factory's conv kernels.
+
+In: native 5-D activations ``(N, D, H, W, C)``.  Out: ``(N, M, P, Q, K)``.
+:class:`Conv` runs ``ng.fprop_conv`` with its bias and ReLU fused into the
+GEMM's epilogue; its backward pass masks the gradient by the ReLU once (in
+place), sums it for the bias, then runs ``bprop_conv`` and ``update_conv``.
+:class:`Pool` keeps the argmax of max pooling from fprop for bprop.
+"""
+from ..core import shapes
+from .layer import Layer, rows, spatial
+
+
+def _triple(name, value, fill):
+    """An int, or an (h, w) or (d, h, w) tuple, as (d, h, w); ``fill`` is the depth
+    of a 2-D value (1 for sizes, strides and dilations, 0 for padding)."""
+    if isinstance(value, (tuple, list)):
+        if len(value) not in (2, 3):
+            raise ValueError(f"{name} takes an int or an (h, w) or (d, h, w) tuple, "
+                             f"got {value!r}")
+        return tuple(value) if len(value) == 3 else (fill,) + tuple(value)
+    return (fill, value, value)
+
+
+class Conv(Layer):
+    """Convolution with an optional bias and ReLU fused into its epilogue.
+
+    Parameters
+    ----------
+    K : int
+        Output channels (filters).
+    size : int or tuple
+        Filter extent: R = S = size, or (R, S) or (T, R, S).
+    stride, pad, dilation : int or tuple
+        As cuDNN's, per (h, w) or (d, h, w); an int applies to H and W.
+    bias : bool
+        Learn a per-channel bias (parameter ``b``, shape (K,)).
+    relu : bool
+        Clamp negative outputs; bprop masks the gradient accordingly.
+    name : str, optional
+
+    Parameters ``W`` of shape ``(K, T, R, S, C)`` (KTRSC, see
+    :mod:`gpuarray.conv.layer`) and ``b``.
+    """
+
+    kind = "conv"
+
+    def __init__(self, K, size, stride=1, pad=0, dilation=1, bias=True, relu=False, name=None):
+        super().__init__(name)
+        self.K, self.relu, self.has_bias = K, bool(relu), bool(bias)
+        self.size, self.stride = _triple("size", size, 1), _triple("stride", stride, 1)
+        self.pad, self.dilation = _triple("pad", pad, 0), _triple("dilation", dilation, 1)
+        self.layer = self.W = self.b = None
+
+    def _configure(self, in_shape):
+        N, D, H, W, C = spatial(self.label, in_shape)
+        T, R, S = self.size
+        try:
+            self.layer = self.ng.conv_layer(
+                self.dtype, N, C, self.K, D, H, W, T, R, S, *self.pad, *self.stride,
+                *self.dilation)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{self.label}: {e} (input shape {shapes.shape_str(in_shape)})") \
+                from None
+        fan_in = C * T * R * S
+        self.W = self.parameter("W", self.layer.dimF, fan_in)
+        self.b = self.parameter("b", (self.K,), fan_in) if self.has_bias else None
+        return self.layer.dimO
+
+    @property
+    def flops(self):
+        """Floating-point operations of one fprop (bprop and update: the same each)."""
+        return self.layer.flops
+
+    def _fprop(self, x):
+        bias = self.b.value if self.b is not None else None
+        self.ng.fprop_conv(self.layer, x, self.W.value, self.output, relu=self.relu, bias=bias)
+        return self.output
+
+    def _bprop(self, grad):
+        ng = self.ng
+        if self.relu:
+            grad[:] = grad * (self.output > 0)
+        if self.b is not None:
+            self.b.grad.reshape(1, self.K)[:] = ng.sum(rows(grad), axis=0)
+        ng.update_conv(self.layer, self.x, grad, self.W.grad)
+        if self.input_grad is None:
+            return None
+        ng.bprop_conv(self.layer, self.W.value, grad, self.input_grad)
+        return self.input_grad
+
+
+class Pool(Layer):
+    """Max or average pooling over T x R x S windows (J channels for maxout).
+
+    Parameters
+    ----------
+    op : {"max", "avg"}
+    size : int or tuple
+        Window extent, as :class:`Conv`'s.
+    stride : int or tuple, optional
+        Default: the window (no overlap).
+    pad : int or tuple
+    channels : int
+        J, channels per window (maxout when > 1); strides along C follow it.
+    include_padding : bool
+        Average pooling divides by the whole window, padding included.
+    """
+
+    kind = "pool"
+
+    def __init__(self, op, size, stride=None, pad=0, channels=1, include_padding=False,
+                 name=None):
+        super().__init__(name)
+        self.op, self.include_padding, self.J = op, include_padding, channels
+        self.size = _triple("size", size, 1)
+        self.stride = self.size if stride is None else _triple("stride", stride, 1)
+        self.pad = _triple("pad", pad, 0)
+        self.layer = self.argmax = None
+
+    def _configure(self, in_shape):
+        N, D, H, W, C = spatial(self.label, in_shape)
+        try:
+            self.layer = self.ng.pool_layer(
+                self.dtype, self.op, N, C, D, H, W, self.J, *self.size, 0, *self.pad,
+                self.J, *self.stride, include_padding=self.include_padding)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{self.label}: {e} (input shape {shapes.shape_str(in_shape)})") \
+                from None
+        return self.layer.dimO
+
+    def _allocate(self):
+        if self.op == "max":
+            self.argmax = self.ng.empty(self.layer.dimO, self.layer.argmax_dtype)
+
+    def _fprop(self, x):
+        self.ng.fprop_pool(self.layer, x, self.output, argmax=self.argmax)
+        return self.output
+
+    def _bprop(self, grad):
+        if self.input_grad is None:
+            return None
+        self.ng.bprop_pool(self.layer, self.x, grad, self.input_grad, argmax=self.argmax)
+        return self.input_grad
