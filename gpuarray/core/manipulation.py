@@ -7,21 +7,30 @@ Nothing here needs a kernel of its own: every result is a tree the fusion
 compiler (or numpy, on the CPU factory) already evaluates.  Mixed into both
 factories through :class:`ManipulationFunctions`, which also gathers
 numpy's shape functions: views from :mod:`gpuarray.core.shaping` (squeeze,
-expand_dims, broadcast_to, moveaxis, split...) and rearrangements from
-:mod:`gpuarray.core.arrangement` (roll, tile, repeat, diag, trace, tril...).
+expand_dims, broadcast_to, moveaxis, split...), rearrangements from
+:mod:`gpuarray.core.arrangement` (roll, tile, repeat, diag, trace, tril...),
+elementwise functions composed of the fused operations from
+:mod:`gpuarray.core.numpy_math` (divmod, modf, frexp, ldexp, fmod, sinc,
+polyval...), the NaN-ignoring reductions and ``count_nonzero`` from
+:mod:`gpuarray.core.nan_reductions`, and ``pad`` from :mod:`gpuarray.core.padding`.
 """
 import operator
 
 from . import shapes
 from .arrangement import ArrangementFunctions
 from .array import Tensor
+from .nan_reductions import NanReductionFunctions
+from .numpy_math import NumpyMathFunctions
+from .padding import PaddingFunctions
 from .shaping import ShapingFunctions
 
 
-class ManipulationFunctions(ShapingFunctions, ArrangementFunctions):
+class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFunctions,
+                            NanReductionFunctions, PaddingFunctions):
     """Mixin: numpy functions composed of views and elementwise operations
-    (the shape functions of :mod:`gpuarray.core.shaping` and
-    :mod:`gpuarray.core.arrangement` included)."""
+    (those of :mod:`gpuarray.core.shaping`, :mod:`gpuarray.core.arrangement`,
+    :mod:`gpuarray.core.numpy_math`, :mod:`gpuarray.core.nan_reductions` and
+    :mod:`gpuarray.core.padding` included)."""
 
     def isclose(self, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         """Elementwise ``|a - b| <= atol + rtol * |b|``, as ``numpy.isclose``.
