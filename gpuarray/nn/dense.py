@@ -23,6 +23,10 @@ def _features(shape):
 class FullyConnected(Layer):
     """``y = relu(x @ W.T + b)`` over the flattened input, as torch's Linear.
 
+    ``W`` has torch's shape ``(nout, nin)``, nin the product of the input's
+    non-batch sizes, flattened in the input's own order (for a native 5-D
+    activation: D, H, W, C).
+
     Parameters
     ----------
     nout : int
@@ -32,10 +36,6 @@ class FullyConnected(Layer):
     relu : bool
         Clamp negative outputs; bprop masks the gradient accordingly.
     name : str, optional
-
-    ``W`` has torch's shape ``(nout, nin)``, nin the product of the input's
-    non-batch sizes, flattened in the input's own order (for a native 5-D
-    activation: D, H, W, C).
     """
 
     kind = "fc"

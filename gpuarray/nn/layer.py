@@ -211,6 +211,7 @@ class Layer:
 
 
 def check_dtype(dtype, label):
+    """``dtype`` as a numpy dtype a network runs in, or a TypeError naming the layer."""
     dt = dtypes.as_dtype(dtype)
     if dt not in DTYPES:
         raise TypeError(f"{label}: layers run in float16, bfloat16 or float32, "

@@ -24,6 +24,9 @@ def _triple(name, value, fill):
 class Conv(Layer):
     """Convolution with an optional bias and ReLU fused into its epilogue.
 
+    Learns ``W`` of shape ``(K, T, R, S, C)`` (KTRSC, see
+    :mod:`gpuarray.conv.layer`) and ``b`` of shape ``(K,)``.
+
     Parameters
     ----------
     K : int
@@ -37,9 +40,6 @@ class Conv(Layer):
     relu : bool
         Clamp negative outputs; bprop masks the gradient accordingly.
     name : str, optional
-
-    Parameters ``W`` of shape ``(K, T, R, S, C)`` (KTRSC, see
-    :mod:`gpuarray.conv.layer`) and ``b``.
     """
 
     kind = "conv"
