@@ -270,3 +270,15 @@ def test_erf_of_0d(ng, dtype):
         got = ng.evaluate(func(x))
         assert got.shape == () and got.dtype == dtype
         assert_matches(got, np.array(ref(0.5)).astype(dtype), transcendental=True)
+
+
+@pytest.mark.parametrize("name", ["equal", "not_equal", "less", "less_equal", "greater",
+                                  "greater_equal", "add", "maximum"])
+@pytest.mark.parametrize("pair", [(3, 2), (2, 2), (2**40, 1), (True, 2), (1.5, 2)])
+def test_functions_of_two_python_scalars_follow_numpy(ng, name, pair):
+    """Two Python scalars are default-typed arrays to numpy (its comparisons would
+    otherwise pick an object loop for two ints)."""
+    got = ng.evaluate(getattr(ng, name)(*pair))
+    want = np.asarray(getattr(np, name)(*pair))
+    assert got.dtype == want.dtype
+    assert got.get() == want

@@ -155,6 +155,10 @@ def resolve(name, operand_types):
     if any(t is float for t in types) and any(t == dtypes.bfloat16 for t in types):
         # ml_dtypes promotes bfloat16 with a Python float to float32; NEP 50 keeps bfloat16
         types = tuple(dtypes.bfloat16 if t is float else t for t in types)
+    if all(isinstance(t, type) for t in types):
+        # only Python scalars: numpy makes them default-typed arrays first (its
+        # comparison ufuncs would otherwise resolve two weak ints to an object loop)
+        types = tuple(np.dtype(t) for t in types)
     if spec.ufunc.nin != spec.arity:
         # relu resolves as maximum(x, x): it keeps the input dtype
         types = types * spec.ufunc.nin
