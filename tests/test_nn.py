@@ -94,6 +94,20 @@ def test_forward_matches_numpy(ng, case, dtype):
     close(y, ref(layer, xh), 3 * tol if case.startswith("bn") else tol, case)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16], ids=ids([F32, F16]))
+def test_batchnorm_running_statistics_and_inference(ng, dtype):
+    layer = setup(ng, nn.BatchNorm(momentum=0.25), (6, 1, 2, 2, 5), dtype)
+    x, xh = data(ng, (6, 1, 2, 2, 5), dtype)
+    layer.fprop(x)
+    rows_ = xh.reshape(-1, 5)
+    mean, var = 0.25 * rows_.mean(0), 0.75 + 0.25 * rows_.var(0, ddof=1)
+    close(layer.running_mean, mean, 1e-3, "running mean")
+    close(layer.running_var, var, 1e-3, "running variance")
+    layer.training = False
+    y = layer.fprop(x)
+    close(y, (xh - mean) / np.sqrt(var + 1e-5), TOL[dtype] * 3, "inference")
+
+
 # -- gradients against finite differences (CPU factory, fp32) --------------------------
 
 def _conv_pool_concat():
@@ -202,6 +216,68 @@ def test_gpu_network_matches_cpu(gpu_ng, dtype):
     close(probs, ref_probs, tol, "probabilities", norm=True)
     for name, ref in ref_grads.items():
         close(grads[name], ref, tol, name, norm=True)
+
+
+def _torch_layer(torch, case, x, params):
+    """torch's output of ``case`` for an NCHW (or (N, K)) input."""
+    F = torch.nn.functional
+    if case.startswith("bn"):
+        y = F.batch_norm(x, None, None, params["gamma"], params["beta"], training=True,
+                         eps=1e-5)
+        return F.relu(y) if case == "bn_relu" else y
+    return F.local_response_norm(x, 5, alpha=0.5, beta=0.75, k=2.0)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16], ids=ids([F32, F16]))
+@pytest.mark.parametrize("case", ["bn", "bn_relu", "lrn"])
+def test_normalisation_matches_torch(gpu_ng, case, dtype):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    shape = (8, 1, 6, 6, 16)
+    layer = setup(gpu_ng, nn.BatchNorm(relu=case == "bn_relu") if case != "lrn"
+                  else nn.LRN(5, alpha=0.5, beta=0.75, k=2.0), shape, dtype)
+    x, xh = data(gpu_ng, shape, dtype)
+    g, gh = data(gpu_ng, shape, dtype, seed=7)
+    y = host(layer.fprop(x))
+    gx = host(layer.bprop(g))
+
+    def nchw(a):
+        return torch.tensor(a[:, 0].transpose(0, 3, 1, 2).astype(np.float32), device="cuda",
+                            dtype=getattr(torch, dtype.name))
+
+    tx = nchw(xh).requires_grad_()
+    params = {p.name.split(".")[-1]: torch.from_dlpack(p.value).clone().requires_grad_()
+              for p in layer.parameters()}
+    ty = _torch_layer(torch, case, tx, params)
+    ty.backward(nchw(gh))
+
+    def native(t):
+        return t.detach().float().cpu().numpy().transpose(0, 2, 3, 1)[:, None]
+
+    tol = 3 * TOL[dtype]
+    close(y, native(ty), tol, "output")
+    close(gx, native(tx.grad), tol, "input gradient")
+    for p in layer.parameters():
+        ref = params[p.name.split(".")[-1]].grad.float().cpu().numpy()
+        close(host(p.grad), ref, tol, p.name)
+
+
+def test_softmax_cross_entropy_matches_torch(gpu_ng):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    layer = setup(gpu_ng, nn.SoftmaxCrossEntropy(), (32, 10), F32)
+    x, xh = data(gpu_ng, (32, 10), F32, scale=4.0)
+    labels = np.random.default_rng(3).integers(0, 10, 32)
+    layer.fprop(x)
+    loss = float(host(layer.loss(gpu_ng.array(labels.astype(np.int32))))[0, 0])
+    grad = host(layer.bprop(gpu_ng.array(labels.astype(np.int32))))
+    tx = torch.tensor(xh, device="cuda", dtype=torch.float32, requires_grad=True)
+    ref = torch.nn.functional.cross_entropy(tx, torch.tensor(labels, device="cuda"))
+    ref.backward()
+    assert loss == pytest.approx(float(ref), rel=1e-5)
+    close(grad, tx.grad.cpu().numpy(), 1e-5, "logits' gradient")
 
 
 # -- training, allocations, concatenation -----------------------------------------------

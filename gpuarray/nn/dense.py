@@ -113,8 +113,8 @@ class Bias(Layer):
         self.b = None
 
     def _configure(self, in_shape):
-        self.b = self.parameter("b", (in_shape[-1],), _features(in_shape) // in_shape[-1] or 1,
-                                init="zeros")
+        # zeros: the fan-in only scales a uniform initialisation
+        self.b = self.parameter("b", (in_shape[-1],), 1, init="zeros")
         return in_shape
 
     def _fprop(self, x):

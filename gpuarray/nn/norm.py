@@ -61,10 +61,12 @@ class BatchNorm(Layer):
 
     @property
     def running_mean(self):
+        """The running mean per channel, (C,) fp32 (a view)."""
         return self.running[0]
 
     @property
     def running_var(self):
+        """The running unbiased variance per channel, (C,) fp32 (a view)."""
         return self.running[1]
 
     def _normalised(self, x2, stats):
