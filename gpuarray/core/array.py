@@ -29,6 +29,10 @@ def _inplace_method(name):
     return method
 
 
+#: array API standard versions ``__array_namespace__`` accepts (conformance: docs/usage.rst)
+API_VERSIONS = ("2023.12", "2024.12")
+
+
 class Tensor(Expression):
     """An N-D array view owned by a factory.
 
@@ -155,6 +159,19 @@ class Tensor(Expression):
     def tolist(self):
         """The values as nested Python lists of Python scalars, as numpy's."""
         return self.get().tolist()
+
+    def __array_namespace__(self, api_version=None):
+        """The factory that made this tensor: its functions are the array namespace.
+
+        Raises
+        ------
+        ValueError
+            An ``api_version`` other than None or one of ``API_VERSIONS``.
+        """
+        if api_version is not None and api_version not in API_VERSIONS:
+            raise ValueError(f"unsupported array API version {api_version!r}; "
+                             f"gpuarray knows {', '.join(API_VERSIONS)}")
+        return self.backend
 
     # -- views ----------------------------------------------------------
     def _view(self, shape, strides, offset):
