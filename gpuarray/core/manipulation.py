@@ -12,7 +12,10 @@ expand_dims, broadcast_to, moveaxis, split...), rearrangements from
 elementwise functions composed of the fused operations from
 :mod:`gpuarray.core.numpy_math` (divmod, modf, frexp, ldexp, fmod, sinc,
 polyval...), the NaN-ignoring reductions and ``count_nonzero`` from
-:mod:`gpuarray.core.nan_reductions`, and ``pad`` from :mod:`gpuarray.core.padding`.
+:mod:`gpuarray.core.nan_reductions`, ``pad`` from :mod:`gpuarray.core.padding`,
+and ``default_rng`` from :mod:`gpuarray.core.random`; the product functions
+(matmul, tensordot, vecdot, inner, vdot, kron, cross, einsum) come from
+:mod:`gpuarray.core.products`.
 """
 import operator
 
@@ -22,15 +25,19 @@ from .array import Tensor
 from .nan_reductions import NanReductionFunctions
 from .numpy_math import NumpyMathFunctions
 from .padding import PaddingFunctions
+from .products import TensorProductFunctions
+from .random import RandomFunctions
 from .shaping import ShapingFunctions
 
 
 class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFunctions,
-                            NanReductionFunctions, PaddingFunctions):
+                            NanReductionFunctions, PaddingFunctions, RandomFunctions,
+                            TensorProductFunctions):
     """Mixin: numpy functions composed of views and elementwise operations
     (those of :mod:`gpuarray.core.shaping`, :mod:`gpuarray.core.arrangement`,
     :mod:`gpuarray.core.numpy_math`, :mod:`gpuarray.core.nan_reductions` and
-    :mod:`gpuarray.core.padding` included)."""
+    :mod:`gpuarray.core.padding` included; ``default_rng`` from
+    :mod:`gpuarray.core.random`; the products of :mod:`gpuarray.core.products`)."""
 
     def isclose(self, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         """Elementwise ``|a - b| <= atol + rtol * |b|``, as ``numpy.isclose``.
