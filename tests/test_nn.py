@@ -414,6 +414,11 @@ def test_wrong_input_shape_dtype_and_layout_name_the_layer(ng):
         layer.bprop(ng.empty((2, 1, 5, 5, 4), F32))
     with pytest.raises(ValueError, match="needs a 5-D input in the native layout"):
         setup(ng, nn.Conv(4, 3, name="c2"), (2, 3, 5, 5), F32)
+    with pytest.raises(TypeError, match="c1: input must be a tensor of .*, not ndarray"):
+        layer.fprop(np.zeros((2, 1, 5, 5, 3), np.float32))
+    other = get_factory("cpu", seed=9)
+    with pytest.raises(TypeError, match="c1: input must be a tensor of .*, not a tensor of"):
+        layer.fprop(other.zeros((2, 1, 5, 5, 3), F32))
 
 
 def test_network_that_does_not_chain_fails_at_setup(ng):

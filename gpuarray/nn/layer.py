@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..core import dtypes, shapes
+from ..core.array import Tensor
 
 #: dtypes a network runs in (16-bit layers accumulate in fp32)
 DTYPES = (np.dtype(np.float16), dtypes.bfloat16, np.dtype(np.float32))
@@ -185,11 +186,14 @@ class Layer:
     def _check(self, t, shape, what):
         if self.ng is None:
             raise RuntimeError(f"{self.label}: call setup(ng, in_shape, dtype) first")
-        got = getattr(t, "shape", None)
-        if got is None or tuple(got) != shape:
-            got_text = shapes.shape_str(tuple(got)) if got is not None else type(t).__name__
+        if not isinstance(t, Tensor) or t.backend is not self.ng:
+            what_it_is = (f"a tensor of {t.backend!r}" if isinstance(t, Tensor)
+                          else type(t).__name__)
+            raise TypeError(f"{self.label}: {what} must be a tensor of {self.ng!r}, not "
+                            f"{what_it_is}; copy it in with ng.array")
+        if tuple(t.shape) != shape:
             raise ValueError(f"{self.label}: {what} must have shape {shapes.shape_str(shape)}"
-                             f"{self._layout_hint(shape)}, got {got_text}")
+                             f"{self._layout_hint(shape)}, got {shapes.shape_str(t.shape)}")
         if t.dtype != self.dtype:
             raise TypeError(f"{self.label}: {what} must be {dtypes.name(self.dtype)}, "
                             f"not {dtypes.name(t.dtype)}")
