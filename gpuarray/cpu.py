@@ -19,6 +19,7 @@ from .conv import reference as conv_reference
 from .conv.functions import ConvFunctions
 from .cuda import interop
 from .gemm.functions import ProductFunctions
+from .rnn.functions import RNNFunctions
 
 
 class CPUTensor(Tensor):
@@ -30,7 +31,7 @@ class CPUTensor(Tensor):
                           strides=self.strides)
 
 
-class CPU(ConvFunctions, ProductFunctions, Backend):
+class CPU(ConvFunctions, RNNFunctions, ProductFunctions, Backend):
     """Factory of host tensors evaluated with numpy.
 
     Parameters

@@ -41,6 +41,7 @@ from .cuda.streams import GPUStreamFunctions
 from .fusion import dispatch, generate
 from .gemm import catalogue, plan as gemm_plan
 from .gemm.functions import ProductFunctions
+from .rnn.functions import RNNFunctions
 
 _UNAVAILABLE = []
 #: the process that initialised CUDA; a forked child inherits a copy of the
@@ -191,7 +192,7 @@ def _check_rounding_capturable(c):
                                   "round stochastically)")
 
 
-class GPU(GPUStreamFunctions, ConvFunctions, ProductFunctions, Backend):
+class GPU(GPUStreamFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
     Parameters

@@ -25,6 +25,7 @@ ALLOWED = {
     "conv": {"core", "cuda", "gemm", "conv"},
     "autodiff": {"core", "autodiff"},
     "nn": {"core", "nn"},
+    "rnn": {"core", "rnn"},
     "datasets": {"datasets"},
 }
 

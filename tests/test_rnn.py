@@ -1,0 +1,217 @@
+"""Recurrent layers: ng.rnn_layer / fprop_rnn / bprop_rnn / update_rnn against a float64
+numpy reference (forward) and its central differences (gradients), the GPU against
+the CPU factory, constant allocations, bad input."""
+import numpy as np
+import pytest
+
+from conftest import BF16, assert_no_new_allocations, get_factory, to_host
+
+F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
+MODES = ["relu", "tanh", "gru", "lstm"]
+DTYPES = [F32, F16, BF16]
+#: max |got - ref| / max |ref| per dtype (16-bit: X, W and Y rounded, math in fp32)
+TOL = {F32: 2e-6, F16: 4e-3, BF16: 3e-2}
+
+
+def ids(dtypes):
+    return ["bfloat16" if d == BF16 else d.name for d in dtypes]
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def reference(mode, X, W, h0, c0):
+    """Y, hy, cy of the layer in float64, cuDNN's equations."""
+    H = W.shape[1] - 1
+    R, b = W[:, :H], W[:, H]
+    h, c, ys = h0.copy(), c0.copy(), []
+    for x in X:
+        rec = h @ R.T + b
+        if mode in ("relu", "tanh"):
+            h = np.maximum(x + rec, 0) if mode == "relu" else np.tanh(x + rec)
+        elif mode == "lstm":
+            a = x + rec
+            i, f, o = _sigmoid(a[:, :H]), _sigmoid(a[:, H:2 * H]), _sigmoid(a[:, 3 * H:])
+            c = f * c + i * np.tanh(a[:, 2 * H:3 * H])
+            h = o * np.tanh(c)
+        else:
+            r, z = _sigmoid(x[:, :H] + rec[:, :H]), _sigmoid(x[:, H:2 * H] + rec[:, H:2 * H])
+            n = np.tanh(x[:, 2 * H:] + r * rec[:, 2 * H:])
+            h = (1 - z) * n + z * h
+        ys.append(h)
+    return np.stack(ys), h, c
+
+
+class Case:
+    """A layer with host data (rounded to its dtype) and its tensors on a factory."""
+
+    def __init__(self, ng, mode, dtype, H=8, N=3, T=5, seed=0):
+        rng = np.random.default_rng(seed)
+        self.ng, self.mode, self.dtype = ng, mode, dtype
+        self.layer = ng.rnn_layer(dtype, mode, H, N, T)
+        L = self.layer
+        self.host = {
+            "X": rng.standard_normal(L.x_shape), "W": rng.standard_normal(L.weight_shape) * 0.4,
+            "h0": rng.standard_normal(L.state_shape),
+            "c0": rng.standard_normal(L.state_shape) if mode == "lstm" else np.zeros(L.state_shape),
+            "dY": rng.standard_normal(L.y_shape), "dhy": rng.standard_normal(L.state_shape),
+            "dcy": rng.standard_normal(L.state_shape) if mode == "lstm" else None}
+        self.host = {k: None if v is None else v.astype(dtype).astype(np.float64)
+                     for k, v in self.host.items()}
+        self.t = {k: None if v is None else ng.array(v.astype(dtype)) for k, v in self.host.items()}
+        self.lstm = {"c0": self.t["c0"]} if mode == "lstm" else {}
+
+    def forward(self, reserve=True):
+        ng, L = self.ng, self.layer
+        Y, hy = ng.empty(L.y_shape, self.dtype), ng.empty(L.state_shape, self.dtype)
+        self.reserve = ng.empty(L.reserve_shape, F32) if reserve else None
+        extra = dict(self.lstm, cy=ng.empty(L.state_shape, self.dtype)) if self.lstm else {}
+        ng.fprop_rnn(L, self.t["X"], self.t["W"], Y, h0=self.t["h0"], hy=hy,
+                     reserve=self.reserve, **extra)
+        self.Y = Y
+        return Y, hy, extra.get("cy")
+
+    def backward(self):
+        ng, L = self.ng, self.layer
+        dX, dh0 = ng.empty(L.x_shape, self.dtype), ng.empty(L.state_shape, self.dtype)
+        extra = {}
+        if self.lstm:
+            extra = dict(c0=self.t["c0"], dcy=self.t["dcy"], dc0=ng.empty(L.state_shape, self.dtype))
+        ng.bprop_rnn(L, self.t["W"], self.Y, self.t["dY"], dX, dh0=dh0, dhy=self.t["dhy"],
+                     reserve=self.reserve, h0=self.t["h0"], **extra)
+        dW = ng.empty(L.weight_shape, self.dtype)
+        ng.update_rnn(L, self.t["X"], self.Y, dW, reserve=self.reserve, h0=self.t["h0"])
+        return {"X": dX, "h0": dh0, "W": dW, "c0": extra.get("dc0")}
+
+    def loss(self, **moved):
+        """sum(Y dY) + sum(hy dhy) (+ sum(cy dcy)) of the float64 reference."""
+        v = dict(self.host, **moved)
+        Y, hy, cy = reference(self.mode, v["X"], v["W"], v["h0"], v["c0"])
+        total = np.sum(Y * v["dY"]) + np.sum(hy * v["dhy"])
+        return total + (np.sum(cy * v["dcy"]) if self.mode == "lstm" else 0.0)
+
+
+def close(got, ref, tol, what):
+    ref = np.asarray(ref, np.float64)
+    err = np.max(np.abs(to_host(got).astype(np.float64) - ref)) / max(np.max(np.abs(ref)), 1e-30)
+    assert err <= tol, f"{what}: max error {err:.2e} relative to max|ref| > {tol:.0e}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=ids(DTYPES))
+@pytest.mark.parametrize("mode", MODES)
+def test_forward_matches_reference(ng, mode, dtype):
+    case = Case(ng, mode, dtype)
+    h = case.host
+    Y_ref, hy_ref, cy_ref = reference(mode, h["X"], h["W"], h["h0"], h["c0"])
+    for reserve in (True, False):
+        Y, hy, cy = case.forward(reserve)
+        close(Y, Y_ref, TOL[dtype], f"Y (reserve={reserve})")
+        close(hy, hy_ref, TOL[dtype], "hy")
+        if cy is not None:
+            close(cy, cy_ref, TOL[dtype], "cy")
+
+
+def test_zero_initial_states(ng):
+    layer = ng.rnn_layer("float32", "lstm", 4, 2, 3)
+    X = np.random.default_rng(0).standard_normal(layer.x_shape).astype(np.float32)
+    W = np.random.default_rng(1).standard_normal(layer.weight_shape).astype(np.float32)
+    Y = ng.empty(layer.y_shape)
+    ng.fprop_rnn(layer, ng.array(X), ng.array(W), Y)
+    zeros = np.zeros(layer.state_shape)
+    close(Y, reference("lstm", X.astype(np.float64), W.astype(np.float64), zeros, zeros)[0],
+          TOL[F32], "Y")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gradients_match_central_differences(mode):
+    """bprop_rnn and update_rnn (fp32) against the float64 reference's differences."""
+    case = Case(get_factory("cpu"), mode, F32, H=4, N=2, T=4, seed=3)
+    case.forward()
+    grads = {k: to_host(v).astype(np.float64) for k, v in case.backward().items()
+             if v is not None}
+    pick = np.random.default_rng(5)
+    for name, analytic in grads.items():
+        scale = max(np.max(np.abs(analytic)), 1e-6)
+        for _ in range(8):
+            index = tuple(pick.integers(0, d) for d in analytic.shape)
+            values = []
+            for sign in (1, -1):
+                moved = case.host[name].copy()
+                moved[index] += sign * 1e-6
+                values.append(case.loss(**{name: moved}))
+            numeric = (values[0] - values[1]) / 2e-6
+            assert abs(numeric - analytic[index]) <= 1e-4 * scale + 1e-6, (
+                f"{mode} d/d{name}{index}: numeric {numeric:.6f}, analytic {analytic[index]:.6f}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=ids(DTYPES))
+@pytest.mark.parametrize("mode", MODES)
+def test_gpu_matches_cpu(gpu_ng, mode, dtype):
+    cpu, gpu = Case(get_factory("cpu"), mode, dtype, H=16, N=4, T=6), \
+        Case(gpu_ng, mode, dtype, H=16, N=4, T=6)
+    for case in (cpu, gpu):
+        case.forward()
+    close(gpu.Y, to_host(cpu.Y).astype(np.float64), TOL[dtype], "Y")
+    theirs, ours = cpu.backward(), gpu.backward()
+    for name, ref in theirs.items():
+        if ref is not None:
+            close(ours[name], to_host(ref).astype(np.float64), 4 * TOL[dtype], f"d{name}")
+
+
+def test_repeated_calls_allocate_nothing_new(ng):
+    case = Case(ng, "gru", F32)
+    for _ in range(2):
+        case.forward()
+        case.backward()
+    ng.synchronize()
+    before = ng.stats()
+    for _ in range(3):
+        case.forward()
+        case.backward()
+    ng.synchronize()
+    assert_no_new_allocations(ng, before)
+
+
+def test_layer_sizes(ng):
+    layer = ng.rnn_layer(np.float16, "lstm", 32, 4, 10, input_size=100)
+    assert layer.x_shape == (10, 4, 128) and layer.weight_shape == (128, 33)
+    assert layer.y_shape == (10, 4, 32) and layer.state_shape == (4, 32)
+    assert layer.reserve_shape == (10, 4, 2 * 128 + 64)
+    assert layer.reserve_bytes == 4 * 10 * 4 * 320 and layer.workspace_bytes == 0
+    assert layer.path == "gemm-loop" and layer.input_size == 100
+    assert "lstm" in repr(layer)
+
+
+def test_bad_input(ng):
+    with pytest.raises(ValueError, match="mode must be one of 'relu', 'tanh', 'gru', 'lstm'"):
+        ng.rnn_layer("float32", "elman", 8, 1, 1)
+    with pytest.raises(TypeError, match="float16, bfloat16 or float32, not float64"):
+        ng.rnn_layer("float64", "relu", 8, 1, 1)
+    with pytest.raises(ValueError, match="hidden must be positive, got 0"):
+        ng.rnn_layer("float32", "relu", 0, 1, 1)
+    with pytest.raises(TypeError, match="batch must be an integer, not float"):
+        ng.rnn_layer("float32", "relu", 8, 1.5, 1)
+    case = Case(ng, "tanh", F32)
+    L, t = case.layer, case.t
+    Y = ng.empty(L.y_shape)
+    with pytest.raises(TypeError, match="fprop_rnn needs an RNNLayer"):
+        ng.fprop_rnn("layer", t["X"], t["W"], Y)
+    with pytest.raises(ValueError, match=r"fprop_rnn: X has shape \(5,3,16\), but the layer "
+                                         r"expects \(5,3,8\)"):
+        ng.fprop_rnn(L, ng.empty((5, 3, 16)), t["W"], Y)
+    with pytest.raises(TypeError, match="fprop_rnn: W must be float32, not float16"):
+        ng.fprop_rnn(L, t["X"], ng.empty(L.weight_shape, F16), Y)
+    with pytest.raises(TypeError, match="fprop_rnn: Y must be a tensor, not ndarray"):
+        ng.fprop_rnn(L, t["X"], t["W"], np.empty(L.y_shape))
+    with pytest.raises(ValueError, match="c0 is the LSTM's cell state; a 'tanh' layer has none"):
+        ng.fprop_rnn(L, t["X"], t["W"], Y, c0=ng.empty(L.state_shape))
+    with pytest.raises(TypeError, match="reserve must be float32"):
+        ng.fprop_rnn(L, t["X"], t["W"], Y, reserve=ng.empty(L.reserve_shape, F16))
+    with pytest.raises(ValueError, match="bprop_rnn needs the reserve that fprop_rnn filled"):
+        ng.bprop_rnn(L, t["W"], Y, Y, ng.empty(L.x_shape))
+    with pytest.raises(ValueError, match="update_rnn needs the reserve"):
+        ng.update_rnn(L, t["X"], Y, ng.empty(L.weight_shape))
+    other = get_factory("cpu", seed=11)
+    with pytest.raises(ValueError, match="fprop_rnn: X belongs to a different factory"):
+        ng.fprop_rnn(L, other.empty(L.x_shape), t["W"], Y)
