@@ -9,7 +9,8 @@ with its ReLU, LRN's window in one kernel).  Activations are native 5-D
 
 Modules: ``layer`` (the protocol and :class:`Parameter`), ``spatial``
 (Conv, Pool), ``dense`` (FullyConnected, ReLU, Bias, Dropout), ``norm``
-(BatchNorm, LRN), ``loss`` (SoftmaxCrossEntropy), ``container``
+(BatchNorm, LRN), ``recurrent`` (RNN, GRU, LSTM over ``ng.fprop_rnn``),
+``loss`` (SoftmaxCrossEntropy), ``container``
 (Sequential, Concat, Model) and ``optim`` (SGD).
 """
 from .container import Concat, Model, Sequential
@@ -18,7 +19,9 @@ from .layer import Layer, Parameter
 from .loss import SoftmaxCrossEntropy
 from .norm import LRN, BatchNorm
 from .optim import SGD
+from .recurrent import GRU, LSTM, RNN
 from .spatial import Conv, Pool
 
-__all__ = ["BatchNorm", "Bias", "Concat", "Conv", "Dropout", "FullyConnected", "LRN", "Layer",
-           "Model", "Parameter", "Pool", "ReLU", "SGD", "Sequential", "SoftmaxCrossEntropy"]
+__all__ = ["BatchNorm", "Bias", "Concat", "Conv", "Dropout", "FullyConnected", "GRU", "LRN",
+           "LSTM", "Layer", "Model", "Parameter", "Pool", "RNN", "ReLU", "SGD", "Sequential",
+           "SoftmaxCrossEntropy"]
