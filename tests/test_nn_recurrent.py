@@ -99,3 +99,32 @@ def test_bad_input(ng):
     layer.fprop(ng.zeros(SHAPE, F32))
     with pytest.raises(RuntimeError, match="bprop needs a training-mode fprop"):
         layer.bprop(ng.zeros(layer.out_shape, F32))
+
+
+@pytest.mark.parametrize("mode", sorted(LAYERS))
+def test_matches_torch(gpu_ng, mode):
+    """The layer against torch.nn.RNN/GRU/LSTM (cuDNN) with the same weights, fp32."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    torch.backends.cudnn.allow_tf32 = False
+    layer, x = make(gpu_ng, mode, F32)
+    H = layer.hidden
+    module = {"lstm": lambda: torch.nn.LSTM(5, H), "gru": lambda: torch.nn.GRU(5, H)}.get(
+        mode, lambda: torch.nn.RNN(5, H, nonlinearity=mode))().cuda()
+    with torch.no_grad():
+        for name, value in as_torch(layer).items():
+            getattr(module, name).copy_(torch.from_numpy(value))
+    g = np.random.default_rng(6).standard_normal(layer.out_shape).astype(np.float32)
+    y = host(layer.fprop(gpu_ng.array(x.astype(np.float32))))
+    dx = host(layer.bprop(gpu_ng.array(g)))
+    tx = torch.tensor(x, dtype=torch.float32, device="cuda", requires_grad=True)
+    ref, _ = module(tx)
+    ref.backward(torch.from_numpy(g).cuda())
+    pairs = [(y, ref.detach()), (dx, tx.grad), (host(layer.W_ih.grad), module.weight_ih_l0.grad),
+             (host(layer.b_ih.grad), module.bias_ih_l0.grad),
+             (host(layer.W_hh.grad)[:, :H], module.weight_hh_l0.grad),
+             (host(layer.W_hh.grad)[:, H], module.bias_hh_l0.grad)]
+    for ours, theirs in pairs:
+        theirs = theirs.double().cpu().numpy()
+        assert np.max(np.abs(ours - theirs)) <= 1e-5 * max(np.max(np.abs(theirs)), 1e-30)

@@ -1,0 +1,169 @@
+"""Recurrent layers: µs per timestep, ours beside cuDNN (torch.nn.RNN/GRU/LSTM) and a GEMM loop.
+
+    python3 benchmarks/bench_rnn.py [--quick] [--seq-len 64]
+
+Each case (issue 14's: the plain RNN at batch 4, H = 1152 fp32 and
+H = 2048 fp16; H = 1024 batch 32 fp16; LSTM and GRU at H = 1024, batch 4
+and 32, fp16 and bf16) runs the full layer -- input projection of all
+timesteps, then the recurrence -- as ``gpuarray.nn.RNN/GRU/LSTM`` and as
+the torch module with the same weights (cuDNN), validated first (output
+and weight gradients, ||ours - torch|| / ||torch||), then timed with CUDA
+events: forward, and forward + backward (data and weight gradients),
+over ``--seq-len`` steps, reported per timestep.  A third column runs
+torch's GEMM-per-step loop (``addmm`` and the gate functions per step),
+the fallback the persistent kernels are meant to beat.  Ours runs the
+GEMM loop today (``layer.path``): the persistent kernels are not built.
+
+Writes benchmarks/results/rnn.json and .png.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import device_timer, new_row, print_table, table_cells, write_results  # noqa: E402
+
+IMPLS = ("gpuarray", "cudnn", "torch loop")
+#: (mode, hidden, batch, dtype)
+CASES = [("relu", 1152, 4, "float32"), ("relu", 2048, 4, "float16"),
+         ("relu", 1024, 32, "float16"), ("lstm", 1024, 4, "float16"), ("lstm", 1024, 32, "float16"),
+         ("lstm", 1024, 4, "bfloat16"), ("gru", 1024, 4, "float16"), ("gru", 1024, 32, "float16"),
+         ("gru", 1024, 32, "bfloat16")]
+QUICK = CASES[:2] + CASES[3:4]
+
+
+def torch_module(torch, mode, hidden):
+    if mode == "lstm":
+        return torch.nn.LSTM(hidden, hidden)
+    if mode == "gru":
+        return torch.nn.GRU(hidden, hidden)
+    return torch.nn.RNN(hidden, hidden, nonlinearity=mode)
+
+
+def ours_layer(nn, mode, hidden):
+    return {"lstm": nn.LSTM, "gru": nn.GRU}.get(mode, lambda h: nn.RNN(h, mode))(hidden)
+
+
+def torch_loop(torch, module, mode, x):
+    """The layer as a GEMM per step and torch's gate functions (no cuDNN)."""
+    w_ih, w_hh, b_ih, b_hh = (getattr(module, n) for n in
+                              ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"))
+    H = w_hh.shape[1]
+    xs = torch.addmm(b_ih, x.reshape(-1, x.shape[-1]), w_ih.t()).reshape(x.shape[0], x.shape[1], -1)
+    h = x.new_zeros(x.shape[1], H)
+    c = torch.zeros_like(h)
+    out = []
+    for t in range(x.shape[0]):
+        rec = torch.addmm(b_hh, h, w_hh.t())
+        if mode == "lstm":
+            i, f, g, o = (xs[t] + rec).chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+        elif mode == "gru":
+            xr, xz, xn = xs[t].chunk(3, 1)
+            rr, rz, rn = rec.chunk(3, 1)
+            r, z = torch.sigmoid(xr + rr), torch.sigmoid(xz + rz)
+            h = (1 - z) * torch.tanh(xn + r * rn) + z * h
+        else:
+            h = torch.relu(xs[t] + rec) if mode == "relu" else torch.tanh(xs[t] + rec)
+        out.append(h)
+    return torch.stack(out)
+
+
+def validate(torch, ng, layer, module, x, grad):
+    """||ours - torch|| / ||torch|| of the output and of the weight gradients."""
+    from gpuarray.nn.recurrent import as_torch
+
+    with torch.no_grad():
+        for name, value in as_torch(layer).items():
+            getattr(module, name).copy_(torch.from_numpy(value).to(getattr(module, name).dtype))
+    y = layer.fprop(ng.from_dlpack(x))
+    layer.bprop(ng.from_dlpack(grad))
+    ng.synchronize()
+    ref, _ = module(x)
+    ref.backward(grad)
+
+    def err(a, b):
+        return float((a.double() - b.double()).norm() / b.double().norm())
+
+    H = layer.hidden
+    w_hh = torch.from_dlpack(layer.W_hh.grad)
+    errors = {"output": err(torch.from_dlpack(y), ref.detach()),
+              "weight_ih": err(torch.from_dlpack(layer.W_ih.grad), module.weight_ih_l0.grad),
+              "weight_hh": err(w_hh[:, :H], module.weight_hh_l0.grad),
+              "bias_hh": err(w_hh[:, H], module.bias_hh_l0.grad)}
+    module.zero_grad(set_to_none=True)
+    return errors
+
+
+def run_case(ng, torch, mode, hidden, batch, dtype_name, seq_len):
+    from gpuarray import nn
+
+    dtype = getattr(torch, dtype_name)
+    layer = ours_layer(nn, mode, hidden)
+    layer.setup(ng, (seq_len, batch, hidden), dtype_name)
+    module = torch_module(torch, mode, hidden).cuda().to(dtype)
+    x = torch.randn(seq_len, batch, hidden, device="cuda", dtype=dtype)
+    grad = torch.randn(seq_len, batch, hidden, device="cuda", dtype=dtype)
+    errors = validate(torch, ng, layer, module, x, grad)
+    xo, go = ng.from_dlpack(x), ng.from_dlpack(grad)
+
+    def ours_both():
+        layer.fprop(xo)
+        layer.bprop(go)
+
+    def theirs_both():
+        module(x)[0].backward(grad)
+
+    def loop_both():
+        torch_loop(torch, module, mode, x).backward(grad)
+
+    timings = {
+        "gpuarray": (device_timer(lambda: layer.fprop(xo), 5, 2, sync=ng.synchronize),
+                     device_timer(ours_both, 5, 2, sync=ng.synchronize)),
+        "cudnn": (device_timer(lambda: module(x), 5, 2), device_timer(theirs_both, 5, 2)),
+        "torch loop": (device_timer(lambda: torch_loop(torch, module, mode, x), 5, 2),
+                       device_timer(loop_both, 5, 2))}
+    rows = []
+    for k, label in enumerate(("forward", "forward + backward")):
+        row = new_row(f"{mode} H={hidden} N={batch} {dtype_name}", f"{label}, us/step", IMPLS)
+        for impl, (fwd, both) in timings.items():
+            row["values"][impl] = (fwd, both)[k] / seq_len * 1e6
+            row["times_us"][impl] = row["values"][impl]
+        row["extra"] = {"validation": errors, "path": layer.layer.path}
+        rows.append(row)
+    print(f"{mode} H={hidden} N={batch} {dtype_name}: forward us/step ours "
+          f"{rows[0]['values']['gpuarray']:.1f}, cuDNN {rows[0]['values']['cudnn']:.1f}, "
+          f"loop {rows[0]['values']['torch loop']:.1f}; worst validation "
+          f"{max(errors.values()):.1e}", flush=True)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="three cases only")
+    parser.add_argument("--seq-len", type=int, default=64)
+    args = parser.parse_args()
+    try:
+        import torch
+
+        import gpuarray
+        ng = gpuarray.GPU()
+    except Exception as e:  # no torch, pycuda or GPU: nothing to compare
+        print(f"bench_rnn needs torch and a GPU: {e}")
+        return 2
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    rows = []
+    for case in (QUICK if args.quick else CASES):
+        rows += run_case(ng, torch, *case, args.seq_len)
+        ng.pool.free_cached()
+        torch.cuda.empty_cache()
+    print_table([table_cells(r, IMPLS) for r in rows])
+    write_results("rnn", rows, {"impls": IMPLS, "seq_len": args.seq_len})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
