@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import device_timer, new_row, print_table, set_target, table_cells  # noqa: E402
-from common import write_results  # noqa: E402
+from common import torch_and_gpu, write_results  # noqa: E402
 from conv_nets import NETWORKS, OursConv, TorchConv, as_nchw, relative_error  # noqa: E402
 
 IMPLS = ("gpuarray", "cudnn")
@@ -97,16 +97,11 @@ def main():
     parser.add_argument("--dtype", default="float16", choices=("float16", "bfloat16", "float32"))
     parser.add_argument("--nets", default=",".join(NETWORKS))
     args = parser.parse_args()
-    try:
-        import torch
-
-        import gpuarray
-        ng = gpuarray.GPU()
-    except Exception as e:  # no torch, pycuda or GPU: nothing to compare
-        print(f"bench_conv needs torch and a GPU: {e}")
+    peers = torch_and_gpu("bench_conv")
+    if peers is None:
         return 2
+    torch, ng = peers
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False  # fp32 is exact on both sides
     dtype = getattr(torch, args.dtype)
     rows = []
     for net in args.nets.split(","):

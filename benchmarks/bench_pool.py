@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (device_timer, measure, new_row, print_table,  # noqa: E402
-                    set_target, table_cells, write_results)
+                    set_target, table_cells, torch_and_gpu, write_results)
 
 IMPLS = ("gpuarray", "torch")
 
@@ -181,14 +181,10 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="AlexNet's pool1 only")
     args = parser.parse_args()
-    try:
-        import torch
-
-        import gpuarray
-        ng = gpuarray.GPU()
-    except Exception as e:  # no torch, pycuda or GPU: nothing to compare
-        print(f"bench_pool needs torch and a GPU: {e}")
+    peers = torch_and_gpu("bench_pool")
+    if peers is None:
         return 2
+    torch, ng = peers
     rows = []
     for case in CASES:
         if args.quick and case[0] not in QUICK:

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import device_timer, new_row, print_table, table_cells, write_results  # noqa: E402
+from common import device_timer, new_row, print_table, table_cells, torch_and_gpu  # noqa: E402
+from common import write_results  # noqa: E402
 
 IMPLS = ("gpuarray", "cudnn", "torch loop")
 #: (mode, hidden, batch, dtype)
@@ -145,16 +146,10 @@ def main():
     parser.add_argument("--quick", action="store_true", help="three cases only")
     parser.add_argument("--seq-len", type=int, default=64)
     args = parser.parse_args()
-    try:
-        import torch
-
-        import gpuarray
-        ng = gpuarray.GPU()
-    except Exception as e:  # no torch, pycuda or GPU: nothing to compare
-        print(f"bench_rnn needs torch and a GPU: {e}")
+    peers = torch_and_gpu("bench_rnn")
+    if peers is None:
         return 2
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch, ng = peers
     rows = []
     for case in (QUICK if args.quick else CASES):
         rows += run_case(ng, torch, *case, args.seq_len)

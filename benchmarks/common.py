@@ -46,6 +46,23 @@ def load_peers():
     return libs, missing
 
 
+def torch_and_gpu(script):
+    """``(torch, ng)`` for a benchmark against torch on the GPU, or None after
+    printing why it cannot run (no torch, pycuda or GPU).  TF32 is turned off
+    in cuDNN and cuBLAS, so fp32 is exact on both sides."""
+    try:
+        import torch
+
+        import gpuarray
+        ng = gpuarray.GPU()
+    except Exception as e:  # nothing to compare
+        print(f"{script} needs torch and a GPU: {e}")
+        return None
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch, ng
+
+
 def free_memory(libs):
     """Return the cached blocks of torch's and CuPy's memory pools to the device."""
     gc.collect()

@@ -37,7 +37,8 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import new_row, print_table, set_target, table_cells, write_results  # noqa: E402
+from common import new_row, print_table, set_target, table_cells, torch_and_gpu  # noqa: E402
+from common import write_results  # noqa: E402
 from conv_nets import native  # noqa: E402
 from networks import NETWORKS, as_torch_weight, build_ours, build_torch  # noqa: E402
 from networks import copy_weights, paired_layers  # noqa: E402
@@ -263,17 +264,11 @@ def main():
                         help="dtypes torch.compile also runs for (comma list, '' for none)")
     parser.add_argument("--name", default="convnet")
     args = parser.parse_args()
-    try:
-        import torch
-
-        import gpuarray
-        ng = gpuarray.GPU()
-    except Exception as e:  # no torch, pycuda or GPU: nothing to compare
-        print(f"convnet_benchmarks needs torch and a GPU: {e}")
+    peers = torch_and_gpu("convnet_benchmarks")
+    if peers is None:
         return 2
+    torch, ng = peers
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
     compile_dtypes = [d for d in args.compile_dtypes.split(",") if d]
     rows = []
     for net in args.nets.split(","):

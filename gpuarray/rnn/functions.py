@@ -73,7 +73,7 @@ class RNNFunctions:
         h0, c0, hy, cy = (c.state(n, t) for n, t in (("h0", h0), ("c0", c0), ("hy", hy),
                                                      ("cy", cy)))
         reserve = c.reserve(reserve, required=False)
-        _LSTM_ONLY(layer, c0=c0, cy=cy)
+        _lstm_only(layer, c0=c0, cy=cy)
         h_last, c_last = self._run_forward(layer, X, W, Y, h0, c0, reserve)
         if hy is not None:
             hy[:] = h_last
@@ -137,8 +137,8 @@ class RNNFunctions:
             c.state(n, t) for n, t in (("dh0", dh0), ("dhy", dhy), ("dc0", dc0), ("dcy", dcy),
                                        ("h0", h0), ("c0", c0)))
         reserve = c.reserve(reserve, required=True)
-        _LSTM_ONLY(layer, dc0=dc0, dcy=dcy, c0=c0)
-        R, _ = _weights(self, layer, W)
+        _lstm_only(layer, dc0=dc0, dcy=dcy, c0=c0)
+        R, _ = _weights(self, layer, W, bias=False)
         gates, hs, extras, drecs = layer.slots(reserve)
         N, H = layer.batch, layer.hidden
         dh_next, dc = _state(self, dhy, layer), _state(self, dcy, layer)
@@ -200,11 +200,14 @@ class RNNFunctions:
         return dW
 
 
-def _weights(ng, layer, W):
-    """fp32 copies of the recurrent weights (G*H, H) and bias (G*H,)."""
+def _weights(ng, layer, W, bias=True):
+    """fp32 copies of the recurrent weights (G*H, H) and, with ``bias``, the bias
+    (G*H,) (else None: the backward pass has no use for it)."""
     H = layer.hidden
     R = ng.empty((layer.gates * H, H), F32)
     R[:] = W[:, :H]
+    if not bias:
+        return R, None
     b = ng.empty((layer.gates * H,), F32)
     b[:] = W[:, H]
     return R, b
@@ -218,7 +221,8 @@ def _state(ng, t, layer):
     return out
 
 
-def _LSTM_ONLY(layer, **states):  # noqa: N802 - reads as a rule
+def _lstm_only(layer, **states):
+    """Cell states given to a layer that has none: a ValueError naming them."""
     for name, t in states.items():
         if t is not None and layer.mode != "lstm":
             raise ValueError(f"{name} is the LSTM's cell state; a {layer.mode!r} layer has none")
