@@ -41,6 +41,7 @@ from .cuda.streams import GPUStreamFunctions
 from .fusion import dispatch, generate
 from .gemm import catalogue, plan as gemm_plan
 from .gemm.functions import ProductFunctions
+from .rnn import persistent as rnn_persistent
 from .rnn.functions import RNNFunctions
 
 _UNAVAILABLE = []
@@ -228,6 +229,9 @@ class GPU(GPUStreamFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Bac
         #: thread-block clusters (and distributed shared memory) exist from sm_90
         self.clusters = major >= 9
         self.sms = device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
+        #: the most dynamic shared memory a block may ask for (227 KB on H100)
+        self.smem_optin = device.get_attribute(
+            drv.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         self.pool = DeviceMemoryPool()
         self._kernels = {}
         self._calls = 0
@@ -236,6 +240,8 @@ class GPU(GPUStreamFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Bac
         self.gemm_library = catalogue.Library()
         #: the hand-written convolution and pooling kernels, loaded on first use
         self.conv_library = library.Library(what="convolution and pooling")
+        #: the persistent recurrent kernels, loaded on first use
+        self.rnn_library = library.Library(what="persistent recurrent")
         #: recorded implicit-GEMM convolution plans (gpuarray.conv.implicit)
         self._conv_plans = {}
         #: replays of graphs drawing random numbers, on the device (cuda.capture)
@@ -364,6 +370,16 @@ class GPU(GPUStreamFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Bac
     @_device_call
     def _pool(self, call):
         pooling.run(self, call)
+
+    runs_persistent_rnn = True
+
+    def _persistent_rnn_plans(self, layer):
+        return rnn_persistent.plans(layer, self.sms, self.smem_optin)
+
+    @_device_call
+    def _run_persistent_rnn(self, direction, layer, *tensors):
+        run = rnn_persistent.forward if direction == "fprop" else rnn_persistent.backward
+        run(self, layer, *tensors)
 
     def capture(self, fn, strict=False):
         """``fn`` recorded as a CUDA graph on its first call, replayed by later calls.

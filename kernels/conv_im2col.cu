@@ -41,8 +41,7 @@
 // store; needs a 16-byte aligned col), ga_col2im_{f16,bf16,f32}_v{1,4} and
 // ga_col2im_{f16,bf16,f32}_p (C <= 4: one thread per input position, all
 // its channels; the launcher counts positions, not elements).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "convert.cuh"
 
 #define CONV_THREADS 256
 
@@ -145,16 +144,6 @@ template <typename T, int V> __device__ void im2col_narrow(const ConvArgs &p) {
         }
         *reinterpret_cast<Pack<T, V> *>(col + (n * per_image + g) * (long long)V) = pack;
     }
-}
-
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
-    return __float2bfloat16_rn(x);
 }
 
 // First and last output along axis a that a tap-0 window holding input

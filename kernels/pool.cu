@@ -34,8 +34,7 @@
 //
 // Kernels: ga_pool_{fprop,bprop}_{max,avg}_{f16,bf16,f32}_v{1,V}, the max
 // ones with an argmax suffix _u8 or _i32.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "convert.cuh"
 #include <math_constants.h>
 
 #define POOL_THREADS 256
@@ -54,17 +53,6 @@ struct PoolArgs {
     int pad[4];
     int include_padding;
 };
-
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
-    return __float2bfloat16_rn(x);
-}
 
 // V consecutive elements moved as one access (16 bytes when V * sizeof(T) == 16)
 template <typename T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };

@@ -25,7 +25,7 @@ ALLOWED = {
     "conv": {"core", "cuda", "gemm", "conv"},
     "autodiff": {"core", "autodiff"},
     "nn": {"core", "nn"},
-    "rnn": {"core", "rnn"},
+    "rnn": {"core", "cuda", "rnn"},
     "datasets": {"datasets"},
 }
 

@@ -121,10 +121,14 @@ def test_matches_torch(gpu_ng, mode):
     tx = torch.tensor(x, dtype=torch.float32, device="cuda", requires_grad=True)
     ref, _ = module(tx)
     ref.backward(torch.from_numpy(g).cuda())
-    pairs = [(y, ref.detach()), (dx, tx.grad), (host(layer.W_ih.grad), module.weight_ih_l0.grad),
-             (host(layer.b_ih.grad), module.bias_ih_l0.grad),
-             (host(layer.W_hh.grad)[:, :H], module.weight_hh_l0.grad),
-             (host(layer.W_hh.grad)[:, H], module.bias_hh_l0.grad)]
-    for ours, theirs in pairs:
+    pairs = {"y": (y, ref.detach()), "dx": (dx, tx.grad),
+             "dW_ih": (host(layer.W_ih.grad), module.weight_ih_l0.grad),
+             "db_ih": (host(layer.b_ih.grad), module.bias_ih_l0.grad),
+             "dW_hh": (host(layer.W_hh.grad)[:, :H], module.weight_hh_l0.grad),
+             "db_hh": (host(layer.W_hh.grad)[:, H], module.bias_hh_l0.grad)}
+    for name, (ours, theirs) in pairs.items():
         theirs = theirs.double().cpu().numpy()
-        assert np.max(np.abs(ours - theirs)) <= 1e-5 * max(np.max(np.abs(theirs)), 1e-30)
+        # Both sum fp32 products over every timestep and sample, in different orders: an
+        # H100 run saw 1.03e-5 of the largest gradient between cuDNN's GRU and ours.
+        error = np.max(np.abs(ours - theirs)) / max(np.max(np.abs(theirs)), 1e-30)
+        assert error <= 1e-4, (name, error)

@@ -46,13 +46,15 @@ def reference(mode, X, W, h0, c0):
 class Case:
     """A layer with host data (rounded to its dtype) and its tensors on a factory."""
 
-    def __init__(self, ng, mode, dtype, H=8, N=3, T=5, seed=0):
+    def __init__(self, ng, mode, dtype, H=8, N=3, T=5, seed=0, path=None):
         rng = np.random.default_rng(seed)
         self.ng, self.mode, self.dtype = ng, mode, dtype
-        self.layer = ng.rnn_layer(dtype, mode, H, N, T)
+        self.layer = ng.rnn_layer(dtype, mode, H, N, T, path=path)
         L = self.layer
         self.host = {
-            "X": rng.standard_normal(L.x_shape), "W": rng.standard_normal(L.weight_shape) * 0.4,
+            # W's scale keeps the pre-activations O(1) as H grows (0.4 at H = 8)
+            "X": rng.standard_normal(L.x_shape),
+            "W": rng.standard_normal(L.weight_shape) * 0.4 * np.sqrt(8 / H),
             "h0": rng.standard_normal(L.state_shape),
             "c0": rng.standard_normal(L.state_shape) if mode == "lstm" else np.zeros(L.state_shape),
             "dY": rng.standard_normal(L.y_shape), "dhy": rng.standard_normal(L.state_shape),
@@ -145,18 +147,83 @@ def test_gradients_match_central_differences(mode):
                 f"{mode} d/d{name}{index}: numeric {numeric:.6f}, analytic {analytic[index]:.6f}")
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=ids(DTYPES))
-@pytest.mark.parametrize("mode", MODES)
-def test_gpu_matches_cpu(gpu_ng, mode, dtype):
-    cpu, gpu = Case(get_factory("cpu"), mode, dtype, H=16, N=4, T=6), \
-        Case(gpu_ng, mode, dtype, H=16, N=4, T=6)
-    for case in (cpu, gpu):
-        case.forward()
-    close(gpu.Y, to_host(cpu.Y).astype(np.float64), TOL[dtype], "Y")
+def _gpu_against_cpu(gpu_ng, mode, dtype, path, **sizes):
+    cpu, gpu = Case(get_factory("cpu"), mode, dtype, **sizes), \
+        Case(gpu_ng, mode, dtype, path=path, **sizes)
+    assert gpu.layer.path == path
+    # fp32 dot products of length H summed in another order: rounding grows as sqrt(H)
+    tol = TOL[dtype] * max(1.0, np.sqrt(sizes["H"] / 16))
+    outputs = [case.forward() for case in (cpu, gpu)]
+    for name, ref, got in zip(("Y", "hy", "cy"), *outputs):
+        if ref is not None:
+            close(got, to_host(ref).astype(np.float64), tol, name)
     theirs, ours = cpu.backward(), gpu.backward()
     for name, ref in theirs.items():
         if ref is not None:
-            close(ours[name], to_host(ref).astype(np.float64), 4 * TOL[dtype], f"d{name}")
+            close(ours[name], to_host(ref).astype(np.float64), 4 * tol, f"d{name}")
+
+
+@pytest.mark.parametrize("path", ["persistent", "gemm-loop"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=ids(DTYPES))
+@pytest.mark.parametrize("mode", MODES)
+def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
+    _gpu_against_cpu(gpu_ng, mode, dtype, path, H=16, N=4, T=6)
+
+
+@pytest.mark.parametrize("mode, dtype, H, N, T", [
+    ("lstm", F32, 392, 3, 4),     # U = 3 units per block: the last block is partial
+    ("gru", F16, 64, 7, 5),       # batch groups of 4 with a remainder
+    ("relu", BF16, 8, 1, 1),      # one step, one sample, blocks of one unit
+    ("tanh", F32, 2560, 4, 2),    # the forward state staged in chunks
+    ("lstm", F32, 1024, 40, 2),   # both directions chunked, N > 32
+], ids=str)
+def test_persistent_sizes_match_cpu(gpu_ng, mode, dtype, H, N, T):
+    _gpu_against_cpu(gpu_ng, mode, dtype, "persistent", H=H, N=N, T=T, seed=H)
+
+
+def test_persistent_is_one_launch_per_call(gpu_ng):
+    case = Case(gpu_ng, "lstm", F16, H=64, N=2, T=9, path="persistent")
+    L, t = case.layer, case.t
+    dX = gpu_ng.empty(L.x_shape, F16)
+
+    def backward():
+        gpu_ng.bprop_rnn(L, t["W"], case.Y, t["dY"], dX, dhy=t["dhy"], reserve=case.reserve,
+                         h0=t["h0"], c0=t["c0"], dcy=t["dcy"])
+
+    for call in (case.forward, backward):
+        call()
+        before = gpu_ng.stats()["kernels_launched"]
+        call()
+        assert gpu_ng.stats()["kernels_launched"] - before == 1
+
+
+def test_persistent_takes_strided_views(gpu_ng):
+    """Non-contiguous X, Y and states go through contiguous copies: same values."""
+    case = Case(gpu_ng, "gru", F32, H=16, N=3, T=4, path="persistent")
+    L, t = case.layer, case.t
+    Y_ref, hy_ref, _ = case.forward()
+    wide = gpu_ng.zeros((L.seq_len, L.batch, 2 * L.x_shape[2]))
+    wide[:, :, ::2] = t["X"]
+    Y, hy = gpu_ng.zeros((L.seq_len, L.batch, 2 * L.hidden)), gpu_ng.zeros((L.hidden, L.batch))
+    h0 = gpu_ng.array(to_host(t["h0"]).T.copy()).T
+    gpu_ng.fprop_rnn(L, wide[:, :, ::2], t["W"], Y[:, :, 1::2], h0=h0, hy=hy.T)
+    assert np.array_equal(to_host(Y)[:, :, 1::2], to_host(Y_ref))
+    assert np.array_equal(to_host(Y)[:, :, ::2], np.zeros(L.y_shape))
+    assert np.array_equal(to_host(hy).T, to_host(hy_ref))
+
+
+def test_path_choice(ng):
+    if not ng.runs_persistent_rnn:
+        assert ng.rnn_layer("float32", "lstm", 64, 4, 10).path == "gemm-loop"
+        with pytest.raises(ValueError, match="cannot run this layer persistently: it has no"):
+            ng.rnn_layer("float32", "lstm", 64, 4, 10, path="persistent")
+        return
+    assert ng.rnn_layer("float16", "lstm", 1024, 4, 10).path == "persistent"
+    assert ng.rnn_layer("float16", "lstm", 1024, 4, 10, path="gemm-loop").path == "gemm-loop"
+    for H, why in ((12, "not a multiple of 8"), (4096, "do not fit in shared memory")):
+        assert ng.rnn_layer("float32", "lstm", H, 4, 10).path == "gemm-loop"
+        with pytest.raises(ValueError, match=why):
+            ng.rnn_layer("float32", "lstm", H, 4, 10, path="persistent")
 
 
 def test_repeated_calls_allocate_nothing_new(ng):
@@ -179,7 +246,8 @@ def test_layer_sizes(ng):
     assert layer.y_shape == (10, 4, 32) and layer.state_shape == (4, 32)
     assert layer.reserve_shape == (10, 4, 2 * 128 + 64)
     assert layer.reserve_bytes == 4 * 10 * 4 * 320 and layer.workspace_bytes == 0
-    assert layer.path == "gemm-loop" and layer.input_size == 100
+    assert layer.path == ("persistent" if ng.runs_persistent_rnn else "gemm-loop")
+    assert layer.input_size == 100
     assert "lstm" in repr(layer)
 
 
@@ -192,6 +260,8 @@ def test_bad_input(ng):
         ng.rnn_layer("float32", "relu", 0, 1, 1)
     with pytest.raises(TypeError, match="batch must be an integer, not float"):
         ng.rnn_layer("float32", "relu", 8, 1.5, 1)
+    with pytest.raises(ValueError, match="path must be 'persistent' or 'gemm-loop'"):
+        ng.rnn_layer("float32", "relu", 8, 1, 1, path="fast")
     case = Case(ng, "tanh", F32)
     L, t = case.layer, case.t
     Y = ng.empty(L.y_shape)
@@ -208,6 +278,8 @@ def test_bad_input(ng):
         ng.fprop_rnn(L, t["X"], t["W"], Y, c0=ng.empty(L.state_shape))
     with pytest.raises(TypeError, match="reserve must be float32"):
         ng.fprop_rnn(L, t["X"], t["W"], Y, reserve=ng.empty(L.reserve_shape, F16))
+    with pytest.raises(ValueError, match="reserve must be a contiguous tensor of its own"):
+        ng.fprop_rnn(L, t["X"], t["W"], Y, reserve=ng.empty((5,) + L.reserve_shape, F32)[:, 0])
     with pytest.raises(ValueError, match="bprop_rnn needs the reserve that fprop_rnn filled"):
         ng.bprop_rnn(L, t["W"], Y, Y, ng.empty(L.x_shape))
     with pytest.raises(ValueError, match="update_rnn needs the reserve"):

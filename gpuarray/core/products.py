@@ -15,12 +15,11 @@ broadcast multiply and sum for the other dtypes -- so ``matmul`` goes
 beyond the ``@`` operator, which takes GEMM dtypes and stacks of three
 dimensions only, to any batch shape numpy broadcasts.  ``kron`` is one
 broadcast multiply copied into the result, ``cross`` three fused
-assignments (one lazy tree for 2-vectors).  There are no complex dtypes,
+assignments of 3-vectors.  There are no complex dtypes,
 so ``vecdot`` and ``vdot`` conjugate nothing.  Errors are numpy's, with
 its wording (gufunc core and broadcast errors included).  Mixed into both
 factories through :class:`gpuarray.core.manipulation.ManipulationFunctions`.
 """
-import warnings
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -208,14 +207,14 @@ class TensorProductFunctions(EinsumFunctions):
         return out
 
     def cross(self, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-        """Cross products of 3-vectors (or 2-vectors) along an axis, as ``numpy.cross``.
+        """Cross products of 3-vectors along an axis, as ``numpy.cross``.
 
         Parameters
         ----------
         a, b : array_like
-            Vectors of 2 or 3 components along ``axisa`` / ``axisb`` (a
-            2-vector has a zero third component; numpy 2 deprecates them
-            and so warns), broadcast over the other axes.
+            Vectors of 3 components along ``axisa`` / ``axisb``, broadcast
+            over the other axes.  2-vectors are refused, as by numpy since
+            their removal after the 2.0 deprecation, and by the array API.
         axisa, axisb, axisc : int
             The axes of the vectors in ``a``, ``b`` and the result.
         axis : int, optional
@@ -223,14 +222,13 @@ class TensorProductFunctions(EinsumFunctions):
 
         Returns
         -------
-        Tensor or Expression
-            A view of a new tensor with the vectors along ``axisc``; for two
-            2-vectors, the z components as a lazy tree.
+        Tensor
+            A view of a new tensor with the vectors along ``axisc``.
 
         Raises
         ------
         ValueError
-            A 0-d operand, vectors of neither 2 nor 3 components, shapes
+            A 0-d operand, vectors of other than 3 components, shapes
             that do not broadcast.
         numpy.exceptions.AxisError
             An axis out of range.
@@ -242,22 +240,17 @@ class TensorProductFunctions(EinsumFunctions):
             raise ValueError("At least one array has zero dimension")
         x = self.moveaxis(x, normalize_axis_index(axisa, x.ndim, "axisa"), -1)
         y = self.moveaxis(y, normalize_axis_index(axisb, y.ndim, "axisb"), -1)
-        if x.shape[-1] not in (2, 3) or y.shape[-1] not in (2, 3):
-            raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
-        if 2 in (x.shape[-1], y.shape[-1]):
-            warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
-                          "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
-                          DeprecationWarning, stacklevel=2)
+        if x.shape[-1] != 3 or y.shape[-1] != 3:
+            raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, "
+                             f"but they are {x.shape[-1]} and {y.shape[-1]} dimensional instead.")
         shape = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
         dtype = ops.promote(x.dtype, y.dtype)
         u, v = ([t[..., i] if t.dtype == dtype else self.astype(t[..., i], dtype)
-                 for i in range(t.shape[-1])] + [None] for t in (x, y))
-        if x.shape[-1] == y.shape[-1] == 2:
-            return _cross_term(u[0], v[1], u[1], v[0])
+                 for i in range(3)] for t in (x, y))
         axisc = normalize_axis_index(axisc, len(shape) + 1, "axisc")
         result = self.empty(shape + (3,), dtype)
         for i, (p, q) in enumerate(((1, 2), (2, 0), (0, 1))):
-            result[..., i] = _cross_term(u[p], v[q], u[q], v[p])
+            result[..., i] = u[p] * v[q] - u[q] * v[p]
         return self.moveaxis(result, -1, axisc)
 
     def _promoted(self, *values):
@@ -298,12 +291,3 @@ def _tensordot_axes(axes):
     if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
         raise ValueError("duplicate axes are not allowed in tensordot")
     return axes_a, axes_b
-
-
-def _cross_term(u, v, s, t):
-    """``u * v - s * t``, a missing (zero) component leaving its product out, as numpy's."""
-    if u is None or v is None:
-        return -(s * t)
-    if s is None or t is None:
-        return u * v
-    return u * v - s * t

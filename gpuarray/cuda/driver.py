@@ -50,6 +50,12 @@ def _libcuda():
         lib = ctypes.CDLL(name)
         lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.cuLaunchCooperativeKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+            ctypes.c_void_p, ctypes.c_void_p]
+        lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t,
+                                         ctypes.c_void_p]
+        lib.cuOccupancyMaxActiveBlocksPerMultiprocessor.argtypes = [
+            ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
         lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
         lib.cuTensorMapEncodeTiled.argtypes = [
             ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
@@ -222,6 +228,28 @@ class Kernel:
         _check(_libcuda().cuLaunchKernel(self.handle, *grid, *block, smem,
                                          stream.current_handle(), params[0], None),
                f"launching {self.name}")
+
+    def launch_cooperative(self, grid, block, params, smem):
+        """As :meth:`launch`, with every block resident at once (a kernel with a
+        grid-wide barrier); the driver refuses a grid that cannot be."""
+        _check(_libcuda().cuLaunchCooperativeKernel(self.handle, *grid, *block, smem,
+                                                    stream.current_handle(), params[0]),
+               f"launching {self.name} cooperatively")
+
+    def resident_blocks(self, threads, smem):
+        """How many blocks of ``threads`` threads and ``smem`` bytes of dynamic
+        shared memory one multiprocessor holds at once."""
+        count = ctypes.c_int()
+        _check(_libcuda().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            ctypes.byref(count), self.handle, threads, smem), f"occupancy of {self.name}")
+        return count.value
+
+
+def memset_d32(ptr, value, count):
+    """Queue setting ``count`` 32-bit words at device address ``ptr`` to ``value``
+    on this thread's stream."""
+    _check(_libcuda().cuMemsetD32Async(ptr, value, count, stream.current_handle()),
+           "cuMemsetD32Async")
 
 
 def parameter_block(data):

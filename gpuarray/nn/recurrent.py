@@ -27,13 +27,16 @@ class Recurrent(Layer):
     mode : str
     hidden : int
     name : str, optional
+    path : {None, "persistent", "gemm-loop"}
+        How the GPU runs the recurrence (``ng.rnn_layer``'s argument; None
+        takes the persistent kernels where they fit).
     """
 
     kind = "rnn"
 
-    def __init__(self, mode, hidden, name=None):
+    def __init__(self, mode, hidden, name=None, path=None):
         super().__init__(name)
-        self.mode, self.hidden = mode, hidden
+        self.mode, self.hidden, self.path = mode, hidden, path
         self.layer = self.W_ih = self.b_ih = self.W_hh = None
 
     def _configure(self, in_shape):
@@ -42,7 +45,8 @@ class Recurrent(Layer):
                              f"{shapes.shape_str(in_shape)}")
         T, N, inputs = in_shape
         try:
-            self.layer = self.ng.rnn_layer(self.dtype, self.mode, self.hidden, N, T, inputs)
+            self.layer = self.ng.rnn_layer(self.dtype, self.mode, self.hidden, N, T, inputs,
+                                           path=self.path)
         except (TypeError, ValueError) as e:
             raise type(e)(f"{self.label}: {e}") from None
         GH, H = self.layer.gates * self.hidden, self.hidden
@@ -93,10 +97,10 @@ class Recurrent(Layer):
 class RNN(Recurrent):
     """Elman RNN: ``h = act(W_ih x + b_ih + W_hh h + b_hh)``, act "tanh" (default) or "relu"."""
 
-    def __init__(self, hidden, nonlinearity="tanh", name=None):
+    def __init__(self, hidden, nonlinearity="tanh", name=None, path=None):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"nonlinearity must be 'tanh' or 'relu', not {nonlinearity!r}")
-        super().__init__(nonlinearity, hidden, name)
+        super().__init__(nonlinearity, hidden, name, path)
 
 
 class GRU(Recurrent):
@@ -104,8 +108,8 @@ class GRU(Recurrent):
 
     kind = "gru"
 
-    def __init__(self, hidden, name=None):
-        super().__init__("gru", hidden, name)
+    def __init__(self, hidden, name=None, path=None):
+        super().__init__("gru", hidden, name, path)
 
 
 class LSTM(Recurrent):
@@ -113,8 +117,8 @@ class LSTM(Recurrent):
 
     kind = "lstm"
 
-    def __init__(self, hidden, name=None):
-        super().__init__("lstm", hidden, name)
+    def __init__(self, hidden, name=None, path=None):
+        super().__init__("lstm", hidden, name, path)
 
 
 def as_torch(layer):

@@ -4,13 +4,14 @@ In: an :class:`~gpuarray.rnn.layer.RNNLayer`, tensors of its shapes and
 the reserve.  Out: ``Y`` and the final states (``fprop_rnn``), the input
 and initial-state gradients (``bprop_rnn``), the weight gradient
 (``update_rnn``).  Each call checks its arguments first, then runs the
-GEMM loop: per timestep one fp32 GEMM with the recurrent weights (bias in
-its epilogue) and the step's fused gate kernels (:mod:`gpuarray.rnn.cell`),
-on whichever factory -- on the CPU factory this is the numpy reference.
-The persistent kernels of issue 14 are not built yet: ``layer.path`` says
-``"gemm-loop"``.  Scratch (an fp32 copy of the weights, one step's values)
-comes from the factory's memory pool, so repeated calls allocate nothing
-new on the device.
+layer's path: on the GPU, one launch of the persistent kernels
+(:mod:`gpuarray.rnn.persistent`) where they fit; else the GEMM loop, per
+timestep one fp32 GEMM with the recurrent weights (bias in its epilogue)
+and the step's fused gate kernels (:mod:`gpuarray.rnn.cell`) -- on the CPU
+factory this is the numpy reference.  Scratch (an fp32 copy of the
+weights, one step's values, the published states) comes from the
+factory's memory pool, so repeated calls allocate nothing new on the
+device.
 """
 import numpy as np
 
@@ -25,7 +26,21 @@ F32 = np.dtype(np.float32)
 class RNNFunctions:
     """Mixin: ``rnn_layer``, ``fprop_rnn``, ``bprop_rnn``, ``update_rnn``."""
 
-    def rnn_layer(self, dtype, mode, hidden, batch, seq_len, input_size=None):
+    #: whether this factory has the persistent kernels (the GPU factory does)
+    runs_persistent_rnn = False
+
+    def _persistent_rnn_plans(self, layer):
+        """The persistent kernels' plans for ``layer``, or None (this factory has none)."""
+        return None
+
+    def _persistent(self, layer):
+        return self.runs_persistent_rnn and layer.plans is not None
+
+    def _run_persistent_rnn(self, direction, layer, *tensors):
+        """Queue the persistent kernel of ``direction`` (a factory that has them)."""
+        raise NotImplementedError(f"{self!r} has no persistent recurrent kernels")
+
+    def rnn_layer(self, dtype, mode, hidden, batch, seq_len, input_size=None, path=None):
         """A recurrent layer's sizes (see :mod:`gpuarray.rnn.layer` for the layouts).
 
         Parameters
@@ -37,12 +52,20 @@ class RNNFunctions:
             H, N, T.
         input_size : int, optional
             Of the unprojected input (recorded for layers built on this one).
+        path : {None, "persistent", "gemm-loop"}
+            How the GPU runs the layer: None takes the persistent kernels
+            where they fit (H a multiple of 8, the weights within shared
+            memory), else the GEMM loop; a name insists on that path
+            ("persistent" raises ValueError where it cannot run).
 
         Returns
         -------
         RNNLayer
+            With ``layer.path`` saying which path the calls take.
         """
-        return RNNLayer(dtype, mode, hidden, batch, seq_len, input_size)
+        layer = RNNLayer(dtype, mode, hidden, batch, seq_len, input_size)
+        layer.choose_path(self._persistent_rnn_plans(layer), path, self)
+        return layer
 
     def fprop_rnn(self, layer, X, W, Y, h0=None, c0=None, hy=None, cy=None, reserve=None):
         """Run the layer over the sequence: ``Y[t] = h_t``.
@@ -74,6 +97,9 @@ class RNNFunctions:
                                                      ("cy", cy)))
         reserve = c.reserve(reserve, required=False)
         _lstm_only(layer, c0=c0, cy=cy)
+        if self._persistent(layer):
+            self._run_persistent_rnn("fprop", layer, X, W, Y, h0, c0, hy, cy, reserve)
+            return Y
         h_last, c_last = self._run_forward(layer, X, W, Y, h0, c0, reserve)
         if hy is not None:
             hy[:] = h_last
@@ -138,6 +164,10 @@ class RNNFunctions:
                                        ("h0", h0), ("c0", c0)))
         reserve = c.reserve(reserve, required=True)
         _lstm_only(layer, dc0=dc0, dcy=dcy, c0=c0)
+        if self._persistent(layer):
+            self._run_persistent_rnn("bprop", layer, W, dY, dX, dh0, dc0, dhy, dcy, h0, c0,
+                                     reserve)
+            return dX
         R, _ = _weights(self, layer, W, bias=False)
         gates, hs, extras, drecs = layer.slots(reserve)
         N, H = layer.batch, layer.hidden
@@ -261,4 +291,8 @@ class _Checker:
                 raise ValueError(f"{self.what} needs the reserve that fprop_rnn filled "
                                  f"(float32, shape {shapes.shape_str(self.layer.reserve_shape)})")
             return None
-        return self.io("reserve", t, self.layer.reserve_shape, F32)
+        self.io("reserve", t, self.layer.reserve_shape, F32)
+        if not t.is_contiguous or t.offset % 16:
+            raise ValueError(f"{self.what}: the reserve must be a contiguous tensor of its own "
+                             "(16-byte aligned, as ng.empty makes), not a view")
+        return t

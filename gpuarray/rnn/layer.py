@@ -57,8 +57,14 @@ class RNNLayer:
     reserve_bytes, workspace_bytes : int
         The reserve's size; no workspace is needed (0).
     path : str
-        How the calls run: ``"gemm-loop"``, a GEMM and fused gate kernels
-        per step (the persistent kernels are not built yet).
+        How the calls run on the GPU: ``"persistent"``, one launch for all
+        timesteps with the weights held in shared memory
+        (:mod:`gpuarray.rnn.persistent`), or ``"gemm-loop"``, a GEMM and
+        fused gate kernels per step -- the fallback where the weights do
+        not fit on chip or H is not a multiple of 8, and always on the CPU
+        factory (the numpy reference).
+    plans : tuple or None
+        The persistent kernels' forward and backward plans.
     """
 
     def __init__(self, dtype, mode, hidden, batch, seq_len, input_size=None):
@@ -81,7 +87,21 @@ class RNNLayer:
         self.reserve_shape = (T, N, 2 * G * H + 2 * H)
         self.reserve_bytes = 4 * T * N * (2 * G * H + 2 * H)
         self.workspace_bytes = 0
-        self.path = "gemm-loop"
+        self.path, self.plans = "gemm-loop", None
+
+    def choose_path(self, plans, path, factory):
+        """Take the persistent kernels' ``plans`` (None where they cannot run) or
+        the GEMM loop: ``path`` None picks the first that runs, else insists."""
+        if path not in (None, "persistent", "gemm-loop"):
+            raise ValueError(f"path must be 'persistent' or 'gemm-loop' (or None: the fastest "
+                             f"that runs), not {path!r}")
+        if path == "persistent" and plans is None:
+            why = ("the hidden size is not a multiple of 8" if self.hidden % 8 else
+                   "the weights do not fit in shared memory")
+            raise ValueError(f"{factory!r} cannot run this layer persistently: "
+                             f"{why if factory.runs_persistent_rnn else 'it has no such kernels'}")
+        if path != "gemm-loop" and plans is not None:
+            self.path, self.plans = "persistent", plans
 
     def slots(self, reserve):
         """The reserve's parts, each ``(T, N, width)``: gates, h, extra, dgates."""

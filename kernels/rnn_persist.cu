@@ -1,0 +1,424 @@
+// rnn_persist.cu: persistent recurrent kernels -- the recurrent weights stay in
+// shared memory for the whole sequence; one launch runs every timestep.
+//
+// What it computes: cuDNN's recurrences (gate order and equations as
+// gpuarray/rnn/cell.py, which is the reference), forward over t = 0..T-1
+// (rnn_fprop) and backward over t = T-1..0 (rnn_bprop: the gradients of the
+// projected input, of the recurrent pre-activations and of the initial
+// states).  The weight gradient is one GEMM over the reserve afterwards
+// (gpuarray/rnn/functions.py), not here.
+//
+//   relu/tanh  h = act(x + rec)                      rec = R h_prev + b  (G*H rows)
+//   LSTM       i f g o = sig, sig, tanh, sig (x + rec);  c = f c_prev + i g;  h = o tanh(c)
+//   GRU        r z = sig(x + rec);  n = tanh(x_n + r rec_n);  h = (1 - z) n + z h_prev
+//
+// Work split: block b owns the hidden units j in [b*U, b*U + U).  Forward it
+// keeps the G*U rows of R that produce its units' gates (row g*H + j); backward
+// it keeps the G*H x U columns of R that its units' h_prev gradients need
+// (dh_prev[j] = sum_i drec[i] R[i][j]), transposed so that both passes walk
+// their rows contiguously.  Each step the block reads the whole previous
+// state (h_{t-1} forward, drec_{t+1} backward: N x L fp32, through L2) in
+// chunks of KC columns, forms its dot products (a warp per 2 rows and
+// batches of 4, lanes striding 4 consecutive columns, a shuffle reduction),
+// updates its units' cells and publishes its slice; a grid-wide barrier then
+// ends the step.  Only the block's own units' cell state (c, the GRU's
+// bypass gradient) is needed across steps: it lives in shared memory.
+//
+// Layouts (row-major, contiguous): X and dX (T, N, G*H); W (G*H, H + 1), the
+// recurrent weights with the bias as last column; Y and dY (T, N, H); the
+// states (N, H); reserve fp32 (T, N, 2*G*H + 2*H): per position the gates
+// after their nonlinearity, h, the extra value (LSTM c, GRU rec_n) and drec;
+// hbuf fp32 (2, N, H), the published h of alternating steps; barrier one
+// unsigned word, the grid barrier's arrivals, zero before the launch.  All of
+// X, W, Y, the states, dX and dY are in the storage type T (float, __half,
+// __nv_bfloat16); the math and the reserve are fp32.  H % 8 == 0 (so that
+// 4-column vectors never straddle a row's end and reserve rows are 16-byte
+// aligned).
+//
+// Parameters: RnnArgs below; null pointers for absent optional tensors
+// (h0, c0, hy, cy, reserve forward; dh0, dc0, dhy, dcy backward -- backward
+// needs the reserve).  The host (gpuarray/rnn/persistent.py) lays out the
+// shared memory and passes the offsets.
+//
+// Launch shape: grid (ceil(H / U), 1, 1), block (256, 1, 1), the dynamic
+// shared memory of the layout, launched cooperatively: every block must be
+// resident at once for the grid barrier, which cuLaunchCooperativeKernel
+// guarantees (or refuses the launch).
+//
+// Kernels: ga_rnn_{fprop,bprop}_{relu,tanh,gru,lstm}_{f32,f16,bf16}.
+#include "convert.cuh"
+
+#define RNN_THREADS 256
+#define RNN_WARPS (RNN_THREADS / 32)
+// rows and batch columns per dot-product task: a lane holds RB * NB = 8 partial sums
+#define RNN_RB 2
+#define RNN_NB 4
+
+enum { RELU = 0, TANH = 1, GRU = 2, LSTM = 3 };
+
+struct RnnArgs {
+    const void *X, *W, *h0, *c0;
+    void *Y, *hy, *cy;
+    float *reserve, *hbuf;
+    unsigned *barrier;
+    const void *dY, *dhy, *dcy;
+    void *dX, *dh0, *dc0;
+    int T, N, H, U, KC;
+    // shared memory: the weights (w_bytes), then fp32 arrays at these float offsets
+    int w_bytes, off_bias, off_v, off_acc, off_h, off_c, off_byp;
+};
+
+template <int MODE> struct Mode { static constexpr int G = MODE == GRU ? 3 : MODE == LSTM ? 4 : 1; };
+
+__device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+// Four consecutive weights as fp32 (16 bytes of float, 8 of the 16-bit types).
+__device__ __forceinline__ float4 load4(const float *p) { return *reinterpret_cast<const float4 *>(p); }
+__device__ __forceinline__ float4 load4(const __half *p) {
+    uint2 raw = *reinterpret_cast<const uint2 *>(p);
+    float2 a = __half22float2(*reinterpret_cast<__half2 *>(&raw.x));
+    float2 b = __half22float2(*reinterpret_cast<__half2 *>(&raw.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ float4 load4(const __nv_bfloat16 *p) {
+    uint2 raw = *reinterpret_cast<const uint2 *>(p);
+    float2 a = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&raw.x));
+    float2 b = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&raw.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+
+template <typename T> __device__ __forceinline__ float load_or_zero(const void *p, size_t i) {
+    return p ? to_f32(static_cast<const T *>(p)[i]) : 0.f;
+}
+
+// Grid-wide barrier over co-resident blocks: every block adds one to the
+// counter (a release: the block's writes, gathered by __syncthreads, are
+// visible before the count is) and waits until the count reaches its
+// target, the barrier's number times the blocks (an acquire).  The counter
+// only grows within a launch; the launcher zeroes it before each one.
+__device__ __forceinline__ void grid_sync(unsigned *counter, unsigned target) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter) : "memory");
+        unsigned count;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(count) : "l"(counter) : "memory");
+        } while (count < target);
+    }
+    __syncthreads();
+}
+
+// Sum each of the 8 values over the warp's 32 lanes in 9 shuffles (a
+// reduce-scatter): each exchange keeps half of the values and adds the
+// partner's copy of them, so after the offsets 16, 8 and 4 lane L holds
+// value 4*bit4(L) + 2*bit3(L) + bit2(L), which offsets 2 and 1 complete.
+__device__ __forceinline__ float reduce8(const float (&s)[8], int lane) {
+    float four[4], two[2];
+    const bool hi16 = lane & 16, hi8 = lane & 8, hi4 = lane & 4;
+    #pragma unroll
+    for (int i = 0; i < 4; ++i)
+        four[i] = (hi16 ? s[i + 4] : s[i]) + __shfl_xor_sync(0xffffffffu, hi16 ? s[i] : s[i + 4], 16);
+    #pragma unroll
+    for (int i = 0; i < 2; ++i)
+        two[i] = (hi8 ? four[i + 2] : four[i]) +
+                 __shfl_xor_sync(0xffffffffu, hi8 ? four[i] : four[i + 2], 8);
+    float one = (hi4 ? two[1] : two[0]) + __shfl_xor_sync(0xffffffffu, hi4 ? two[0] : two[1], 4);
+    one += __shfl_xor_sync(0xffffffffu, one, 2);
+    return one + __shfl_xor_sync(0xffffffffu, one, 1);
+}
+
+// acc[r][n] (= init, or +=) the dot products of the block's rows w[r][c0 .. c0+kc)
+// with the staged columns v[n][0 .. kc) (row stride KC), for every batch n.
+// A warp takes tasks of RNN_RB rows x RNN_NB batches (8 sums per lane: each
+// weight load feeds 4 batches, each state load 2 rows); one warp owns each
+// acc entry, so chunks accumulate without atomics, in a fixed order.
+template <typename T>
+__device__ void dot_chunk(const T *w, int L, int rows, int c0, int kc, const float *v, int KC,
+                          int N, float *acc, const float *init, bool init_per_row) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int groups = (N + RNN_NB - 1) / RNN_NB, row_groups = (rows + RNN_RB - 1) / RNN_RB;
+    for (int task = warp; task < row_groups * groups; task += RNN_WARPS) {
+        const int r0 = (task / groups) * RNN_RB, n0 = (task % groups) * RNN_NB;
+        // a row past `rows` or a batch past N reads the last one; its sum is dropped below
+        const T *wr[RNN_RB];
+        #pragma unroll
+        for (int q = 0; q < RNN_RB; ++q) wr[q] = w + (size_t)min(r0 + q, rows - 1) * L + c0;
+        const float *vb[RNN_NB];
+        #pragma unroll
+        for (int b = 0; b < RNN_NB; ++b) vb[b] = v + min(n0 + b, N - 1) * KC;
+        float s[RNN_RB * RNN_NB] = {};
+        #pragma unroll 2
+        for (int k = lane * 4; k < kc; k += 128) {
+            float4 a[RNN_RB];
+            #pragma unroll
+            for (int q = 0; q < RNN_RB; ++q) a[q] = load4(wr[q] + k);
+            #pragma unroll
+            for (int b = 0; b < RNN_NB; ++b) {
+                const float4 x = *reinterpret_cast<const float4 *>(vb[b] + k);
+                #pragma unroll
+                for (int q = 0; q < RNN_RB; ++q)
+                    s[q * RNN_NB + b] += a[q].x * x.x + a[q].y * x.y + a[q].z * x.z + a[q].w * x.w;
+            }
+        }
+        const float sum = reduce8(s, lane);
+        const int idx = (lane & 16 ? 4 : 0) + (lane & 8 ? 2 : 0) + (lane & 4 ? 1 : 0);
+        const int r = r0 + idx / RNN_NB, n = n0 + idx % RNN_NB;
+        if ((lane & 3) == 0 && r < rows && n < N) {
+            const int at = r * N + n;
+            if (c0 == 0) acc[at] = sum + (init ? (init_per_row ? init[r] : init[at]) : 0.f);
+            else acc[at] += sum;
+        }
+    }
+}
+
+// acc = w . state for every row and batch: `src` is state row n at src + n * ld
+// (fp32, in global memory, written by other blocks before the last barrier).
+template <typename T>
+__device__ void matvec(const T *w, int L, int rows, const float *src, size_t ld, float *v,
+                       int KC, int N, float *acc, const float *init, bool init_per_row) {
+    constexpr int DEPTH = 8;  // loads in flight per thread: the L2 latency is paid once a pass
+    for (int c0 = 0; c0 < L; c0 += KC) {
+        const int kc = min(KC, L - c0);
+        if (c0) __syncthreads();  // the previous chunk's readers are done
+        for (int i0 = threadIdx.x * 4; i0 < N * kc; i0 += RNN_THREADS * 4 * DEPTH) {
+            float4 staged[DEPTH];
+            #pragma unroll
+            for (int d = 0; d < DEPTH; ++d) {
+                const int i = i0 + d * RNN_THREADS * 4, n = i / kc, k = i % kc;
+                // L2 only: L1 may hold this address from an earlier step
+                if (i < N * kc)
+                    staged[d] = __ldcg(reinterpret_cast<const float4 *>(src + n * ld + c0 + k));
+            }
+            #pragma unroll
+            for (int d = 0; d < DEPTH; ++d) {
+                const int i = i0 + d * RNN_THREADS * 4, n = i / kc, k = i % kc;
+                if (i < N * kc) *reinterpret_cast<float4 *>(v + n * KC + k) = staged[d];
+            }
+        }
+        __syncthreads();
+        dot_chunk(w, L, rows, c0, kc, v, KC, N, acc, init, init_per_row);
+    }
+    __syncthreads();
+}
+
+// Step t's projected input of (unit, sample) number i of the block, G values.
+template <int G, typename T>
+__device__ __forceinline__ void load_x(const T *X, int t, int i, int U, int N, int H, int j0,
+                                       float (&x)[G]) {
+    const int u = i % U, n = i / U, j = j0 + u;
+    if (i >= U * N || j >= H) return;
+    const size_t at = ((size_t)t * N + n) * G * H + j;
+    #pragma unroll
+    for (int g = 0; g < G; ++g) x[g] = to_f32(X[at + g * H]);
+}
+
+template <int MODE, typename T>
+__device__ void rnn_fprop(const RnnArgs &a) {
+    constexpr int G = Mode<MODE>::G;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int H = a.H, N = a.N, U = a.U, GH = G * H, rows = G * U, j0 = blockIdx.x * U;
+    const size_t ldr = 2 * (size_t)GH + 2 * H;
+    T *w = reinterpret_cast<T *>(smem);
+    float *f = reinterpret_cast<float *>(smem + a.w_bytes);
+    float *bias = f + a.off_bias, *v = f + a.off_v, *acc = f + a.off_acc;
+    float *h_own = f + a.off_h, *c_own = f + a.off_c;
+    const T *W = static_cast<const T *>(a.W);
+    for (int i = threadIdx.x; i < rows * H; i += RNN_THREADS) {
+        const int r = i / H, k = i % H, j = j0 + r % U;
+        w[i] = j < H ? W[(size_t)((r / U) * H + j) * (H + 1) + k] : from_f32<T>(0.f);
+    }
+    for (int r = threadIdx.x; r < rows; r += RNN_THREADS) {
+        const int j = j0 + r % U;
+        bias[r] = j < H ? to_f32(W[(size_t)((r / U) * H + j) * (H + 1) + H]) : 0.f;
+    }
+    // step 0 reads h_{-1} = h0 from hbuf[1], as step t reads hbuf[(t + 1) % 2]
+    for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
+        const int u = i % U, n = i / U, j = j0 + u;
+        if (j >= H) continue;
+        h_own[i] = load_or_zero<T>(a.h0, (size_t)n * H + j);
+        c_own[i] = load_or_zero<T>(a.c0, (size_t)n * H + j);
+        a.hbuf[(size_t)(N + n) * H + j] = h_own[i];
+    }
+    unsigned barriers = 0;
+    grid_sync(a.barrier, ++barriers * gridDim.x);
+    const T *X = static_cast<const T *>(a.X);
+    T *Y = static_cast<T *>(a.Y);
+    for (int t = 0; t < a.T; ++t) {
+        // the thread's first (unit, sample): its inputs load while the state is staged
+        float first[G];
+        load_x<G>(X, t, threadIdx.x, U, N, H, j0, first);
+        matvec(w, H, rows, a.hbuf + (size_t)((t + 1) & 1) * N * H, H, v, a.KC, N, acc, bias, true);
+        float *h_out = a.hbuf + (size_t)(t & 1) * N * H;
+        for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
+            const int u = i % U, n = i / U, j = j0 + u;
+            if (j >= H) continue;
+            const size_t pos = (size_t)t * N + n;
+            float pre[G], gate[G];
+            if (i == threadIdx.x) {
+                #pragma unroll
+                for (int g = 0; g < G; ++g) pre[g] = first[g];
+            } else {
+                load_x<G>(X, t, i, U, N, H, j0, pre);
+            }
+            float h, extra = 0.f;
+            if (MODE == RELU || MODE == TANH) {
+                h = gate[0] = MODE == RELU ? fmaxf(pre[0] + acc[u * N + n], 0.f)
+                                           : tanhf(pre[0] + acc[u * N + n]);
+            } else if (MODE == LSTM) {
+                #pragma unroll
+                for (int g = 0; g < 4; ++g) {
+                    const float x = pre[g] + acc[(g * U + u) * N + n];
+                    gate[g] = g == 2 ? tanhf(x) : sigmoid(x);
+                }
+                extra = c_own[i] = gate[1] * c_own[i] + gate[0] * gate[2];
+                h = gate[3] * tanhf(extra);
+            } else {
+                gate[0] = sigmoid(pre[0] + acc[u * N + n]);
+                gate[1] = sigmoid(pre[1] + acc[(U + u) * N + n]);
+                extra = acc[(2 * U + u) * N + n];
+                gate[2] = tanhf(pre[2] + gate[0] * extra);
+                h = (1.f - gate[1]) * gate[2] + gate[1] * h_own[i];
+            }
+            h_own[i] = h;
+            h_out[(size_t)n * H + j] = h;
+            Y[pos * H + j] = from_f32<T>(h);
+            if (a.reserve) {
+                float *rs = a.reserve + pos * ldr;
+                #pragma unroll
+                for (int g = 0; g < G; ++g) rs[g * H + j] = gate[g];
+                rs[GH + j] = h;
+                rs[GH + H + j] = extra;
+            }
+            if (t == a.T - 1) {
+                if (a.hy) static_cast<T *>(a.hy)[(size_t)n * H + j] = from_f32<T>(h);
+                if (a.cy) static_cast<T *>(a.cy)[(size_t)n * H + j] = from_f32<T>(c_own[i]);
+            }
+        }
+        if (t + 1 < a.T) grid_sync(a.barrier, ++barriers * gridDim.x);
+    }
+}
+
+// What step t's backward reads of (unit, sample) number i besides dh: dY, the
+// gates, h and the extra value (LSTM c, GRU rec_n) of the reserve, and the
+// previous step's c (LSTM) or h (GRU) -- c0 or h0 at t = 0.
+template <int G> struct BwdIn { float dy, gate[G], h, extra, prev; };
+
+template <int MODE, typename T>
+__device__ __forceinline__ void load_bwd(const RnnArgs &a, int t, int i, BwdIn<Mode<MODE>::G> &in) {
+    constexpr int G = Mode<MODE>::G;
+    const int H = a.H, N = a.N, U = a.U, GH = G * H, u = i % U, n = i / U, j = blockIdx.x * U + u;
+    if (i >= U * N || j >= H) return;
+    const size_t ldr = 2 * (size_t)GH + 2 * H, pos = (size_t)t * N + n;
+    const float *rs = a.reserve + pos * ldr;
+    in.dy = to_f32(static_cast<const T *>(a.dY)[pos * H + j]);
+    #pragma unroll
+    for (int g = 0; g < G; ++g) in.gate[g] = rs[g * H + j];
+    in.h = rs[GH + j];
+    in.extra = rs[GH + H + j];
+    const float *previous = t ? rs - N * ldr : nullptr;
+    if (MODE == LSTM)
+        in.prev = t ? previous[GH + H + j] : load_or_zero<T>(a.c0, (size_t)n * H + j);
+    if (MODE == GRU)
+        in.prev = t ? previous[GH + j] : load_or_zero<T>(a.h0, (size_t)n * H + j);
+}
+
+template <int MODE, typename T>
+__device__ void rnn_bprop(const RnnArgs &a) {
+    constexpr int G = Mode<MODE>::G;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int H = a.H, N = a.N, U = a.U, GH = G * H, j0 = blockIdx.x * U;
+    const size_t ldr = 2 * (size_t)GH + 2 * H;
+    T *w = reinterpret_cast<T *>(smem);
+    float *f = reinterpret_cast<float *>(smem + a.w_bytes);
+    float *v = f + a.off_v, *acc = f + a.off_acc, *dc = f + a.off_c, *bypass = f + a.off_byp;
+    const T *W = static_cast<const T *>(a.W);
+    // w[u][i] = R[i][j0 + u]: the columns of the block's units
+    for (int i = threadIdx.x; i < U * GH; i += RNN_THREADS) {
+        const int u = i / GH, row = i % GH, j = j0 + u;
+        w[i] = j < H ? W[(size_t)row * (H + 1) + j] : from_f32<T>(0.f);
+    }
+    // bypass and acc are indexed [u][n] (the dot products' layout), dc [n][u]
+    for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
+        const int u = i % U, n = i / U, j = j0 + u;
+        bypass[u * N + n] = 0.f;
+        dc[i] = j < H ? load_or_zero<T>(a.dcy, (size_t)n * H + j) : 0.f;
+    }
+    __syncthreads();
+    T *dX = static_cast<T *>(a.dX);
+    for (int t = a.T - 1; t >= 0; --t) {
+        // the thread's first (unit, sample): its inputs load while the state is staged
+        BwdIn<G> first;
+        load_bwd<MODE, T>(a, t, threadIdx.x, first);
+        if (t + 1 < a.T)
+            matvec(w, GH, U, a.reserve + (size_t)(t + 1) * N * ldr + GH + 2 * H, ldr, v, a.KC, N,
+                   acc, bypass, false);
+        for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
+            const int u = i % U, n = i / U, j = j0 + u;
+            if (j >= H) continue;
+            const size_t pos = (size_t)t * N + n;
+            BwdIn<G> in = first;
+            if (i != threadIdx.x) load_bwd<MODE, T>(a, t, i, in);
+            const float dh = in.dy + (t + 1 < a.T ? acc[u * N + n]
+                                                  : load_or_zero<T>(a.dhy, (size_t)n * H + j));
+            float d[G], dx_last;
+            if (MODE == RELU || MODE == TANH) {
+                d[0] = MODE == RELU ? (in.h > 0.f ? dh : 0.f) : dh * (1.f - in.h * in.h);
+                dx_last = d[0];
+            } else if (MODE == LSTM) {
+                const float gi = in.gate[0], gf = in.gate[1], gg = in.gate[2], go = in.gate[3];
+                const float tc = tanhf(in.extra);
+                const float dcv = dc[i] + dh * go * (1.f - tc * tc);
+                d[0] = dcv * gg * gi * (1.f - gi);
+                d[1] = dcv * in.prev * gf * (1.f - gf);
+                d[2] = dcv * gi * (1.f - gg * gg);
+                d[3] = dh * tc * go * (1.f - go);
+                dc[i] = dcv * gf;
+                dx_last = d[3];
+            } else {
+                const float r = in.gate[0], z = in.gate[1], nn = in.gate[2];
+                const float dn = dh * (1.f - z) * (1.f - nn * nn);
+                d[0] = dn * in.extra * r * (1.f - r);
+                d[1] = dh * (in.prev - nn) * z * (1.f - z);
+                d[2] = dn * r;
+                dx_last = dn;
+                bypass[u * N + n] = dh * z;
+            }
+            float *drec = a.reserve + pos * ldr + GH + 2 * H;
+            #pragma unroll
+            for (int g = 0; g < G; ++g) {
+                drec[g * H + j] = d[g];
+                dX[pos * GH + g * H + j] = from_f32<T>(g == G - 1 ? dx_last : d[g]);
+            }
+        }
+        grid_sync(a.barrier, (a.T - t) * gridDim.x);
+    }
+    if (a.dh0) {
+        matvec(w, GH, U, a.reserve + GH + 2 * H, ldr, v, a.KC, N, acc, bypass, false);
+        for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
+            const int u = i % U, n = i / U, j = j0 + u;
+            if (j < H) static_cast<T *>(a.dh0)[(size_t)n * H + j] = from_f32<T>(acc[u * N + n]);
+        }
+    }
+    if (a.dc0) {
+        for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
+            const int u = i % U, n = i / U, j = j0 + u;
+            if (j < H) static_cast<T *>(a.dc0)[(size_t)n * H + j] = from_f32<T>(dc[i]);
+        }
+    }
+}
+
+#define RNN_KERNELS(MODE, NAME, T, TNAME)                                                       \
+    extern "C" __global__ void __launch_bounds__(RNN_THREADS, 1)                                \
+        ga_rnn_fprop_##NAME##_##TNAME(const RnnArgs a) { rnn_fprop<MODE, T>(a); }               \
+    extern "C" __global__ void __launch_bounds__(RNN_THREADS, 1)                                \
+        ga_rnn_bprop_##NAME##_##TNAME(const RnnArgs a) { rnn_bprop<MODE, T>(a); }
+
+#define RNN_TYPES(MODE, NAME)                                                                   \
+    RNN_KERNELS(MODE, NAME, float, f32)                                                         \
+    RNN_KERNELS(MODE, NAME, __half, f16)                                                        \
+    RNN_KERNELS(MODE, NAME, __nv_bfloat16, bf16)
+
+RNN_TYPES(RELU, relu)
+RNN_TYPES(TANH, tanh)
+RNN_TYPES(GRU, gru)
+RNN_TYPES(LSTM, lstm)
