@@ -201,6 +201,29 @@ __device__ void matvec(const T *w, int L, int rows, const float *src, size_t ld,
     __syncthreads();
 }
 
+// The block's weights into shared memory once: element f comes from W[src]
+// (a zero where src < 0) and goes to w[dst], map(f, src, dst) saying where.
+// DEPTH loads are in flight per thread: this one-time copy is bound by DRAM
+// latency, not bandwidth.
+template <typename T, typename Map>
+__device__ void stage_weights(const T *W, T *w, int count, Map map) {
+    constexpr int DEPTH = 16;
+    for (int f0 = threadIdx.x; f0 < count; f0 += RNN_THREADS * DEPTH) {
+        T value[DEPTH];
+        int dst[DEPTH];
+        #pragma unroll
+        for (int d = 0; d < DEPTH; ++d) {
+            long long src = -1;
+            dst[d] = -1;
+            if (f0 + d * RNN_THREADS < count) map(f0 + d * RNN_THREADS, src, dst[d]);
+            value[d] = src >= 0 ? W[src] : from_f32<T>(0.f);
+        }
+        #pragma unroll
+        for (int d = 0; d < DEPTH; ++d)
+            if (dst[d] >= 0) w[dst[d]] = value[d];
+    }
+}
+
 // Step t's projected input of (unit, sample) number i of the block, G values.
 template <int G, typename T>
 __device__ __forceinline__ void load_x(const T *X, int t, int i, int U, int N, int H, int j0,
@@ -223,10 +246,12 @@ __device__ void rnn_fprop(const RnnArgs &a) {
     float *bias = f + a.off_bias, *v = f + a.off_v, *acc = f + a.off_acc;
     float *h_own = f + a.off_h, *c_own = f + a.off_c;
     const T *W = static_cast<const T *>(a.W);
-    for (int i = threadIdx.x; i < rows * H; i += RNN_THREADS) {
-        const int r = i / H, k = i % H, j = j0 + r % U;
-        w[i] = j < H ? W[(size_t)((r / U) * H + j) * (H + 1) + k] : from_f32<T>(0.f);
-    }
+    // w[r][k] = R[g*H + j][k] for row r = g*U + u, unit j = j0 + u
+    stage_weights(W, w, rows * H, [&](int f, long long &src, int &dst) {
+        const int r = f / H, j = j0 + r % U;
+        src = j < H ? (long long)((r / U) * H + j) * (H + 1) + f % H : -1;
+        dst = f;
+    });
     for (int r = threadIdx.x; r < rows; r += RNN_THREADS) {
         const int j = j0 + r % U;
         bias[r] = j < H ? to_f32(W[(size_t)((r / U) * H + j) * (H + 1) + H]) : 0.f;
@@ -332,11 +357,12 @@ __device__ void rnn_bprop(const RnnArgs &a) {
     float *f = reinterpret_cast<float *>(smem + a.w_bytes);
     float *v = f + a.off_v, *acc = f + a.off_acc, *dc = f + a.off_c, *bypass = f + a.off_byp;
     const T *W = static_cast<const T *>(a.W);
-    // w[u][i] = R[i][j0 + u]: the columns of the block's units
-    for (int i = threadIdx.x; i < U * GH; i += RNN_THREADS) {
-        const int u = i / GH, row = i % GH, j = j0 + u;
-        w[i] = j < H ? W[(size_t)row * (H + 1) + j] : from_f32<T>(0.f);
-    }
+    // w[u][i] = R[i][j0 + u]: the columns of the block's units, read a row's U at a time
+    stage_weights(W, w, U * GH, [&](int f, long long &src, int &dst) {
+        const int u = f % U, row = f / U, j = j0 + u;
+        src = j < H ? (long long)row * (H + 1) + j : -1;
+        dst = u * GH + row;
+    });
     // bypass and acc are indexed [u][n] (the dot products' layout), dc [n][u]
     for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
         const int u = i % U, n = i / U, j = j0 + u;
