@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import device_timer, new_row, print_table, table_cells, torch_and_gpu  # noqa: E402
-from common import write_results  # noqa: E402
+from common import set_target, write_results  # noqa: E402
 
 IMPLS = ("gpuarray", "gpuarray loop", "cudnn", "torch loop")
 #: (mode, hidden, batch, dtype)
@@ -34,6 +34,23 @@ CASES = [("relu", 1152, 4, "float32"), ("relu", 2048, 4, "float16"),
          ("lstm", 1024, 4, "bfloat16"), ("gru", 1024, 4, "float16"), ("gru", 1024, 32, "float16"),
          ("gru", 1024, 32, "bfloat16")]
 QUICK = CASES[:2] + CASES[3:4]
+
+
+#: issue 14's absolute forward targets (H200, µs per step): (mode, hidden, batch, dtype)
+ABSOLUTE = {("relu", 1152, 4, "float32"): 4.0, ("relu", 2048, 4, "float16"): 3.5,
+            ("relu", 1024, 32, "float16"): 2.5}
+
+
+def target(mode, hidden, batch, dtype_name, forward, cudnn):
+    """``(µs, text)`` of issue 14's target for one row: at least 3x cuDNN for the
+    plain RNN at batch 4, 2x for LSTM and GRU, and the absolute forward figures."""
+    absolute = ABSOLUTE.get((mode, hidden, batch, dtype_name)) if forward else None
+    factor = 2 if mode in ("lstm", "gru") else 3 if batch == 4 else None
+    if factor is None:
+        return (absolute, f"<= {absolute} us") if absolute else None
+    if absolute is None:
+        return cudnn / factor, f"{factor}x cuDNN"
+    return min(absolute, cudnn / factor), f"<= {absolute} us, {factor}x cuDNN"
 
 
 def torch_module(torch, mode, hidden):
@@ -141,6 +158,9 @@ def run_case(ng, torch, mode, hidden, batch, dtype_name, seq_len):
             row["values"][impl] = pair[k] / seq_len * 1e6
             row["times_us"][impl] = row["values"][impl]
         row["extra"] = {"validation": errors, "path": layer.layer.path}
+        goal = target(mode, hidden, batch, dtype_name, k == 0, row["values"]["cudnn"])
+        if goal is not None:
+            set_target(row, *goal)
         rows.append(row)
     fwd, total = (r["values"] for r in rows)
     print(f"{mode} H={hidden} N={batch} {dtype_name} ({layer.layer.path}): us/step fwd, fwd+bwd: "

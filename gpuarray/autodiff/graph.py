@@ -165,4 +165,3 @@ def topological_order(nodes):
                 state[child] = "open"
                 stack.append((child, iter(child.inputs)))
     return order
-

@@ -201,4 +201,3 @@ class Plan:
         wanted = node.op.value_inputs(node)
         args = [self._tree(x, values) if i in wanted else None for i, x in enumerate(self.args[node])]
         return node.op.expr(self.ng, node, args, self.shapes)
-
