@@ -54,8 +54,6 @@ def _libcuda():
             ctypes.c_void_p, ctypes.c_void_p]
         lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t,
                                          ctypes.c_void_p]
-        lib.cuOccupancyMaxActiveBlocksPerMultiprocessor.argtypes = [
-            ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
         lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
         lib.cuTensorMapEncodeTiled.argtypes = [
             ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
@@ -235,14 +233,6 @@ class Kernel:
         _check(_libcuda().cuLaunchCooperativeKernel(self.handle, *grid, *block, smem,
                                                     stream.current_handle(), params[0]),
                f"launching {self.name} cooperatively")
-
-    def resident_blocks(self, threads, smem):
-        """How many blocks of ``threads`` threads and ``smem`` bytes of dynamic
-        shared memory one multiprocessor holds at once."""
-        count = ctypes.c_int()
-        _check(_libcuda().cuOccupancyMaxActiveBlocksPerMultiprocessor(
-            ctypes.byref(count), self.handle, threads, smem), f"occupancy of {self.name}")
-        return count.value
 
 
 def memset_d32(ptr, value, count):

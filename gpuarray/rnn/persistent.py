@@ -29,7 +29,6 @@ GRANULE = 128
 #: shared-memory layout (weights' bytes, six float offsets)
 ARGS = struct.Struct("<16Q12i")
 
-_MODE_NAME = {"relu": "relu", "tanh": "tanh", "gru": "gru", "lstm": "lstm"}
 _TYPE_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
 
@@ -80,7 +79,7 @@ def plans(layer, sms, smem_limit):
 
 
 def _kernel(gpu, layer, direction):
-    name = f"ga_rnn_{direction}_{_MODE_NAME[layer.mode]}_{_TYPE_NAME[layer.dtype.name]}"
+    name = f"ga_rnn_{direction}_{layer.mode}_{_TYPE_NAME[layer.dtype.name]}"
     return gpu.rnn_library.function(STEM, name, gpu.smem_optin)
 
 
