@@ -187,6 +187,16 @@ def default_rtol(dtype, transcendental=False):
     return RTOL[name]
 
 
+def same_error(ours, theirs):
+    """``ours()`` raises what ``theirs()`` (numpy) raises: class and message."""
+    with pytest.raises(Exception) as expected:
+        theirs()
+    with pytest.raises(Exception) as got:
+        ours()
+    assert type(got.value) is type(expected.value), (got.value, expected.value)
+    assert str(got.value) == str(expected.value)
+
+
 def to_host(x):
     """Host numpy array from a tensor, an op-tree, or anything array-like."""
     if hasattr(x, "get") and not isinstance(x, np.ndarray):

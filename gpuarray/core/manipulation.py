@@ -15,7 +15,8 @@ polyval...), the NaN-ignoring reductions and ``count_nonzero`` from
 :mod:`gpuarray.core.nan_reductions`, ``pad`` from :mod:`gpuarray.core.padding`,
 and ``default_rng`` from :mod:`gpuarray.core.random`; the product functions
 (matmul, tensordot, vecdot, inner, vdot, kron, cross, einsum) come from
-:mod:`gpuarray.core.products`.
+:mod:`gpuarray.core.products`, the cumulative sums and products from
+:mod:`gpuarray.core.scans`.
 """
 import operator
 
@@ -27,17 +28,19 @@ from .numpy_math import NumpyMathFunctions
 from .padding import PaddingFunctions
 from .products import TensorProductFunctions
 from .random import RandomFunctions
+from .scans import ScanFunctions
 from .shaping import ShapingFunctions
 
 
 class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFunctions,
                             NanReductionFunctions, PaddingFunctions, RandomFunctions,
-                            TensorProductFunctions):
+                            TensorProductFunctions, ScanFunctions):
     """Mixin: numpy functions composed of views and elementwise operations
     (those of :mod:`gpuarray.core.shaping`, :mod:`gpuarray.core.arrangement`,
     :mod:`gpuarray.core.numpy_math`, :mod:`gpuarray.core.nan_reductions` and
     :mod:`gpuarray.core.padding` included; ``default_rng`` from
-    :mod:`gpuarray.core.random`; the products of :mod:`gpuarray.core.products`)."""
+    :mod:`gpuarray.core.random`; the products of :mod:`gpuarray.core.products`; the
+    cumulative sums and products of :mod:`gpuarray.core.scans`)."""
 
     def isclose(self, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         """Elementwise ``|a - b| <= atol + rtol * |b|``, as ``numpy.isclose``.
