@@ -55,7 +55,10 @@ class RNNLayer:
         calls take X projected, ``(T, N, G*H)``.
     x_shape, weight_shape, y_shape, state_shape, reserve_shape : tuple
     reserve_bytes, workspace_bytes : int
-        The reserve's size; no workspace is needed (0).
+        The reserve's size; 0 for the workspace, which the calls do not
+        take: their scratch (fp32 states, the persistent kernels' published
+        h and barrier counter) comes from the factory's memory pool, so
+        repeated calls allocate nothing new on the device.
     path : str
         How the calls run on the GPU: ``"persistent"``, one launch for all
         timesteps with the weights held in shared memory
