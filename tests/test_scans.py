@@ -1,4 +1,5 @@
-"""cumsum, cumprod, cumulative_sum, cumulative_prod (gpuarray.core.scans) against numpy.
+"""cumsum, cumprod, nancumsum, nancumprod, cumulative_sum, cumulative_prod
+(gpuarray.core.scans) against numpy.
 
 Both factories, numpy as the oracle: values (floats against numpy's
 float64 result on the same values, within the dtype's tolerance relative
@@ -84,6 +85,17 @@ def test_nan_and_infinities_propagate(ng):
     for name in ("cumsum", "cumprod"):
         expected, _ = _oracle(name, host, 1)
         assert_matches(getattr(ng, name)(ng.array(host), axis=1), expected.astype(np.float32))
+
+
+@pytest.mark.parametrize("name", ["nancumsum", "nancumprod"])
+@pytest.mark.parametrize("dtype", [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int16)],
+                         ids=str)
+def test_nan_ignoring(ng, name, dtype):
+    host = random_array(np.random.default_rng(11), (4, 6), dtype, 0.5, 1.5)
+    if is_float(dtype):
+        host[[0, 2, 3], [1, 0, 5]] = np.nan
+    for axis in (None, 0, 1):
+        _check(ng, name, host, axis)
 
 
 @pytest.mark.parametrize("name", ["cumulative_sum", "cumulative_prod"])

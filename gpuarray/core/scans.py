@@ -1,4 +1,4 @@
-"""Cumulative sums and products: cumsum, cumprod, cumulative_sum, cumulative_prod.
+"""Cumulative sums and products: cumsum, cumprod, their NaN-ignoring forms, cumulative_*.
 
 In: a tensor or expression of one factory, an axis (None: the flattened
 array), an optional result dtype and ``out``.  Out: a new tensor (or
@@ -60,6 +60,14 @@ class ScanFunctions:
     def cumprod(self, a, axis=None, dtype=None, out=None):
         """Running products along ``axis``, as ``numpy.cumprod`` (see :meth:`cumsum`)."""
         return self._scan("multiply", a, axis, dtype, out, False)
+
+    def nancumsum(self, a, axis=None, dtype=None, out=None):
+        """As :meth:`cumsum` with NaN taken as zero (``numpy.nancumsum``)."""
+        return self._scan("add", self._nan_to(a, 0), axis, dtype, out, False)
+
+    def nancumprod(self, a, axis=None, dtype=None, out=None):
+        """As :meth:`cumprod` with NaN taken as one (``numpy.nancumprod``)."""
+        return self._scan("multiply", self._nan_to(a, 1), axis, dtype, out, False)
 
     def cumulative_sum(self, x, axis=None, dtype=None, include_initial=False):
         """The array API's cumulative sum (``numpy.cumulative_sum``).
