@@ -28,7 +28,7 @@ import numpy as np
 from ..core import dtypes
 
 #: dtypes of convolution and pooling tensors (fp16/bf16 accumulate in fp32)
-DTYPES = (np.dtype(np.float16), dtypes.bfloat16, np.dtype(np.float32))
+DTYPES = dtypes.KERNEL_FLOATS
 POOL_OPS = ("max", "avg")
 #: tensors are indexed with 32-bit integers in the kernels
 MAX_ELEMENTS = 2**31 - 1

@@ -37,14 +37,11 @@ steps with numpy.  Mixed into both factories through
 """
 import math
 
-import numpy as np
-
 from . import dtypes
 from .optree import squeeze
 
-#: operand dtypes the GEMM kernels read (``gpuarray.gemm.call.INPUT_DTYPES``;
-#: the core does not import the gemm package)
-GEMM_DTYPES = (np.dtype(np.float16), dtypes.bfloat16, np.dtype(np.float32))
+#: operand dtypes the GEMM kernels read
+GEMM_DTYPES = dtypes.KERNEL_FLOATS
 
 
 class ContractionFunctions:

@@ -33,6 +33,10 @@ _C_TYPES = {
 
 SUPPORTED = tuple(_C_TYPES)
 
+#: the dtypes the hand-written kernels take (GEMM, convolution, pooling,
+#: recurrent layers): 16-bit storage accumulates in fp32
+KERNEL_FLOATS = (np.dtype(np.float16), bfloat16, np.dtype(np.float32))
+
 
 def as_dtype(dtype):
     """Return the canonical ``numpy.dtype`` for a supported dtype.

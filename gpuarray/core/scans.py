@@ -75,23 +75,14 @@ class ScanFunctions:
         As :meth:`cumsum`, except that ``axis`` is required for more than one
         dimension and ``include_initial`` prepends the zero of the sum.
         """
-        return self._scan("add", x, self._cumulative_axis(x, axis), dtype, None,
-                          include_initial)
+        x = self._tensor(x)
+        return self._scan("add", x, _cumulative_axis(x, axis), dtype, None, include_initial)
 
     def cumulative_prod(self, x, axis=None, dtype=None, include_initial=False):
         """The array API's cumulative product (``numpy.cumulative_prod``); see
         :meth:`cumulative_sum` (the initial value is one)."""
-        return self._scan("multiply", x, self._cumulative_axis(x, axis), dtype, None,
-                          include_initial)
-
-    def _cumulative_axis(self, x, axis):
-        x = self.operand(x)
-        if axis is None:
-            if x.ndim > 1:
-                raise ValueError("For arrays which have more than one dimension ``axis`` "
-                                 "argument is required.")
-            return 0
-        return axis
+        x = self._tensor(x)
+        return self._scan("multiply", x, _cumulative_axis(x, axis), dtype, None, include_initial)
 
     def _scan(self, op, a, axis, dtype, out, include_initial):
         x = self._tensor(a)
@@ -143,6 +134,16 @@ class ScanFunctions:
                 reach *= 2
         if current is not target:
             target[:] = current
+
+
+def _cumulative_axis(x, axis):
+    """The array API's axis rule: required beyond one dimension, else 0 by default."""
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError("For arrays which have more than one dimension ``axis`` "
+                             "argument is required.")
+        return 0
+    return axis
 
 
 def _overlaps(x, target):

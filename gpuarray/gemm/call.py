@@ -19,7 +19,7 @@ from ..core.array import Tensor
 from ..core.optree import OpTreeNode, Scalar
 
 #: operand dtypes the GEMM kernels read
-INPUT_DTYPES = (np.dtype(np.float16), dtypes.bfloat16, np.dtype(np.float32))
+INPUT_DTYPES = dtypes.KERNEL_FLOATS
 #: dtypes of C and of the bias
 OUTPUT_DTYPES = INPUT_DTYPES
 PRECISIONS = ("fp32", "tf32")

@@ -20,7 +20,7 @@ from ..core import dtypes, shapes
 from ..core.array import Tensor
 
 #: dtypes a network runs in (16-bit layers accumulate in fp32)
-DTYPES = (np.dtype(np.float16), dtypes.bfloat16, np.dtype(np.float32))
+DTYPES = dtypes.KERNEL_FLOATS
 F32 = np.dtype(np.float32)
 
 

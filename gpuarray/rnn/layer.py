@@ -26,7 +26,7 @@ import numpy as np
 from ..core import dtypes
 
 MODES = {"relu": 1, "tanh": 1, "gru": 3, "lstm": 4}
-DTYPES = (np.dtype(np.float16), dtypes.bfloat16, np.dtype(np.float32))
+DTYPES = dtypes.KERNEL_FLOATS
 
 
 def _positive(name, value):
