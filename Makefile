@@ -10,9 +10,12 @@ PORTABLE_ARCH := -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,co
 
 KERNEL_SRCS := $(wildcard kernels/*.cu)
 SM90_SRCS := $(wildcard kernels/*_sm90.cu)
-PORTABLE_SRCS := $(filter-out $(SM90_SRCS),$(KERNEL_SRCS))
+# host entry points around CUB's device algorithms: a shared library
+HOST_SRCS := $(wildcard kernels/*_host.cu)
+PORTABLE_SRCS := $(filter-out $(SM90_SRCS) $(HOST_SRCS),$(KERNEL_SRCS))
 KERNEL_BINS := $(patsubst kernels/%.cu,gpuarray/kernels/%.cubin,$(SM90_SRCS)) \
-               $(patsubst kernels/%.cu,gpuarray/kernels/%.fatbin,$(PORTABLE_SRCS))
+               $(patsubst kernels/%.cu,gpuarray/kernels/%.fatbin,$(PORTABLE_SRCS)) \
+               $(patsubst kernels/%.cu,gpuarray/kernels/%.so,$(HOST_SRCS))
 KERNEL_DEPS := $(wildcard kernels/*.cuh) gpuarray/fusion/prelude.cuh
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
@@ -42,6 +45,12 @@ gpuarray/kernels/%.cubin: kernels/%.cu $(KERNEL_DEPS)
 gpuarray/kernels/%.fatbin: kernels/%.cu $(KERNEL_DEPS)
 	@mkdir -p $(@D)
 	$(NVCC) -fatbin $(PORTABLE_ARCH) $(NVCCFLAGS) -Xptxas -v -o $@ $< > $@.log 2>&1 || { cat $@.log; rm -f $@; exit 1; }
+
+# the CUDA runtime is linked statically (nvcc's default), so the library
+# needs only libcuda at run time; it runs in the caller's current context
+gpuarray/kernels/%_host.so: kernels/%_host.cu $(KERNEL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) -shared -Xcompiler -fPIC $(PORTABLE_ARCH) $(NVCCFLAGS) -Xptxas -v -o $@ $< > $@.log 2>&1 || { cat $@.log; rm -f $@; exit 1; }
 endif
 
 python:

@@ -11,6 +11,8 @@ same bit-level algorithm as the generated kernels.
 """
 import numpy as np
 
+from .algorithms.functions import AlgorithmFunctions
+from .algorithms.host import HostAlgorithms
 from .core import dtypes, ops, shapes
 from .core.array import Tensor
 from .core.backend import Backend
@@ -31,7 +33,7 @@ class CPUTensor(Tensor):
                           strides=self.strides)
 
 
-class CPU(ConvFunctions, RNNFunctions, ProductFunctions, Backend):
+class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Backend):
     """Factory of host tensors evaluated with numpy.
 
     Parameters
@@ -47,6 +49,7 @@ class CPU(ConvFunctions, RNNFunctions, ProductFunctions, Backend):
     def __init__(self, seed=0, stochastic_round=False, **unused_gpu_options):
         super().__init__(seed, stochastic_round)
         self._rng = np.random.Generator(np.random.Philox(self.seed))
+        self._algorithms = HostAlgorithms(self)
 
     def __repr__(self):
         return f"gpuarray.CPU(seed={self.seed})"

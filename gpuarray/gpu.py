@@ -30,6 +30,8 @@ import weakref
 
 import numpy as np
 
+from .algorithms.device import DeviceAlgorithms
+from .algorithms.functions import AlgorithmFunctions
 from .conv.functions import ConvFunctions
 from .core.array import Tensor
 from .core.backend import Backend
@@ -193,7 +195,8 @@ def _check_rounding_capturable(c):
                                   "round stochastically)")
 
 
-class GPU(GPUStreamFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Backend):
+class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions,
+          Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
     Parameters
@@ -246,6 +249,8 @@ class GPU(GPUStreamFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Bac
         self._conv_plans = {}
         #: replays of graphs drawing random numbers, on the device (cuda.capture)
         self._replays = ReplayCounter(self)
+        #: sort, compaction, gathers: CUB and kernels/algorithms_host.cu
+        self._algorithms = DeviceAlgorithms(self)
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
@@ -370,6 +375,10 @@ class GPU(GPUStreamFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Bac
     @_device_call
     def _pool(self, call):
         pooling.run(self, call)
+
+    @_device_call
+    def _algorithm(self, name, *args):
+        return getattr(self._algorithms, name)(*args)
 
     runs_persistent_rnn = True
 

@@ -5,7 +5,8 @@ Runs on machines without a GPU (CI included) wherever nvcc is installed:
 architecture it targets, keeping ptxas's verbose report beside each binary;
 the report is read here.  A register spill or a stack frame in a GEMM main
 loop costs a large part of its speed, so any spill fails the test, naming
-the kernel and the architecture.
+the kernel and the architecture.  The kernels CUB instantiates in the
+``*_host.cu`` libraries are NVIDIA's, tuned there, and exempt.
 """
 import re
 import shutil
@@ -18,10 +19,12 @@ from gpuarray.gemm import tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "kernels").glob("*.cu"))
+# mangled names of CUB's and Thrust's kernels
+_LIBRARY_PREFIXES = ("_ZN3cub", "_ZN6thrust")
 
 
 def _binary(source):
-    suffix = ".cubin" if source.stem.endswith("_sm90") else ".fatbin"
+    suffix = {"_sm90": ".cubin", "_host": ".so"}.get(source.stem[-5:], ".fatbin")
     return ROOT / "gpuarray" / "kernels" / (source.stem + suffix)
 
 
@@ -69,6 +72,8 @@ def test_every_kernel_file_builds_for_every_target(reports):
 def test_no_register_spills(reports):
     for name, report in reports.items():
         for (kernel, arch), usage in report.items():
+            if kernel.startswith(_LIBRARY_PREFIXES):
+                continue
             stack, stores, loads = usage
             assert usage == (0, 0, 0), (
                 f"{kernel} ({name}, {arch}): {stack} bytes stack frame, {stores} bytes spill "

@@ -26,6 +26,7 @@ ALLOWED = {
     "autodiff": {"core", "autodiff"},
     "nn": {"core", "nn"},
     "rnn": {"core", "cuda", "rnn"},
+    "algorithms": {"core", "cuda", "algorithms"},
     "datasets": {"datasets"},
 }
 

@@ -179,12 +179,16 @@ class Tensor(Expression):
                           self._rounding)
 
     def __getitem__(self, key):
-        _check_index_types(key)
+        if _check_index_types(key):
+            return self.backend._index_with_array(self, key)
         shape, strides, offset = shapes.index_view(self.shape, self.strides, self.offset, key)
         return self._view(shape, strides, offset)
 
     def __setitem__(self, key, value):
         whole = key is Ellipsis or (type(key) is slice and key == _WHOLE)
+        if not whole and _check_index_types(key):
+            self.backend._assign_with_array(self, key, value)
+            return
         if not isinstance(value, Expression):  # tensors and trees pass unconverted
             value = dtypes.assigned_scalar(value, self.dtype)
         self.backend.assign(self if whole else self[key], value)
@@ -288,12 +292,11 @@ class Tensor(Expression):
 
 
 def _check_index_types(key):
-    """numpy's IndexError, in numpy's words, for index entries of no index type.
-
-    Entries numpy takes but basic indexing does not (integer or boolean
-    arrays and lists) are left to :func:`shapes.index_view`, which names
-    the limit.
+    """numpy's IndexError, in numpy's words, for index entries of no index type;
+    returns whether the key holds an integer or boolean array (or a list),
+    which the factory's gathers take (:mod:`gpuarray.algorithms.gathering`).
     """
+    arrays = False
     for item in key if type(key) is tuple else (key,):
         if isinstance(item, (Expression, np.ndarray)):
             if dtypes.kind(item.dtype) not in "iub":
@@ -301,7 +304,11 @@ def _check_index_types(key):
             if item.ndim == 0 and item.dtype.kind == "b":
                 raise IndexError("gpuarray supports basic indexing only (integers, slices, "
                                  "'...', None); got a 0-d boolean array as an index")
+            arrays = arrays or item.ndim > 0
+        elif isinstance(item, (list, tuple)):
+            arrays = True
         elif not (item is None or item is Ellipsis or hasattr(item, "__index__")
-                  or isinstance(item, (slice, list, tuple, np.ndarray))):
+                  or isinstance(item, slice)):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
                              "(`None`) and integer or boolean arrays are valid indices")
+    return arrays

@@ -1,0 +1,152 @@
+"""The numpy surface's data-dependent functions: ours beside CuPy and torch, same run.
+
+    python3 benchmarks/bench_numpy.py [--quick]
+
+Issue 15's cases: sort and argsort of 1e8 random float32 keys, a batch of
+1e4 rows of 1e4 sorted along the last axis, cumsum of 1e8 float32, a
+boolean-mask get of 1e8 float32 (half true), an integer gather of 1e7
+random positions out of 1e8, unique of 1e7 int32 drawn from 1e5 values,
+and searchsorted of 1e7 needles in 1e6 sorted keys (``--quick``: sizes
+/ 10).  Each case is validated against CuPy's result first (exactly:
+these functions have one right answer; the running sum within 1e-5 of
+its largest value), then timed with CUDA events as
+the user calls it (host work and the result's allocation included; the
+mask get and unique read a count back, on every side).  The sorts and the
+scan also report their effective bandwidth (bytes read + written once)
+as a fraction of a device-to-device copy measured in the same run.
+
+Targets (issue 15): sort and scan at least CuPy's speed (CUB); the rest
+reported as measured.
+
+Writes benchmarks/results/numpy.json and .png.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import device_timer, load_peers, new_row, print_table, set_target  # noqa: E402
+from common import table_cells, write_results  # noqa: E402
+
+IMPLS = ("gpuarray", "cupy", "torch")
+
+
+def inputs(cp, n):
+    rng = cp.random.default_rng(0)
+    side = int(n ** 0.5)
+    keys = rng.random(n, dtype=cp.float32)
+    return {"keys": keys, "mask": rng.random(n, dtype=cp.float32) < 0.5,
+            "positions": rng.integers(0, n, n // 10, dtype=cp.int64),
+            "labels": rng.integers(0, 100_000, n // 10, dtype=cp.int32),
+            "sorted": cp.sort(keys[:n // 100]), "needles": keys[n // 100:n // 100 + n // 10],
+            "rows": keys[:side * side].reshape(side, side)}
+
+
+def cases(ng, cp, torch, data):
+    """name -> (ours, CuPy's, torch's, bytes moved once or None), each a callable."""
+    o = {k: ng.from_dlpack(v) for k, v in data.items()}
+    t = {k: torch.from_dlpack(v) for k, v in data.items()}
+    n = data["keys"].size
+    return {
+        "sort float32": (lambda: ng.sort(o["keys"]), lambda: cp.sort(data["keys"]),
+                         lambda: torch.sort(t["keys"]).values, 8 * n),
+        "argsort float32": (lambda: ng.argsort(o["keys"]), lambda: cp.argsort(data["keys"]),
+                            lambda: torch.sort(t["keys"], stable=True).indices, 12 * n),
+        "sort rows (last axis)": (lambda: ng.sort(o["rows"], axis=-1),
+                                  lambda: cp.sort(data["rows"], axis=-1),
+                                  lambda: torch.sort(t["rows"], dim=-1).values, 8 * n),
+        "cumsum float32": (lambda: ng.cumsum(o["keys"]), lambda: cp.cumsum(data["keys"]),
+                           lambda: torch.cumsum(t["keys"], 0), 8 * n),
+        "mask get (50%)": (lambda: o["keys"][o["mask"]], lambda: data["keys"][data["mask"]],
+                           lambda: t["keys"][t["mask"]], None),
+        "integer gather": (lambda: ng.take(o["keys"], o["positions"]),
+                           lambda: cp.take(data["keys"], data["positions"]),
+                           lambda: t["keys"][t["positions"]], None),
+        "unique int32": (lambda: ng.unique(o["labels"]), lambda: cp.unique(data["labels"]),
+                         lambda: torch.unique(t["labels"]), None),
+        "searchsorted": (lambda: ng.searchsorted(o["sorted"], o["needles"]),
+                         lambda: cp.searchsorted(data["sorted"], data["needles"]),
+                         lambda: torch.searchsorted(t["sorted"], t["needles"]), None),
+    }
+
+
+def to_numpy(x, cp, torch):
+    if isinstance(x, torch.Tensor):
+        return x.cpu().numpy()
+    if isinstance(x, cp.ndarray):
+        return cp.asnumpy(x)
+    return x.get()
+
+
+def copy_seconds(cp, data):
+    """A device-to-device copy of the keys: the bandwidth yardstick."""
+    keys = data["keys"]
+    return device_timer(lambda: keys.copy(), 20, 3)
+
+
+def validate(name, got, expected):
+    """Exact, except the running sum (float rounding differs with the order of the
+    additions: within 1e-5 of the largest partial sum)."""
+    if got.shape != expected.shape:
+        raise AssertionError(f"{name}: shape {got.shape}, CuPy's {expected.shape}")
+    if name.startswith("cumsum"):
+        worst = np.abs(got.astype(np.float64) - expected).max() / np.abs(expected).max()
+        if worst > 1e-5:
+            raise AssertionError(f"{name}: off CuPy's by {worst:.1e} of the largest sum")
+    elif not np.array_equal(got, expected):
+        raise AssertionError(f"{name}: ours differs from CuPy's")
+
+
+def run(ng, cp, torch, data, repeats):
+    copy = copy_seconds(cp, data)
+    copy_bytes = 2 * data["keys"].nbytes
+    rows = []
+    for name, (ours, theirs, torchs, moved) in cases(ng, cp, torch, data).items():
+        validate(name, to_numpy(ours(), cp, torch), to_numpy(theirs(), cp, torch))
+        row = new_row(name, "ms per call", IMPLS, unit="ms")
+        for impl, fn in zip(IMPLS, (ours, theirs, torchs)):
+            seconds = device_timer(fn, repeats, 2, sync=ng.synchronize)
+            row["values"][impl] = seconds * 1e3
+            row["times_us"][impl] = seconds * 1e6
+        if moved is not None:
+            fraction = moved / (row["values"]["gpuarray"] / 1e3) / (copy_bytes / copy)
+            row["extra"] = {"fraction_of_copy_bandwidth": fraction}
+        if name.startswith(("sort", "argsort", "cumsum")):
+            set_target(row, row["values"]["cupy"], ">= CuPy")
+        rows.append(row)
+        ratio = row["values"]["cupy"] / row["values"]["gpuarray"]
+        note = f", {row['extra']['fraction_of_copy_bandwidth']:.0%} of copy bandwidth" \
+            if moved is not None else ""
+        print(f"{name}: ours {row['values']['gpuarray']:.3f} ms, CuPy "
+              f"{row['values']['cupy']:.3f}, torch {row['values']['torch']:.3f} "
+              f"({ratio:.2f}x CuPy{note})", flush=True)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="sizes / 10")
+    args = parser.parse_args()
+    libs, missing = load_peers()
+    if "torch" not in libs or "cupy" not in libs:
+        print(f"bench_numpy needs torch and CuPy: {missing}")
+        return 2
+    import gpuarray
+
+    if not gpuarray.gpu_available():
+        print("bench_numpy needs a GPU")
+        return 2
+    torch, cp = libs["torch"], libs["cupy"]
+    ng = gpuarray.GPU()
+    n = 10_000_000 if args.quick else 100_000_000
+    rows = run(ng, cp, torch, inputs(cp, n), 5 if args.quick else 10)
+    print_table([table_cells(r, IMPLS) for r in rows])
+    write_results("numpy", rows, {"impls": IMPLS, "n": n})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

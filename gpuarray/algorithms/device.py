@@ -1,0 +1,132 @@
+"""The algorithms engine of the GPU factory: CUB and the kernels around it.
+
+In: contiguous device tensors and the sizes of one primitive, as
+:mod:`gpuarray.algorithms.host` takes them.  Out: the work queued on the
+current stream (:mod:`gpuarray.cuda.algorithms` makes the calls), results
+written into the given tensors; :meth:`DeviceAlgorithms.flatnonzero` and
+:meth:`~DeviceAlgorithms.gather` read a count or an error flag back, so
+they wait for the stream.
+
+Scratch -- keys, positions, CUB's temporary storage -- comes from the
+factory's memory pool; every scratch tensor is held in a local until the
+call using it is queued (the pool may hand a freed block to the next
+allocation at once, ordered on the stream).  ``ng.stats()["kernels_launched"]`` counts one per
+library call (a CUB radix sort runs a few kernels per 8-bit digit).
+
+Sorting a batch of rows takes two stable radix sorts: by key, carrying
+each element's flat position, then by the row of that position (only the
+bits rows need); the second keeps the first's order within a row.
+"""
+import numpy as np
+
+from ..cuda import algorithms as lib
+from ..cuda import driver, stream
+from . import keys
+
+I64 = np.dtype(np.int64)
+
+
+class DeviceAlgorithms:
+    """See the module docstring; ``backend`` is the GPU factory."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def _call(self, name, *args):
+        lib.call(name, *args, stream.current_handle())
+        self.backend._stats["kernels_launched"] += 1
+
+    def _cub(self, name, *args):
+        """A CUB entry point, its scratch from the pool."""
+        handle = stream.current_handle()
+        nbytes = lib.scratch_bytes(name, *args, handle)
+        scratch = self.backend.empty((max(nbytes, 1),), np.uint8)
+        lib.run_with_scratch(name, (scratch.ptr, nbytes), *args, handle)
+        self.backend._stats["kernels_launched"] += 1
+
+    def _iota(self, n):
+        positions = self.backend.empty((n,), I64)
+        self._call("ga_iota", positions.ptr, n)
+        return positions
+
+    def _keys(self, src, merge_zeros, descending):
+        kind, width = keys.key_kind(src.dtype)
+        encoded = self.backend.empty((src.size,), keys.key_dtype(src.dtype))
+        self._call("ga_encode_keys", width, kind, src.ptr, encoded.ptr, src.size,
+                   int(merge_zeros), int(descending))
+        return encoded
+
+    def sort_rows(self, src, length, descending, values, indices):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.sort_rows`."""
+        g, n = self.backend, src.size
+        kind, width = keys.key_kind(src.dtype)
+        bits = keys.key_bits(src.dtype)
+        encoded = self._keys(src, indices is not None, descending)
+        ordered = g.empty((n,), encoded.dtype)
+        rows = n // length
+        if indices is None and rows == 1:
+            self._cub("ga_sort_keys", width, encoded.ptr, ordered.ptr, n, 0, bits)
+            self._call("ga_decode_keys", width, kind, ordered.ptr, values.ptr, n, int(descending))
+            return
+        single = indices is not None and rows == 1
+        positions = indices if single else g.empty((n,), I64)
+        start = self._iota(n)
+        self._cub("ga_sort_pairs", width, encoded.ptr, ordered.ptr, start.ptr, positions.ptr, n,
+                  0, bits)
+        if rows > 1:
+            positions = self._group_rows(positions, length, rows)
+            if indices is not None:
+                indices.reshape(-1)[:] = positions % length
+        if values is not None:
+            self.gather(src.reshape(-1), positions, values.reshape(-1), (1, n, n, 1), (0, 1, 0),
+                        False)
+
+    def _group_rows(self, positions, length, rows):
+        """Stable-sort flat ``positions`` by their row: rows in order, each row's
+        positions in the order the key sort left them."""
+        g, n = self.backend, positions.size
+        row_dtype = np.dtype(np.uint32 if rows <= 2 ** 32 else np.uint64)
+        row = g.empty((n,), row_dtype)
+        row[:] = positions // length
+        row_ordered = g.empty((n,), row_dtype)
+        grouped = g.empty((n,), I64)
+        self._cub("ga_sort_pairs", row_dtype.itemsize, row.ptr, row_ordered.ptr, positions.ptr,
+                  grouped.ptr, n, 0, max((rows - 1).bit_length(), 1))
+        return grouped
+
+    def flatnonzero(self, mask):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.flatnonzero`."""
+        g, n = self.backend, mask.size
+        found = g.empty((n,), I64)
+        count = g.empty((1,), I64)
+        self._cub("ga_select_flagged", mask.ptr, found.ptr, count.ptr, n)
+        return g.evaluate(found[:int(count.get()[0])])
+
+    def gather(self, src, idx, out, sizes, idx_strides, check=True):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.gather`; without
+        ``check`` (indices known to be in range) nothing is read back."""
+        if not check:
+            self._call("ga_gather", src.itemsize, src.ptr, idx.ptr, out.ptr, *sizes,
+                       *idx_strides, None)
+            return None
+        bad = self.backend.empty((1,), np.uint64)
+        driver.memset_d32(bad.ptr, 0xFFFFFFFF, 2)
+        self._call("ga_gather", src.itemsize, src.ptr, idx.ptr, out.ptr, *sizes, *idx_strides,
+                   bad.ptr)
+        position = int(bad.get()[0])
+        return None if position == 2 ** 64 - 1 else position
+
+    def scatter(self, src, idx, dst):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.scatter`."""
+        self._call("ga_scatter", src.itemsize, src.ptr, idx.ptr, dst.ptr, src.size)
+
+    def search(self, sorted_values, needles, right, out):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.search`."""
+        haystack = self._keys(sorted_values, True, False)
+        wanted = self._keys(needles, True, False)
+        self._call("ga_search", haystack.itemsize, haystack.ptr, haystack.size, wanted.ptr,
+                   wanted.size, out.ptr, int(right))
+
+    def running_sum(self, src, out):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.running_sum`."""
+        self._cub("ga_inclusive_sum_i64", src.ptr, out.ptr, src.size)

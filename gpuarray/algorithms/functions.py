@@ -1,0 +1,44 @@
+"""The algorithms in the factory API: the :class:`AlgorithmFunctions` mixin.
+
+In: user calls -- ``sort``, ``argsort``, ``searchsorted``, ``nonzero``,
+``flatnonzero``, ``argwhere``, ``unique`` and the array API's ``unique_*``,
+``take``, ``take_along_axis`` -- and tensor indexing with integer or boolean
+arrays, to read (``t[key]``) and to assign (``t[key] = value``).  Out: new
+tensors.  The shared code (the role modules mixed in here) checks
+arguments and arranges rows and indices; the factory's engine
+(``self._algorithms``: :mod:`.host` on the CPU factory, :mod:`.device` on
+the GPU) runs the primitives.
+"""
+import numpy as np
+
+from ..core.array import Tensor
+from ..core.optree import Expression
+from .gathering import GatherFunctions
+from .scattering import ScatterFunctions
+from .searching import SearchFunctions
+from .sets import SetFunctions
+from .sorting import SortFunctions
+
+
+class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFunctions,
+                         ScatterFunctions):
+    """Mixin of the factories (see the module docstring); a factory sets
+    ``self._algorithms`` to its engine."""
+
+    def _algorithm(self, name, *args):
+        """Run the engine's primitive ``name`` (the GPU factory wraps this in its
+        device-call guard)."""
+        return getattr(self._algorithms, name)(*args)
+
+    def _algorithm_input(self, a):
+        """``a`` as a tensor of this factory: tensors pass, op-trees are
+        evaluated, host data is copied in."""
+        if isinstance(a, Tensor) and a.backend is self:
+            return a
+        if isinstance(a, Expression):
+            return self.evaluate(self.operand(a))
+        return self.array(np.asarray(a))
+
+    def _contiguous(self, t):
+        """``t`` itself when C-contiguous, else a contiguous copy."""
+        return t if t.is_contiguous else self.evaluate(t)

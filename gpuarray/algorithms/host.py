@@ -1,0 +1,71 @@
+"""The algorithms engine of the CPU factory: the device primitives in numpy.
+
+In: contiguous CPU tensors and the sizes of one primitive -- row sort,
+compaction, gather, scatter, binary search, running sum -- as
+:mod:`gpuarray.algorithms.device` takes them.  Out: the results written
+into the given tensors (or a new tensor), computed the way the device
+computes them (the same sort keys, a stable sort), so that the shared code
+in :mod:`gpuarray.algorithms` is tested against numpy on any machine.
+"""
+import numpy as np
+
+from . import keys
+
+
+def _np(t):
+    """The numpy array behind a contiguous CPU tensor, flattened."""
+    return t.numpy_view().reshape(-1)
+
+
+class HostAlgorithms:
+    """See the module docstring; ``backend`` is the CPU factory."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def sort_rows(self, src, length, descending, values, indices):
+        """Sort each row of ``length`` elements of ``src`` into ``values``
+        (the sorted elements) and/or ``indices`` (their int64 positions in the row)."""
+        rows = _np(src).reshape(-1, length)
+        order = np.argsort(keys.encode(rows, indices is not None, descending), axis=-1,
+                           kind="stable")
+        if indices is not None:
+            _np(indices)[:] = order.reshape(-1)
+        if values is not None:
+            _np(values)[:] = np.take_along_axis(rows, order, axis=-1).reshape(-1)
+
+    def flatnonzero(self, mask):
+        """int64 positions of the nonzero elements of the bool tensor ``mask``."""
+        return self.backend.array(np.flatnonzero(_np(mask)).astype(np.int64))
+
+    def gather(self, src, idx, out, sizes, idx_strides, check=True):
+        """``out[o, j, i] = src[o, idx[o*so + j*sj + i*si], i]`` for sizes ``(outer, J, A,
+        inner)``; returns the first flat position of ``out`` whose index is outside
+        ``[-A, A)`` (that element is left zero), or None.  ``check`` False says
+        the indices are known to be in range (the device then reads nothing back)."""
+        outer, count, axis_len, inner = sizes
+        table = _np(idx)
+        step = table.itemsize
+        index = np.lib.stride_tricks.as_strided(
+            table, (outer, count, inner), tuple(s * step for s in idx_strides))
+        index = np.where(index < 0, index + axis_len, index)
+        bad = (index < 0) | (index >= axis_len)
+        source = _np(src).reshape(outer, axis_len, inner)
+        result = np.take_along_axis(source, np.where(bad, 0, index), axis=1)
+        result[bad] = 0
+        _np(out)[:] = result.reshape(-1)
+        return int(np.flatnonzero(bad)[0]) if bad.any() else None
+
+    def scatter(self, src, idx, dst):
+        """``dst[idx[i]] = src[i]`` (indices in range and distinct)."""
+        _np(dst)[_np(idx)] = _np(src)
+
+    def search(self, sorted_values, needles, right, out):
+        """Insertion points of ``needles`` in the sorted 1-D ``sorted_values``."""
+        side = "right" if right else "left"
+        haystack = keys.encode(_np(sorted_values), True, False)
+        _np(out)[:] = np.searchsorted(haystack, keys.encode(_np(needles), True, False), side)
+
+    def running_sum(self, src, out):
+        """Inclusive running sums of the int64 tensor ``src``."""
+        np.cumsum(_np(src), out=_np(out))

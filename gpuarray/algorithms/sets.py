@@ -1,0 +1,135 @@
+"""Set functions: ``unique`` (numpy's) and the array API's ``unique_*``.
+
+In: a tensor, op-tree or array_like of one factory.  Out: the sorted
+distinct values of the flattened input, and on request the position of
+each value's first occurrence, the input's inverse (the value each element
+maps to, in the input's shape) and the counts -- int64 tensors.
+
+How: one stable sort of the flattened input (carrying positions when
+first occurrences or the inverse are wanted); a flag where a sorted
+element differs from the one before (NaNs equal one another with
+``equal_nan``, as numpy's ``unique`` has it; the array API's ``unique_*``
+keep every NaN distinct, as numpy's do); the flags' positions are the
+groups' starts (the values, the first occurrences, and by differences the
+counts); their running sum numbers each sorted element's group, which
+the sort's positions scatter back into the inverse.
+"""
+from collections import namedtuple
+
+import numpy as np
+
+from ..core import dtypes
+
+I64 = np.dtype(np.int64)
+
+UniqueAllResult = namedtuple("UniqueAllResult", "values indices inverse_indices counts")
+UniqueCountsResult = namedtuple("UniqueCountsResult", "values counts")
+UniqueInverseResult = namedtuple("UniqueInverseResult", "values inverse_indices")
+
+
+class SetFunctions:
+    """Mixin: ``unique``, ``unique_values``, ``unique_counts``, ``unique_inverse``,
+    ``unique_all``."""
+
+    def unique(self, ar, return_index=False, return_inverse=False, return_counts=False,
+               axis=None, *, equal_nan=True, sorted=True):
+        """The sorted distinct elements of ``ar``, as ``numpy.unique``.
+
+        Parameters
+        ----------
+        ar : array_like
+            Flattened.
+        return_index, return_inverse, return_counts : bool
+            Also return each value's first position, the inverse (``ar``'s
+            shape) and the counts, in that order after the values.
+        axis : None
+            Only the flattened form is supported; an axis raises NotImplementedError.
+        equal_nan : bool
+            Collapse NaNs into one value (numpy's default).
+        sorted : bool
+            Accepted; the values are sorted either way.
+
+        Returns
+        -------
+        Tensor, or a tuple of tensors
+        """
+        if axis is not None:
+            raise NotImplementedError("unique along an axis is not supported; flatten the "
+                                      "rows into a structured key first, or use axis=None")
+        x = self._algorithm_input(ar)
+        values, index, inverse, counts = self._unique(x, return_index, return_inverse,
+                                                      return_counts, equal_nan)
+        extra = [part for part, wanted in ((index, return_index), (inverse, return_inverse),
+                                           (counts, return_counts)) if wanted]
+        return (values, *extra) if extra else values
+
+    def unique_values(self, x, /):
+        """The array API's distinct values (every NaN distinct)."""
+        return self._unique(self._algorithm_input(x), False, False, False, False)[0]
+
+    def unique_counts(self, x, /):
+        """The array API's ``(values, counts)`` (every NaN distinct)."""
+        values, _, _, counts = self._unique(self._algorithm_input(x), False, False, True, False)
+        return UniqueCountsResult(values, counts)
+
+    def unique_inverse(self, x, /):
+        """The array API's ``(values, inverse_indices)`` (every NaN distinct)."""
+        values, _, inverse, _ = self._unique(self._algorithm_input(x), False, True, False, False)
+        return UniqueInverseResult(values, inverse)
+
+    def unique_all(self, x, /):
+        """The array API's ``(values, indices, inverse_indices, counts)``."""
+        return UniqueAllResult(*self._unique(self._algorithm_input(x), True, True, True, False))
+
+    def _unique(self, x, want_index, want_inverse, want_counts, equal_nan):
+        flat, n = self._contiguous(x).reshape(-1), x.size
+        if n == 0:
+            empty = self.empty((0,), I64)
+            return self.empty((0,), x.dtype), empty, self.empty(x.shape, I64), empty
+        positions = self.empty((n,), I64) if want_index or want_inverse else None
+        ordered = self.empty((n,), x.dtype)
+        self._algorithm("sort_rows", flat, n, False, ordered, positions)
+        starts_flag = self.empty((n,), np.bool_)
+        starts_flag[:1] = True
+        if n > 1:
+            starts_flag[1:] = self._differs(ordered[1:], ordered[:-1], equal_nan)
+        starts = self._algorithm("flatnonzero", starts_flag)
+        values = self._pick(ordered, starts)
+        index = self._pick(positions, starts) if want_index else None
+        counts = self._counts(starts, n) if want_counts else None
+        inverse = self._inverse(starts_flag, positions, x.shape) if want_inverse else None
+        return values, index, inverse, counts
+
+    def _differs(self, a, b, equal_nan):
+        """Op-tree: ``a != b``, NaN equal to NaN with ``equal_nan``."""
+        differs = self.not_equal(a, b)
+        if equal_nan and dtypes.kind(a.dtype) == "f":
+            both_nan = self.logical_and(self.isnan(a), self.isnan(b))
+            differs = self.logical_and(differs, self.logical_not(both_nan))
+        return differs
+
+    def _pick(self, source, positions):
+        """``source[positions]`` (positions known to be in range)."""
+        result = self.empty((positions.size,), source.dtype)
+        self._algorithm("gather", source, positions, result,
+                        (1, positions.size, source.size, 1), (0, 1, 0), False)
+        return result
+
+    def _counts(self, starts, n):
+        counts = self.empty((starts.size,), I64)
+        counts[:-1] = starts[1:] - starts[:-1]
+        counts[-1:] = n - starts[-1:]
+        return counts
+
+    def _inverse(self, starts_flag, positions, shape):
+        """Each input element's group: the running count of group starts up to its
+        sorted place, scattered to its original place."""
+        n = starts_flag.size
+        flags = self.empty((n,), I64)
+        flags[:] = starts_flag
+        group = self.empty((n,), I64)
+        self._algorithm("running_sum", flags, group)
+        group[:] = group - 1
+        inverse = self.empty(shape, I64)
+        self._algorithm("scatter", group, positions, inverse.reshape(-1))
+        return inverse

@@ -1,0 +1,91 @@
+"""Sorting: ``sort`` and ``argsort``, with numpy's and the array API's arguments.
+
+In: a tensor, op-tree or array_like of one factory; an axis (None: the
+flattened array); numpy's ``kind``/``order``/``stable`` and the array API's
+``descending``/``stable``.  Out: a new contiguous tensor of the sorted
+values, or of their int64 positions along the axis.
+
+How: the axis is moved last and copied contiguous where it is not; the
+factory's engine sorts each row by radix keys (:mod:`.keys`: numpy's order,
+NaN last).  The sort is always stable, so every ``kind`` numpy accepts
+gives numpy's stable result.
+"""
+import operator
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
+
+I64 = np.dtype(np.int64)
+
+
+class SortFunctions:
+    """Mixin: ``sort``, ``argsort``."""
+
+    def sort(self, a, axis=-1, kind=None, order=None, *, descending=False, stable=None):
+        """A sorted copy of ``a``, as ``numpy.sort`` (stable; NaN last).
+
+        Parameters
+        ----------
+        a : array_like
+        axis : int or None
+            The axis to sort along (default: the last); None sorts the
+            flattened array.
+        kind : {None, "quicksort", "mergesort", "heapsort", "stable"}
+            Accepted for numpy's sake: every kind runs the same stable radix sort.
+        order : None
+            Arrays have no fields: any other value raises ValueError, as numpy does.
+        descending : bool
+            The array API's: largest first (NaN first), equal elements in
+            their original order.
+        stable : bool, optional
+            The array API's (and numpy 2's) keyword; the sort is stable either way.
+
+        Returns
+        -------
+        Tensor
+
+        Raises
+        ------
+        numpy.exceptions.AxisError
+            ``axis`` out of range.
+        ValueError
+            An unknown ``kind``, an ``order``, or ``kind`` and ``stable`` together.
+        TypeError
+            A dtype with no order.
+        """
+        return self._sort(a, axis, kind, order, stable, descending, False)
+
+    def argsort(self, a, axis=-1, kind=None, order=None, *, descending=False, stable=None):
+        """The int64 positions that sort ``a`` along ``axis``, as ``numpy.argsort``.
+
+        Arguments as :meth:`sort`.  Equal elements (-0.0 and 0.0 among them)
+        keep their original order.
+        """
+        return self._sort(a, axis, kind, order, stable, descending, True)
+
+    def _sort(self, a, axis, kind, order, stable, descending, positions):
+        _check_options(kind, order, stable)
+        x = self._algorithm_input(a)
+        if axis is None:
+            x, axis = self._contiguous(x).reshape(-1), 0
+        axis = normalize_axis_index(operator.index(axis), x.ndim)
+        moved = self.moveaxis(x, axis, -1)
+        result = self.empty(moved.shape, I64 if positions else x.dtype)
+        if result.size:
+            self._algorithm("sort_rows", self._contiguous(moved), moved.shape[-1],
+                            bool(descending), None if positions else result,
+                            result if positions else None)
+        return self._contiguous(self.moveaxis(result, -1, axis))
+
+
+def _check_options(kind, order, stable):
+    """numpy's checks of ``kind``, ``order`` and ``stable``, in numpy's words."""
+    if kind is not None:
+        if stable is not None:
+            raise ValueError("`kind` and keyword parameters can't be provided at the same "
+                             "time. Use only one of them.")
+        if not isinstance(kind, str) or kind[:1].lower() not in ("q", "m", "h", "s"):
+            raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' "
+                             f"(got {kind!r})")
+    if order is not None:
+        raise ValueError("Cannot specify order when the array has no fields.")

@@ -1,0 +1,314 @@
+// algorithms_host.cu: the data-dependent device algorithms -- radix sort,
+// stream compaction, prefix sums -- and the small kernels around them (sort
+// key encoding, gathers, binary search), as a shared library of host
+// entry points that gpuarray/cuda/algorithms.py calls through ctypes.
+//
+// What it computes:
+//   * ga_encode_keys / ga_decode_keys: element bits <-> unsigned radix keys
+//     whose unsigned order is numpy's sort order.  Unsigned integers and
+//     bool keep their bits; signed integers flip the sign bit; IEEE floats
+//     (fp16, bf16, fp32, fp64) flip the sign bit of non-negative values and
+//     every bit of negative ones.  Every NaN encodes as the all-ones key, so
+//     NaNs sort last (numpy's order) and compare equal to each other.  With
+//     `merge_zeros`, -0.0 encodes as +0.0 (argsort, searchsorted and unique
+//     treat them as equal, so a stable sort must keep their order); without,
+//     -0.0 sorts just before +0.0 and decodes back to itself.  `descending`
+//     complements the key (a stable ascending sort of complemented keys is
+//     a stable descending sort).
+//   * ga_sort_keys / ga_sort_pairs: CUB's LSD radix sort (onesweep) of keys
+//     of 1, 2, 4 or 8 bytes over bits [begin_bit, end_bit), the pairs form
+//     carrying int64 values (the original positions for argsort).  Stable.
+//   * ga_select_flagged: the positions i (int64, ascending) where flags[i]
+//     is nonzero, and their count, written to the device (CUB DeviceSelect).
+//   * ga_inclusive_sum_i64: running sums of int64 (CUB DeviceScan).
+//   * ga_iota: dst[i] = i (int64), the positions argsort carries.
+//   * ga_gather: dst[(o*J + j)*inner + i] = src[(o*A + k)*inner + i] with
+//     k = idx[o*is_o + j*is_j + i*is_i], negative k counted from the end of
+//     the axis (numpy's take and take_along_axis, elements of 1, 2, 4, 8 or
+//     16 bytes).  An index outside [-A, A) writes zero to dst and records the
+//     smallest flat output position that held one in *bad (an unsigned
+//     64-bit minimum; the caller sets it to all-ones before the launch), or
+//     nowhere when bad is NULL (indices known to be in range).
+//   * ga_scatter: dst[idx[i]] = src[i] for i < n (indices in range, distinct).
+//   * ga_search: for each needle key, the first (side 0, numpy's "left") or
+//     one past the last (side 1, "right") position of a sorted key array
+//     where it would be inserted; keys as encoded above.
+//
+// Layouts: every array is contiguous; keys and elements are handled as raw
+// bits of their width, so one instantiation serves every dtype of a size.
+//
+// Parameters: element counts are int64; `stream` is a CUstream (0: the
+// legacy default stream of the current context -- the caller's context is
+// current, so the runtime adopts it).  The CUB entries take (temp,
+// temp_bytes): with temp == NULL they only store the scratch size needed.
+// Every entry returns a cudaError_t (0: success); ga_error_string names it.
+//
+// Launch shape: the small kernels run 256-thread blocks, a grid-stride loop
+// over at most 32 blocks per SM of the device's SM count (fetched once).
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <cstdint>
+
+namespace {
+
+constexpr int kThreads = 256;
+
+enum KeyKind { kUnsigned = 0, kSigned = 1, kFloat = 2, kBFloat = 3 };
+
+// 16-byte elements (complex128) move as a pair of words
+struct alignas(16) Bits128 {
+  uint64_t lo, hi;
+};
+
+int grid_for(int64_t n) {
+  static int sms = 0;
+  if (sms == 0) {
+    int device = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (sms <= 0) sms = 1;
+  }
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  int64_t most = int64_t(sms) * 32;
+  if (blocks > most) blocks = most;
+  return blocks < 1 ? 1 : int(blocks);
+}
+
+// the exponent-all-ones-and-nonzero-mantissa test of each float format,
+// on the bits without the sign: NaN when they exceed the infinity's bits
+template <typename U> __device__ U infinity_bits(int kind);
+template <> __device__ uint16_t infinity_bits<uint16_t>(int kind) {
+  return kind == kBFloat ? 0x7f80u : 0x7c00u;
+}
+template <> __device__ uint32_t infinity_bits<uint32_t>(int) { return 0x7f800000u; }
+template <> __device__ uint64_t infinity_bits<uint64_t>(int) { return 0x7ff0000000000000ull; }
+template <> __device__ uint8_t infinity_bits<uint8_t>(int) { return 0xffu; }
+
+template <typename U>
+__device__ U encode(U b, int kind, bool merge_zeros) {
+  const U sign = U(U(1) << (sizeof(U) * 8 - 1));
+  if (kind == kSigned) return U(b ^ sign);
+  if (kind == kUnsigned) return b;
+  const U magnitude = U(b & U(~sign));
+  if (magnitude > infinity_bits<U>(kind)) return U(~U(0));
+  if (merge_zeros && magnitude == 0) return sign;
+  return (b & sign) ? U(~b) : U(b | sign);
+}
+
+template <typename U>
+__device__ U decode(U k, int kind) {
+  const U sign = U(U(1) << (sizeof(U) * 8 - 1));
+  if (kind == kSigned) return U(k ^ sign);
+  if (kind == kUnsigned) return k;
+  return (k & sign) ? U(k & U(~sign)) : U(~k);
+}
+
+template <typename U>
+__global__ void encode_kernel(const U* src, U* dst, int64_t n, int kind, bool merge_zeros,
+                              bool descending) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    U k = encode(src[i], kind, merge_zeros);
+    dst[i] = descending ? U(~k) : k;
+  }
+}
+
+template <typename U>
+__global__ void decode_kernel(const U* src, U* dst, int64_t n, int kind, bool descending) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    U k = src[i];
+    dst[i] = decode(descending ? U(~k) : k, kind);
+  }
+}
+
+struct GatherShape {
+  int64_t outer, J, A, inner;      // output (outer, J, inner); source (outer, A, inner)
+  int64_t is_o, is_j, is_i;        // index strides, in elements
+};
+
+template <typename T>
+__global__ void gather_kernel(const T* src, const int64_t* idx, T* dst, GatherShape g,
+                              unsigned long long* bad) {
+  const int64_t n = g.outer * g.J * g.inner;
+  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < n;
+       p += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t i = p % g.inner;
+    const int64_t oj = p / g.inner;
+    const int64_t j = oj % g.J;
+    const int64_t o = oj / g.J;
+    int64_t k = idx[o * g.is_o + j * g.is_j + i * g.is_i];
+    if (k < 0) k += g.A;
+    if (k < 0 || k >= g.A) {
+      dst[p] = T{};
+      if (bad) atomicMin(bad, (unsigned long long)p);
+    } else {
+      dst[p] = src[(o * g.A + k) * g.inner + i];
+    }
+  }
+}
+
+template <typename T>
+__global__ void scatter_kernel(const T* src, const int64_t* idx, T* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dst[idx[i]] = src[i];
+}
+
+__global__ void iota_kernel(int64_t* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = i;
+}
+
+template <typename U>
+__global__ void search_kernel(const U* sorted, int64_t n, const U* needles, int64_t m,
+                              int64_t* out, int side) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < m;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const U v = needles[i];
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      const U s = sorted[mid];
+      if (side ? (s <= v) : (s < v)) lo = mid + 1; else hi = mid;
+    }
+    out[i] = lo;
+  }
+}
+
+template <typename U>
+cudaError_t encode_as(const void* src, void* dst, int64_t n, int kind, int merge_zeros,
+                      int descending, cudaStream_t s) {
+  encode_kernel<U><<<grid_for(n), kThreads, 0, s>>>(
+      static_cast<const U*>(src), static_cast<U*>(dst), n, kind, merge_zeros != 0,
+      descending != 0);
+  return cudaGetLastError();
+}
+
+template <typename U>
+cudaError_t decode_as(const void* src, void* dst, int64_t n, int kind, int descending,
+                      cudaStream_t s) {
+  decode_kernel<U><<<grid_for(n), kThreads, 0, s>>>(
+      static_cast<const U*>(src), static_cast<U*>(dst), n, kind, descending != 0);
+  return cudaGetLastError();
+}
+
+template <typename U>
+cudaError_t sort_keys_as(void* temp, size_t* temp_bytes, const void* kin, void* kout,
+                         int64_t n, int begin_bit, int end_bit, cudaStream_t s) {
+  return cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, static_cast<const U*>(kin),
+                                        static_cast<U*>(kout), n, begin_bit, end_bit, s);
+}
+
+template <typename U>
+cudaError_t sort_pairs_as(void* temp, size_t* temp_bytes, const void* kin, void* kout,
+                          const int64_t* vin, int64_t* vout, int64_t n, int begin_bit,
+                          int end_bit, cudaStream_t s) {
+  return cub::DeviceRadixSort::SortPairs(temp, *temp_bytes, static_cast<const U*>(kin),
+                                         static_cast<U*>(kout), vin, vout, n, begin_bit,
+                                         end_bit, s);
+}
+
+template <typename T>
+cudaError_t gather_as(const void* src, const int64_t* idx, void* dst, GatherShape g,
+                      unsigned long long* bad, cudaStream_t s) {
+  gather_kernel<T><<<grid_for(g.outer * g.J * g.inner), kThreads, 0, s>>>(
+      static_cast<const T*>(src), idx, static_cast<T*>(dst), g, bad);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t scatter_as(const void* src, const int64_t* idx, void* dst, int64_t n,
+                       cudaStream_t s) {
+  scatter_kernel<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<const T*>(src), idx,
+                                                     static_cast<T*>(dst), n);
+  return cudaGetLastError();
+}
+
+template <typename U>
+cudaError_t search_as(const void* sorted, int64_t n, const void* needles, int64_t m,
+                      int64_t* out, int side, cudaStream_t s) {
+  search_kernel<U><<<grid_for(m), kThreads, 0, s>>>(static_cast<const U*>(sorted), n,
+                                                    static_cast<const U*>(needles), m, out,
+                                                    side);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+// one switch on the key or element width for every entry point
+#define GA_BY_WIDTH(bytes, CALL)                                  \
+  switch (bytes) {                                                \
+    case 1: { using U = uint8_t; return CALL; }                   \
+    case 2: { using U = uint16_t; return CALL; }                  \
+    case 4: { using U = uint32_t; return CALL; }                  \
+    case 8: { using U = uint64_t; return CALL; }                  \
+    default: return cudaErrorInvalidValue;                        \
+  }
+
+extern "C" {
+
+const char* ga_error_string(int err) { return cudaGetErrorString(cudaError_t(err)); }
+
+int ga_encode_keys(int bytes, int kind, const void* src, void* dst, int64_t n, int merge_zeros,
+                   int descending, cudaStream_t s) {
+  GA_BY_WIDTH(bytes, encode_as<U>(src, dst, n, kind, merge_zeros, descending, s))
+}
+
+int ga_decode_keys(int bytes, int kind, const void* src, void* dst, int64_t n, int descending,
+                   cudaStream_t s) {
+  GA_BY_WIDTH(bytes, decode_as<U>(src, dst, n, kind, descending, s))
+}
+
+int ga_sort_keys(int bytes, void* temp, size_t* temp_bytes, const void* kin, void* kout,
+                 int64_t n, int begin_bit, int end_bit, cudaStream_t s) {
+  GA_BY_WIDTH(bytes, sort_keys_as<U>(temp, temp_bytes, kin, kout, n, begin_bit, end_bit, s))
+}
+
+int ga_sort_pairs(int bytes, void* temp, size_t* temp_bytes, const void* kin, void* kout,
+                  const int64_t* vin, int64_t* vout, int64_t n, int begin_bit, int end_bit,
+                  cudaStream_t s) {
+  GA_BY_WIDTH(bytes, sort_pairs_as<U>(temp, temp_bytes, kin, kout, vin, vout, n, begin_bit,
+                                      end_bit, s))
+}
+
+int ga_select_flagged(void* temp, size_t* temp_bytes, const uint8_t* flags, int64_t* out,
+                      int64_t* count, int64_t n, cudaStream_t s) {
+  return cub::DeviceSelect::Flagged(temp, *temp_bytes, thrust::counting_iterator<int64_t>(0),
+                                    flags, out, count, n, s);
+}
+
+int ga_inclusive_sum_i64(void* temp, size_t* temp_bytes, const int64_t* src, int64_t* dst,
+                         int64_t n, cudaStream_t s) {
+  return cub::DeviceScan::InclusiveSum(temp, *temp_bytes, src, dst, n, s);
+}
+
+int ga_iota(int64_t* dst, int64_t n, cudaStream_t s) {
+  iota_kernel<<<grid_for(n), kThreads, 0, s>>>(dst, n);
+  return cudaGetLastError();
+}
+
+int ga_gather(int bytes, const void* src, const int64_t* idx, void* dst, int64_t outer,
+              int64_t J, int64_t A, int64_t inner, int64_t is_o, int64_t is_j, int64_t is_i,
+              unsigned long long* bad, cudaStream_t s) {
+  const GatherShape g{outer, J, A, inner, is_o, is_j, is_i};
+  if (bytes == 16) return gather_as<Bits128>(src, idx, dst, g, bad, s);
+  GA_BY_WIDTH(bytes, gather_as<U>(src, idx, dst, g, bad, s))
+}
+
+int ga_scatter(int bytes, const void* src, const int64_t* idx, void* dst, int64_t n,
+               cudaStream_t s) {
+  if (bytes == 16) return scatter_as<Bits128>(src, idx, dst, n, s);
+  GA_BY_WIDTH(bytes, scatter_as<U>(src, idx, dst, n, s))
+}
+
+int ga_search(int bytes, const void* sorted, int64_t n, const void* needles, int64_t m,
+              int64_t* out, int side, cudaStream_t s) {
+  GA_BY_WIDTH(bytes, search_as<U>(sorted, n, needles, m, out, side, s))
+}
+
+}  // extern "C"
