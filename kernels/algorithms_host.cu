@@ -15,12 +15,21 @@
 //     -0.0 sorts just before +0.0 and decodes back to itself.  `descending`
 //     complements the key (a stable ascending sort of complemented keys is
 //     a stable descending sort).
+//   * ga_compose_keys / ga_decompose_keys: the 64-bit key of a batched sort,
+//     the row number (i / length) above the element's key of 1, 2 or 4
+//     bytes, so that one radix sort orders rows and, within each, elements;
+//     and back to the element's value from the low bits.
 //   * ga_sort_keys / ga_sort_pairs: CUB's LSD radix sort (onesweep) of keys
 //     of 1, 2, 4 or 8 bytes over bits [begin_bit, end_bit), the pairs form
 //     carrying int64 values (the original positions for argsort).  Stable.
 //   * ga_select_flagged: the positions i (int64, ascending) where flags[i]
 //     is nonzero, and their count, written to the device (CUB DeviceSelect).
-//   * ga_inclusive_sum_i64: running sums of int64 (CUB DeviceScan).
+//   * ga_select_values: the elements (1, 2, 4 or 8 bytes) where flags[i] is
+//     nonzero, in order, and their count (CUB DeviceSelect).
+//   * ga_scan: running sums or products (op 0: +, 1: *) of uint64 (every
+//     integer type: the same bits modulo 2**64), fp32 or fp64 (type 0..2)
+//     along rows of `length` elements: CUB's single-pass (decoupled
+//     look-back) scan, by key (the row) when there is more than one row.
 //   * ga_iota: dst[i] = i (int64), the positions argsort carries.
 //   * ga_gather: dst[(o*J + j)*inner + i] = src[(o*A + k)*inner + i] with
 //     k = idx[o*is_o + j*is_j + i*is_i], negative k counted from the end of
@@ -49,6 +58,8 @@
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include <cuda/std/functional>
 
 #include <cstdint>
 
@@ -121,6 +132,27 @@ __global__ void decode_kernel(const U* src, U* dst, int64_t n, int kind, bool de
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     U k = src[i];
+    dst[i] = decode(descending ? U(~k) : k, kind);
+  }
+}
+
+template <typename U>
+__global__ void compose_kernel(const U* src, uint64_t* dst, int64_t n, int64_t length, int kind,
+                               bool merge_zeros, bool descending) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    U k = encode(src[i], kind, merge_zeros);
+    if (descending) k = U(~k);
+    dst[i] = (uint64_t(i / length) << (8 * sizeof(U))) | uint64_t(k);
+  }
+}
+
+template <typename U>
+__global__ void decompose_kernel(const uint64_t* src, U* dst, int64_t n, int kind,
+                                 bool descending) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const U k = U(src[i]);
     dst[i] = decode(descending ? U(~k) : k, kind);
   }
 }
@@ -198,6 +230,24 @@ cudaError_t decode_as(const void* src, void* dst, int64_t n, int kind, int desce
 }
 
 template <typename U>
+cudaError_t compose_as(const void* src, void* dst, int64_t n, int64_t length, int kind,
+                       int merge_zeros, int descending, cudaStream_t s) {
+  if (sizeof(U) >= 8) return cudaErrorInvalidValue;  // no room left for the row
+  compose_kernel<U><<<grid_for(n), kThreads, 0, s>>>(
+      static_cast<const U*>(src), static_cast<uint64_t*>(dst), n, length, kind,
+      merge_zeros != 0, descending != 0);
+  return cudaGetLastError();
+}
+
+template <typename U>
+cudaError_t decompose_as(const void* src, void* dst, int64_t n, int kind, int descending,
+                         cudaStream_t s) {
+  decompose_kernel<U><<<grid_for(n), kThreads, 0, s>>>(
+      static_cast<const uint64_t*>(src), static_cast<U*>(dst), n, kind, descending != 0);
+  return cudaGetLastError();
+}
+
+template <typename U>
 cudaError_t sort_keys_as(void* temp, size_t* temp_bytes, const void* kin, void* kout,
                          int64_t n, int begin_bit, int end_bit, cudaStream_t s) {
   return cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, static_cast<const U*>(kin),
@@ -211,6 +261,39 @@ cudaError_t sort_pairs_as(void* temp, size_t* temp_bytes, const void* kin, void*
   return cub::DeviceRadixSort::SortPairs(temp, *temp_bytes, static_cast<const U*>(kin),
                                          static_cast<U*>(kout), vin, vout, n, begin_bit,
                                          end_bit, s);
+}
+
+// the row of a flat position: the key of a scan by rows
+struct RowOf {
+  int64_t length;
+  __host__ __device__ int64_t operator()(int64_t i) const { return i / length; }
+};
+
+template <typename T, typename Op>
+cudaError_t scan_as(void* temp, size_t* temp_bytes, const void* src, void* dst, int64_t n,
+                    int64_t length, cudaStream_t s) {
+  const T* in = static_cast<const T*>(src);
+  T* out = static_cast<T*>(dst);
+  if (length >= n) return cub::DeviceScan::InclusiveScan(temp, *temp_bytes, in, out, Op{}, n, s);
+  auto rows = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
+                                              RowOf{length});
+  return cub::DeviceScan::InclusiveScanByKey(temp, *temp_bytes, rows, in, out, Op{}, n,
+                                             cuda::std::equal_to<>{}, s);
+}
+
+template <typename T>
+cudaError_t scan_op_as(int op, void* temp, size_t* temp_bytes, const void* src, void* dst,
+                       int64_t n, int64_t length, cudaStream_t s) {
+  if (op == 0) return scan_as<T, cuda::std::plus<>>(temp, temp_bytes, src, dst, n, length, s);
+  return scan_as<T, cuda::std::multiplies<>>(temp, temp_bytes, src, dst, n, length, s);
+}
+
+template <typename U>
+cudaError_t select_values_as(void* temp, size_t* temp_bytes, const void* values,
+                             const uint8_t* flags, void* out, int64_t* count, int64_t n,
+                             cudaStream_t s) {
+  return cub::DeviceSelect::Flagged(temp, *temp_bytes, static_cast<const U*>(values), flags,
+                                    static_cast<U*>(out), count, n, s);
 }
 
 template <typename T>
@@ -264,6 +347,16 @@ int ga_decode_keys(int bytes, int kind, const void* src, void* dst, int64_t n, i
   GA_BY_WIDTH(bytes, decode_as<U>(src, dst, n, kind, descending, s))
 }
 
+int ga_compose_keys(int bytes, int kind, const void* src, void* dst, int64_t n, int64_t length,
+                    int merge_zeros, int descending, cudaStream_t s) {
+  GA_BY_WIDTH(bytes, compose_as<U>(src, dst, n, length, kind, merge_zeros, descending, s))
+}
+
+int ga_decompose_keys(int bytes, int kind, const void* src, void* dst, int64_t n,
+                      int descending, cudaStream_t s) {
+  GA_BY_WIDTH(bytes, decompose_as<U>(src, dst, n, kind, descending, s))
+}
+
 int ga_sort_keys(int bytes, void* temp, size_t* temp_bytes, const void* kin, void* kout,
                  int64_t n, int begin_bit, int end_bit, cudaStream_t s) {
   GA_BY_WIDTH(bytes, sort_keys_as<U>(temp, temp_bytes, kin, kout, n, begin_bit, end_bit, s))
@@ -282,9 +375,20 @@ int ga_select_flagged(void* temp, size_t* temp_bytes, const uint8_t* flags, int6
                                     flags, out, count, n, s);
 }
 
-int ga_inclusive_sum_i64(void* temp, size_t* temp_bytes, const int64_t* src, int64_t* dst,
-                         int64_t n, cudaStream_t s) {
-  return cub::DeviceScan::InclusiveSum(temp, *temp_bytes, src, dst, n, s);
+int ga_select_values(int bytes, void* temp, size_t* temp_bytes, const void* values,
+                     const uint8_t* flags, void* out, int64_t* count, int64_t n,
+                     cudaStream_t s) {
+  GA_BY_WIDTH(bytes, select_values_as<U>(temp, temp_bytes, values, flags, out, count, n, s))
+}
+
+int ga_scan(int type, int op, void* temp, size_t* temp_bytes, const void* src, void* dst,
+            int64_t n, int64_t length, cudaStream_t s) {
+  switch (type) {
+    case 0: return scan_op_as<uint64_t>(op, temp, temp_bytes, src, dst, n, length, s);
+    case 1: return scan_op_as<float>(op, temp, temp_bytes, src, dst, n, length, s);
+    case 2: return scan_op_as<double>(op, temp, temp_bytes, src, dst, n, length, s);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 int ga_iota(int64_t* dst, int64_t n, cudaStream_t s) {

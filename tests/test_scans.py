@@ -145,10 +145,38 @@ def test_randomized_against_numpy(ng):
         assert_matches(got, expected, dtype=dtype_, err_msg=f"{shape} axis={axis} {dtype}")
 
 
-def test_log_step_kernels(gpu_ng):
-    """One copy in, then two kernels per doubling of the reach."""
+def _launches(ng, fn):
+    fn()
+    before = ng.stats()["kernels_launched"]
+    fn()
+    return ng.stats()["kernels_launched"] - before
+
+
+def test_single_pass_scan_kernels(gpu_ng):
+    """A contiguous row of the accumulation type is one scan; other inputs add
+    a copy in, and results of another type a store."""
     t = gpu_ng.ones((1000,), np.float32)
-    gpu_ng.cumsum(t)
-    before = gpu_ng.stats()["kernels_launched"]
-    gpu_ng.cumsum(t)
-    assert gpu_ng.stats()["kernels_launched"] - before == 1 + 2 * math.ceil(math.log2(1000))
+    assert _launches(gpu_ng, lambda: gpu_ng.cumsum(t)) == 1
+    assert _launches(gpu_ng, lambda: gpu_ng.cumsum(t[::2])) == 2
+    small = gpu_ng.ones((40, 1000), np.int8)
+    assert _launches(gpu_ng, lambda: gpu_ng.cumprod(small, axis=1, dtype=np.int8)) == 3
+
+
+def test_bool_results_take_the_log_step_scan(gpu_ng):
+    """One copy in, then two kernels per doubling of the reach."""
+    t = gpu_ng.ones((1000,), np.bool_)
+    launches = _launches(gpu_ng, lambda: gpu_ng.cumsum(t, dtype=np.bool_))
+    assert launches == 1 + 2 * math.ceil(math.log2(1000))
+
+
+def test_long_rows_and_many_rows(ng):
+    """Sizes past one CUB tile, by rows and as one row; integers wrap as numpy's."""
+    rng = np.random.default_rng(11)
+    host = rng.integers(-100, 100, size=(7, 30001)).astype(np.int32)
+    for axis in (0, 1, None):
+        assert_matches(ng.cumsum(ng.array(host), axis=axis), np.cumsum(host, axis=axis))
+    assert_matches(ng.cumprod(ng.array(host), axis=1, dtype=np.int16),
+                   np.cumprod(host, axis=1, dtype=np.int16))
+    floats = rng.random((3, 70000)).astype(np.float32)
+    assert_matches(ng.cumsum(ng.array(floats), axis=1),
+                   np.cumsum(floats.astype(np.float64), axis=1), dtype=np.float32)

@@ -3,9 +3,8 @@
 In: contiguous device tensors and the sizes of one primitive, as
 :mod:`gpuarray.algorithms.host` takes them.  Out: the work queued on the
 current stream (:mod:`gpuarray.cuda.algorithms` makes the calls), results
-written into the given tensors; :meth:`DeviceAlgorithms.flatnonzero` and
-:meth:`~DeviceAlgorithms.gather` read a count or an error flag back, so
-they wait for the stream.
+written into the given tensors; :meth:`~DeviceAlgorithms.gather` reads an
+error flag back, so it waits for the stream.
 
 Scratch -- keys, positions, CUB's temporary storage -- comes from the
 factory's memory pool; every scratch tensor is held in a local until the
@@ -13,9 +12,11 @@ call using it is queued (the pool may hand a freed block to the next
 allocation at once, ordered on the stream).  ``ng.stats()["kernels_launched"]`` counts one per
 library call (a CUB radix sort runs a few kernels per 8-bit digit).
 
-Sorting a batch of rows takes two stable radix sorts: by key, carrying
-each element's flat position, then by the row of that position (only the
-bits rows need); the second keeps the first's order within a row.
+Sorting a batch of rows is one radix sort of 64-bit keys -- the row
+number above the element's key -- where both fit in 64 bits; else (8-byte
+elements) two stable radix sorts: by key, carrying each element's flat
+position, then by the row of that position (only the bits rows need),
+which keeps the first's order within a row.
 """
 import numpy as np
 
@@ -58,12 +59,16 @@ class DeviceAlgorithms:
 
     def sort_rows(self, src, length, descending, values, indices):
         """See :meth:`gpuarray.algorithms.host.HostAlgorithms.sort_rows`."""
+        rows = src.size // length
+        width = keys.key_kind(src.dtype)[1]
+        if rows > 1 and 8 * width + (rows - 1).bit_length() <= 64:
+            self._sort_composite(src, length, descending, values, indices)
+            return
         g, n = self.backend, src.size
         kind, width = keys.key_kind(src.dtype)
         bits = keys.key_bits(src.dtype)
         encoded = self._keys(src, indices is not None, descending)
         ordered = g.empty((n,), encoded.dtype)
-        rows = n // length
         if indices is None and rows == 1:
             self._cub("ga_sort_keys", width, encoded.ptr, ordered.ptr, n, 0, bits)
             self._call("ga_decode_keys", width, kind, ordered.ptr, values.ptr, n, int(descending))
@@ -75,8 +80,34 @@ class DeviceAlgorithms:
                   0, bits)
         if rows > 1:
             positions = self._group_rows(positions, length, rows)
-            if indices is not None:
-                indices.reshape(-1)[:] = positions % length
+        self._finish_rows(src, length, rows, positions, values, indices, single)
+
+    def _sort_composite(self, src, length, descending, values, indices):
+        """One radix sort of 64-bit keys: the row above the element's key."""
+        g, n = self.backend, src.size
+        kind, width = keys.key_kind(src.dtype)
+        end_bit = 8 * width + (n // length - 1).bit_length()
+        composite = g.empty((n,), np.uint64)
+        self._call("ga_compose_keys", width, kind, src.ptr, composite.ptr, n, length,
+                   int(indices is not None), int(descending))
+        ordered = g.empty((n,), np.uint64)
+        if indices is None:
+            self._cub("ga_sort_keys", 8, composite.ptr, ordered.ptr, n, 0, end_bit)
+            self._call("ga_decompose_keys", width, kind, ordered.ptr, values.ptr, n,
+                       int(descending))
+            return
+        start = self._iota(n)
+        positions = g.empty((n,), I64)
+        self._cub("ga_sort_pairs", 8, composite.ptr, ordered.ptr, start.ptr, positions.ptr, n, 0,
+                  end_bit)
+        self._finish_rows(src, length, n // length, positions, values, indices, False)
+
+    def _finish_rows(self, src, length, rows, positions, values, indices, single):
+        """From the sorted flat ``positions``: the positions within each row, and
+        the values (gathered: the keys of an argsort merge -0.0 into 0.0)."""
+        n = src.size
+        if indices is not None and not single:
+            indices.reshape(-1)[:] = positions % length if rows > 1 else positions
         if values is not None:
             self.gather(src.reshape(-1), positions, values.reshape(-1), (1, n, n, 1), (0, 1, 0),
                         False)
@@ -94,13 +125,21 @@ class DeviceAlgorithms:
                   grouped.ptr, n, 0, max((rows - 1).bit_length(), 1))
         return grouped
 
-    def flatnonzero(self, mask):
+    def flatnonzero(self, mask, out):
         """See :meth:`gpuarray.algorithms.host.HostAlgorithms.flatnonzero`."""
-        g, n = self.backend, mask.size
-        found = g.empty((n,), I64)
-        count = g.empty((1,), I64)
-        self._cub("ga_select_flagged", mask.ptr, found.ptr, count.ptr, n)
-        return g.evaluate(found[:int(count.get()[0])])
+        count = self.backend.empty((1,), I64)
+        self._cub("ga_select_flagged", mask.ptr, out.ptr, count.ptr, mask.size)
+
+    def select(self, values, mask, out):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.select`."""
+        count = self.backend.empty((1,), I64)
+        self._cub("ga_select_values", values.itemsize, values.ptr, mask.ptr, out.ptr, count.ptr,
+                  mask.size)
+
+    def scan_rows(self, src, dst, length, op):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.scan_rows`."""
+        self._cub("ga_scan", lib.SCAN_TYPES[src.dtype.name], lib.SCAN_OPS[op], src.ptr, dst.ptr,
+                  src.size, length)
 
     def gather(self, src, idx, out, sizes, idx_strides, check=True):
         """See :meth:`gpuarray.algorithms.host.HostAlgorithms.gather`; without
@@ -129,4 +168,4 @@ class DeviceAlgorithms:
 
     def running_sum(self, src, out):
         """See :meth:`gpuarray.algorithms.host.HostAlgorithms.running_sum`."""
-        self._cub("ga_inclusive_sum_i64", src.ptr, out.ptr, src.size)
+        self.scan_rows(src, out, src.size, "add")

@@ -3,9 +3,10 @@
 In: user calls -- ``sort``, ``argsort``, ``searchsorted``, ``nonzero``,
 ``flatnonzero``, ``argwhere``, ``unique`` and the array API's ``unique_*``,
 ``take``, ``take_along_axis`` -- and tensor indexing with integer or boolean
-arrays, to read (``t[key]``) and to assign (``t[key] = value``).  Out: new
-tensors.  The shared code (the role modules mixed in here) checks
-arguments and arranges rows and indices; the factory's engine
+arrays, to read (``t[key]``) and to assign (``t[key] = value``); and
+the single-pass scan behind ``cumsum``.  Out: new tensors.  The shared
+code (the role modules mixed in here) checks arguments and arranges rows
+and indices; the factory's engine
 (``self._algorithms``: :mod:`.host` on the CPU factory, :mod:`.device` on
 the GPU) runs the primitives.
 """
@@ -14,6 +15,7 @@ import numpy as np
 from ..core.array import Tensor
 from ..core.optree import Expression
 from .gathering import GatherFunctions
+from .scanning import ScanRowFunctions
 from .scattering import ScatterFunctions
 from .searching import SearchFunctions
 from .sets import SetFunctions
@@ -21,7 +23,7 @@ from .sorting import SortFunctions
 
 
 class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFunctions,
-                         ScatterFunctions):
+                         ScatterFunctions, ScanRowFunctions):
     """Mixin of the factories (see the module docstring); a factory sets
     ``self._algorithms`` to its engine."""
 

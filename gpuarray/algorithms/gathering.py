@@ -137,11 +137,14 @@ class GatherFunctions:
         items, at, index = _array_entry(key)
         view, axis, label, covered = self._indexed_axes(x, items, at, index)
         if dtypes.kind(index.dtype) == "b":
-            mask = self._contiguous(self._algorithm_input(index))
+            mask = self._algorithm_input(index)
             _check_mask(mask.shape, view.shape[axis:axis + covered], label)
             merged = self._contiguous(view).reshape(_merged(view.shape, axis, covered))
-            flat = self._flat_nonzero(mask)
-            result, added = self._take(merged, flat, axis, "raise", label, True), 1
+            if merged.ndim == 1:
+                result, added = self._select(merged, self._mask(mask)), 1
+            else:
+                flat = self._flat_nonzero(mask)
+                result, added = self._take(merged, flat, axis, "raise", label, True), 1
         else:
             index, checked = self._index_operand(index, view.shape[axis], "raise", label)
             result, added = self._take(view, index, axis, "raise", label, checked), index.ndim
@@ -149,6 +152,13 @@ class GatherFunctions:
             # numpy puts the array's axes first when integers stand apart from it
             result = self._contiguous(self.moveaxis(result, list(range(axis, axis + added)),
                                                     list(range(added))))
+        return result
+
+    def _select(self, values, mask):
+        """The elements of the 1-D contiguous ``values`` where ``mask`` is true."""
+        result = self.empty((self._count_true(mask),), values.dtype)
+        if result.size:
+            self._algorithm("select", values, mask, result)
         return result
 
     def _indexed_axes(self, x, items, at, index):

@@ -34,9 +34,15 @@ class HostAlgorithms:
         if values is not None:
             _np(values)[:] = np.take_along_axis(rows, order, axis=-1).reshape(-1)
 
-    def flatnonzero(self, mask):
-        """int64 positions of the nonzero elements of the bool tensor ``mask``."""
-        return self.backend.array(np.flatnonzero(_np(mask)).astype(np.int64))
+    def flatnonzero(self, mask, out):
+        """The int64 positions of the true elements of the bool tensor ``mask``
+        into ``out`` (of their count)."""
+        _np(out)[:] = np.flatnonzero(_np(mask))
+
+    def select(self, values, mask, out):
+        """The elements of ``values`` where the bool tensor ``mask`` is true, in
+        order, into ``out`` (of their count)."""
+        _np(out)[:] = _np(values)[_np(mask)]
 
     def gather(self, src, idx, out, sizes, idx_strides, check=True):
         """``out[o, j, i] = src[o, idx[o*so + j*sj + i*si], i]`` for sizes ``(outer, J, A,
@@ -65,6 +71,12 @@ class HostAlgorithms:
         side = "right" if right else "left"
         haystack = keys.encode(_np(sorted_values), True, False)
         _np(out)[:] = np.searchsorted(haystack, keys.encode(_np(needles), True, False), side)
+
+    def scan_rows(self, src, dst, length, op):
+        """Running sums (``op`` "add") or products ("multiply") along rows of ``length``."""
+        scan = np.cumsum if op == "add" else np.cumprod
+        with np.errstate(all="ignore"):  # inf - inf gives NaN quietly, as on the device
+            scan(_np(src).reshape(-1, length), axis=-1, out=_np(dst).reshape(-1, length))
 
     def running_sum(self, src, out):
         """Inclusive running sums of the int64 tensor ``src``."""

@@ -5,10 +5,11 @@ In: tensors, op-trees or array_likes of one factory.  Out: int64 tensors
 elements (one array per axis, a flat array, or a (count, ndim) table).
 
 How: ``searchsorted`` binary-searches radix keys (:mod:`.keys`), so NaN
-sorts last and -0.0 equals 0.0, as in numpy.  The nonzero family compacts
-the flat positions of ``x != 0`` (CUB's select on the GPU; the count is
-read back, so the call waits for the device), then splits them into
-per-axis indices with one fused kernel per axis.
+sorts last and -0.0 equals 0.0, as in numpy.  The nonzero family counts
+the true elements of ``x != 0`` (one fused reduction, read back: the call
+waits for the device), then compacts their flat positions into a tensor
+of that size (CUB's select on the GPU) and splits them into per-axis
+indices with one fused kernel per axis.
 """
 import numpy as np
 
@@ -95,11 +96,27 @@ class SearchFunctions:
 
     def _flat_nonzero(self, x):
         """int64 flat positions of ``x``'s nonzero elements, in order."""
+        mask = self._mask(x)
+        found = self.empty((self._count_true(mask),), I64)
+        if found.size:
+            self._algorithm("flatnonzero", mask, found)
+        return found
+
+    def _mask(self, x):
+        """``x != 0`` as a flat contiguous bool tensor (``x`` itself where it is one)."""
+        if x.dtype == np.bool_ and x.is_contiguous:
+            return x.reshape(-1)
         mask = self.empty(x.shape, np.bool_)
+        if mask.size:
+            mask[...] = x if x.dtype == np.bool_ else self.not_equal(x, 0)
+        return mask.reshape(-1)
+
+    def _count_true(self, mask):
+        """How many elements of the bool tensor ``mask`` are true (read back: the
+        size of what depends on it)."""
         if not mask.size:
-            return self.empty((0,), I64)
-        mask[:] = x if x.dtype == np.bool_ else self.not_equal(x, 0)
-        return self._algorithm("flatnonzero", mask.reshape(-1))
+            return 0
+        return int(self.evaluate(self.sum(mask, axis=None, keepdims=False)).get())
 
     def _split_index(self, flat, shape, axis):
         """The op-tree of the ``axis`` index of flat C-order positions into ``shape``."""

@@ -93,7 +93,7 @@ class SetFunctions:
         starts_flag[:1] = True
         if n > 1:
             starts_flag[1:] = self._differs(ordered[1:], ordered[:-1], equal_nan)
-        starts = self._algorithm("flatnonzero", starts_flag)
+        starts = self._flat_nonzero(starts_flag)
         values = self._pick(ordered, starts)
         index = self._pick(positions, starts) if want_index else None
         counts = self._counts(starts, n) if want_counts else None

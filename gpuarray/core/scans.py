@@ -6,15 +6,16 @@ array), an optional result dtype and ``out``.  Out: a new tensor (or
 numpy's result dtypes (``ops.reduction_dtype``: small integers and bool
 widen to int64/uint64, floats keep theirs) and errors.
 
-How: a log-step (Hillis-Steele) scan of fused assignments, the same code
-on both factories.  Pass k adds (multiplies) every element to the one
-2**k places before it, into a second buffer: ceil(log2 n) passes of two
-kernels each (the copy of the untouched prefix and the update), O(n log n)
-work.  Integers wrap exactly as numpy's sequential sums do (the ring is
+How: the factory's single-pass scan of rows (CUB's on the GPU, numpy's on
+the CPU: :mod:`gpuarray.algorithms.scanning`) for every result dtype but
+bool.  Else (and on a factory without one) a log-step (Hillis-Steele)
+scan of fused assignments: pass k adds (multiplies) every element to the
+one 2**k places before it, into a second buffer, ceil(log2 n) passes of
+two kernels each (the copy of the untouched prefix and the update).
+Integers wrap exactly as numpy's sequential sums do (the ring is
 associative); float results differ from numpy's left-to-right order only
 by rounding, and 16-bit floats accumulate in fp32, rounded once at the
-end.  A single-pass scan kernel is the planned replacement on the GPU
-(issue 15's target is CUB's speed); this is the correct baseline.
+end.
 """
 import operator
 
@@ -100,9 +101,17 @@ class ScanFunctions:
         if include_initial:
             along[..., :1] = 0 if op == "add" else 1
             along = along[..., 1:]
-        if x.shape[axis]:
-            self._log_step(op, self.moveaxis(x, axis, -1), along)
+        if x.shape[axis] and along.size:
+            moved = self.moveaxis(x, axis, -1)
+            if not self._scan_rows(op, moved, along):
+                self._log_step(op, moved, along)
         return result
+
+    def _scan_rows(self, op, x, target):
+        """Hook: ``target[..., i] = x[..., 0] op ... op x[..., i]`` by a single-pass
+        scan where the factory has one (:mod:`gpuarray.algorithms.scanning`);
+        returns whether it did."""
+        return False
 
     def _scan_output(self, out, shape, dtype):
         if out is None:

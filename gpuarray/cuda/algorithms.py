@@ -29,10 +29,13 @@ _SIZE_P = ctypes.POINTER(ctypes.c_size_t)
 _SIGNATURES = {
     "ga_encode_keys": [_INT, _INT, _P, _P, _I64, _INT, _INT, _P],
     "ga_decode_keys": [_INT, _INT, _P, _P, _I64, _INT, _P],
+    "ga_compose_keys": [_INT, _INT, _P, _P, _I64, _I64, _INT, _INT, _P],
+    "ga_decompose_keys": [_INT, _INT, _P, _P, _I64, _INT, _P],
     "ga_sort_keys": [_INT, _P, _SIZE_P, _P, _P, _I64, _INT, _INT, _P],
     "ga_sort_pairs": [_INT, _P, _SIZE_P, _P, _P, _P, _P, _I64, _INT, _INT, _P],
     "ga_select_flagged": [_P, _SIZE_P, _P, _P, _P, _I64, _P],
-    "ga_inclusive_sum_i64": [_P, _SIZE_P, _P, _P, _I64, _P],
+    "ga_select_values": [_INT, _P, _SIZE_P, _P, _P, _P, _P, _I64, _P],
+    "ga_scan": [_INT, _INT, _P, _SIZE_P, _P, _P, _I64, _I64, _P],
     "ga_iota": [_P, _I64, _P],
     "ga_gather": [_INT, _P, _P, _P, _I64, _I64, _I64, _I64, _I64, _I64, _I64, _P, _P],
     "ga_scatter": [_INT, _P, _P, _P, _I64, _P],
@@ -41,6 +44,9 @@ _SIGNATURES = {
 
 #: the key kinds of ga_encode_keys
 UNSIGNED, SIGNED, FLOAT, BFLOAT = 0, 1, 2, 3
+#: ga_scan's element types (int64 scans as uint64: the same bits) and operations
+SCAN_TYPES = {"uint64": 0, "int64": 0, "float32": 1, "float64": 2}
+SCAN_OPS = {"add": 0, "multiply": 1}
 
 _lib = []
 
@@ -93,4 +99,4 @@ def run_with_scratch(name, scratch, *args):
 
 # where the (temp, temp_bytes) pair sits in each CUB entry point's arguments
 _SCRATCH_AT = {"ga_sort_keys": 1, "ga_sort_pairs": 1, "ga_select_flagged": 0,
-               "ga_inclusive_sum_i64": 0}
+               "ga_select_values": 1, "ga_scan": 2}
