@@ -289,3 +289,23 @@ def test_results_are_new_contiguous_tensors(ng):
     for result in (ng.sort(t, axis=0), ng.argsort(t, axis=1), t[[1, 0]], t[:, [2, 0]]):
         assert result.is_contiguous
         assert not is_float(result.dtype) or result.buffer is not t.buffer
+
+
+def test_tensor_methods_and_where_alone(ng):
+    host = np.array([[3.0, -1.0, 2.0], [0.0, 5.0, -4.0]], np.float32)
+    t = ng.array(host)
+    _same(t.argsort(axis=0), np.argsort(host, axis=0, kind="stable"))
+    _same((t * 2).argsort(), np.argsort(host * 2, kind="stable"))
+    for got, expected in zip(t.nonzero(), host.nonzero()):
+        _same(got, expected)
+    for got, expected in zip(ng.where(t > 0), np.where(host > 0)):
+        _same(got, expected)
+    _same(t.take([2, 0], axis=1), host.take([2, 0], axis=1))
+    _same(t[0].searchsorted(2.5), np.searchsorted(host[0], 2.5))
+    view = t[:, ::-1]
+    view.sort(axis=1)  # in place, through a strided view
+    expected = host.copy()
+    expected[:, ::-1] = np.sort(host[:, ::-1], axis=1)
+    _same(t, expected)
+    with pytest.raises(TypeError):
+        t.sort(axis=None)

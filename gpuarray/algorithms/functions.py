@@ -2,7 +2,8 @@
 
 In: user calls -- ``sort``, ``argsort``, ``searchsorted``, ``nonzero``,
 ``flatnonzero``, ``argwhere``, ``unique`` and the array API's ``unique_*``,
-``take``, ``take_along_axis`` -- and tensor indexing with integer or boolean
+``take``, ``take_along_axis``, ``quantile``, ``percentile``, ``median``
+and their ``nan`` forms -- and tensor indexing with integer or boolean
 arrays, to read (``t[key]``) and to assign (``t[key] = value``); and
 the single-pass scan behind ``cumsum``.  Out: new tensors.  The shared
 code (the role modules mixed in here) checks arguments and arranges rows
@@ -15,6 +16,7 @@ import numpy as np
 from ..core.array import Tensor
 from ..core.optree import Expression
 from .gathering import GatherFunctions
+from .order import OrderStatisticFunctions
 from .scanning import ScanRowFunctions
 from .scattering import ScatterFunctions
 from .searching import SearchFunctions
@@ -23,7 +25,7 @@ from .sorting import SortFunctions
 
 
 class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFunctions,
-                         ScatterFunctions, ScanRowFunctions):
+                         ScatterFunctions, ScanRowFunctions, OrderStatisticFunctions):
     """Mixin of the factories (see the module docstring); a factory sets
     ``self._algorithms`` to its engine."""
 

@@ -8,8 +8,9 @@ to the log-step scan there).
 How: integers accumulate in uint64 -- sums and products modulo 2**64, cut
 to the result's width on the store, which is exactly numpy's wrapping
 arithmetic in that width -- and floats in float64 or float32 (16-bit
-results in float32, rounded once).  The input is copied into a
-contiguous buffer of that type when it is not one already, the engine
+results in float32, rounded once).  The input, converted to the result
+dtype as numpy converts it, is copied into a contiguous buffer of that
+type when it is not one already, the engine
 scans it row by row (CUB's decoupled look-back scan, by row key when
 there are several rows), and the result is stored into the target.
 """
@@ -37,7 +38,10 @@ class ScanRowFunctions:
         work = scan_dtype(target.dtype)
         if work is None:
             return False
-        source = x if x.dtype == work and x.is_contiguous else self._cast_copy(x, work)
+        if x.dtype == work and x.is_contiguous:
+            source = x
+        else:
+            source = self._cast_copy(x, target.dtype, work)
         direct = target.dtype == work and target.is_contiguous \
             and getattr(x, "buffer", None) is not target.buffer
         result = target if direct else self.empty(target.shape, work)
@@ -46,7 +50,9 @@ class ScanRowFunctions:
             target[...] = result
         return True
 
-    def _cast_copy(self, x, dtype):
-        copy = self.empty(x.shape, dtype)
-        copy[...] = x
+    def _cast_copy(self, x, result_dtype, work):
+        """``x`` in the result dtype (numpy converts the input first: -7.5 sums as -7
+        into integers), then in ``work``, contiguous: one fused kernel."""
+        copy = self.empty(x.shape, work)
+        copy[...] = x if x.dtype == result_dtype else self.astype(x, result_dtype)
         return copy

@@ -266,6 +266,12 @@ class Tensor(Expression):
         """A new contiguous tensor with the same values."""
         return self.backend.evaluate(self)
 
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """Sort in place along ``axis``, as ``numpy.ndarray.sort`` (see ``ng.sort``)."""
+        if axis is None:
+            raise TypeError("'NoneType' object cannot be interpreted as an integer")
+        self.backend.assign(self, self.backend.sort(self, axis, kind, order, stable=stable))
+
     def fill(self, value):
         """Set every element to ``value``; returns self.
 

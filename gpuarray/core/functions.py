@@ -27,12 +27,12 @@ class MathFunctions:
         return self._finish(optree.elementwise(self, name, self.operands(args)), out)
 
     def where(self, condition, x=None, y=None, out=None):
-        """``x`` where ``condition`` is true, else ``y`` (numpy.where)."""
+        """``x`` where ``condition`` is true, else ``y`` (numpy.where); with
+        ``condition`` alone, its ``nonzero`` indices."""
         if x is None or y is None:
             if x is not None or y is not None:
                 raise ValueError("either both or neither of x and y should be given")
-            raise TypeError("where(condition) alone (nonzero) has a data-dependent shape; "
-                            "gpuarray needs x and y")
+            return self.nonzero(condition)
         args = self.operands((condition, x, y))
         return self._finish(optree.elementwise(self, "where", args), out)
 

@@ -127,6 +127,22 @@ class Expression:
         """This expression cast to ``dtype`` (lazy)."""
         return self.backend.astype(self, dtype)
 
+    def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """``ng.argsort`` of this expression."""
+        return self.backend.argsort(self, axis, kind, order, stable=stable)
+
+    def nonzero(self):
+        """``ng.nonzero`` of this expression."""
+        return self.backend.nonzero(self)
+
+    def take(self, indices, axis=None, out=None, mode="raise"):
+        """``ng.take`` from this expression."""
+        return self.backend.take(self, indices, axis, out, mode)
+
+    def searchsorted(self, v, side="left", sorter=None):
+        """``ng.searchsorted`` of ``v`` in this 1-D expression."""
+        return self.backend.searchsorted(self, v, side, sorter)
+
     def get(self):
         """Evaluate and copy the result to a new numpy array."""
         return self.backend.evaluate(self).get()
