@@ -31,6 +31,12 @@
 //     along rows of `length` elements: CUB's single-pass (decoupled
 //     look-back) scan, by key (the row) when there is more than one row.
 //   * ga_iota: dst[i] = i (int64), the positions argsort carries.
+//   * ga_count_bins: counts[idx[i]] += 1 for i < n (int64 counts, zeroed by
+//     the caller; indices in range): 64-bit integer atomics, so the result
+//     is exact and independent of the threads' order.
+//   * ga_sum_runs_f64: the sums of float64 values over runs of equal int64
+//     keys (CUB DeviceReduce::ReduceByKey: deterministic), the runs' keys
+//     and their count.
 //   * ga_gather: dst[(o*J + j)*inner + i] = src[(o*A + k)*inner + i] with
 //     k = idx[o*is_o + j*is_j + i*is_i], negative k counted from the end of
 //     the axis (numpy's take and take_along_axis, elements of 1, 2, 4, 8 or
@@ -55,6 +61,7 @@
 // Launch shape: the small kernels run 256-thread blocks, a grid-stride loop
 // over at most 32 blocks per SM of the device's SM count (fetched once).
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -188,6 +195,12 @@ __global__ void scatter_kernel(const T* src, const int64_t* idx, T* dst, int64_t
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     dst[idx[i]] = src[i];
+}
+
+__global__ void count_bins_kernel(const int64_t* idx, int64_t n, unsigned long long* counts) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    atomicAdd(counts + idx[i], 1ull);
 }
 
 __global__ void iota_kernel(int64_t* dst, int64_t n) {
@@ -394,6 +407,19 @@ int ga_scan(int type, int op, void* temp, size_t* temp_bytes, const void* src, v
 int ga_iota(int64_t* dst, int64_t n, cudaStream_t s) {
   iota_kernel<<<grid_for(n), kThreads, 0, s>>>(dst, n);
   return cudaGetLastError();
+}
+
+int ga_count_bins(const int64_t* idx, int64_t n, int64_t* counts, cudaStream_t s) {
+  count_bins_kernel<<<grid_for(n), kThreads, 0, s>>>(
+      idx, n, reinterpret_cast<unsigned long long*>(counts));
+  return cudaGetLastError();
+}
+
+int ga_sum_runs_f64(void* temp, size_t* temp_bytes, const int64_t* keys, int64_t* run_keys,
+                    const double* values, double* sums, int64_t* runs, int64_t n,
+                    cudaStream_t s) {
+  return cub::DeviceReduce::ReduceByKey(temp, *temp_bytes, keys, run_keys, values, sums, runs,
+                                        cuda::std::plus<>{}, n, s);
 }
 
 int ga_gather(int bytes, const void* src, const int64_t* idx, void* dst, int64_t outer,

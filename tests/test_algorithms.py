@@ -263,6 +263,18 @@ def test_mask_from_an_expression_and_repeated_set(ng):
     _same(t, reference)
 
 
+def test_partition_is_a_valid_partition(ng):
+    host = np.random.default_rng(17).standard_normal((5, 9))
+    for kth in (0, 4, -1, [2, 6]):
+        got = to_host(ng.partition(host, kth, axis=1))
+        for k in np.atleast_1d(kth):
+            pivot = got[:, k:k + 1] if k >= 0 else got[:, k:][:, :1]
+            assert (got[:, :k] <= pivot).all() and (got[:, k:] >= pivot).all()
+        np.testing.assert_array_equal(np.sort(got, axis=1), np.sort(host, axis=1))
+    order = to_host(ng.argpartition(host, 2, axis=0))
+    np.testing.assert_array_equal(np.take_along_axis(host, order, 0), np.sort(host, axis=0))
+
+
 def test_sort_axis_errors(ng):
     with pytest.raises(AxisError):
         ng.argsort(np.zeros((2, 2)), axis=-3)

@@ -136,6 +136,19 @@ class DeviceAlgorithms:
         self._cub("ga_select_values", values.itemsize, values.ptr, mask.ptr, out.ptr, count.ptr,
                   mask.size)
 
+    def count_bins(self, idx, counts):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.count_bins`."""
+        self._call("ga_count_bins", idx.ptr, idx.size, counts.ptr)
+
+    def sum_runs(self, keys, values):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.sum_runs` (reads the
+        number of runs back)."""
+        g, n = self.backend, keys.size
+        run_keys, sums, runs = g.empty((n,), I64), g.empty((n,), np.float64), g.empty((1,), I64)
+        self._cub("ga_sum_runs_f64", keys.ptr, run_keys.ptr, values.ptr, sums.ptr, runs.ptr, n)
+        count = int(runs.get()[0])
+        return run_keys[:count], sums[:count]
+
     def scan_rows(self, src, dst, length, op):
         """See :meth:`gpuarray.algorithms.host.HostAlgorithms.scan_rows`."""
         self._cub("ga_scan", lib.SCAN_TYPES[src.dtype.name], lib.SCAN_OPS[op], src.ptr, dst.ptr,

@@ -1,20 +1,22 @@
 """The algorithms in the factory API: the :class:`AlgorithmFunctions` mixin.
 
-In: user calls -- ``sort``, ``argsort``, ``searchsorted``, ``nonzero``,
-``flatnonzero``, ``argwhere``, ``unique`` and the array API's ``unique_*``,
-``take``, ``take_along_axis``, ``quantile``, ``percentile``, ``median``
-and their ``nan`` forms -- and tensor indexing with integer or boolean
-arrays, to read (``t[key]``) and to assign (``t[key] = value``); and
-the single-pass scan behind ``cumsum``.  Out: new tensors.  The shared
-code (the role modules mixed in here) checks arguments and arranges rows
-and indices; the factory's engine
-(``self._algorithms``: :mod:`.host` on the CPU factory, :mod:`.device` on
-the GPU) runs the primitives.
+In: user calls -- ``sort``, ``argsort``, ``partition``, ``searchsorted``,
+``nonzero``, ``argwhere``, ``unique`` and the array API's ``unique_*``,
+``isin`` and the ``*1d`` set functions, ``take``, ``take_along_axis``,
+``quantile``, ``percentile``, ``median`` and their ``nan`` forms,
+``bincount``, ``histogram``, ``digitize`` -- tensor indexing with an
+integer or boolean array, to read (``t[key]``) and to assign (``t[key] =
+value``), and the single-pass scan behind ``cumsum``.  Out: new tensors.
+The shared code (the role modules mixed in here) checks arguments and
+arranges rows and indices; the factory's engine (``self._algorithms``:
+:mod:`.host` on the CPU factory, :mod:`.device` on the GPU) runs the
+primitives.
 """
 import numpy as np
 
 from ..core.array import Tensor
 from ..core.optree import Expression
+from .counting import CountingFunctions
 from .gathering import GatherFunctions
 from .order import OrderStatisticFunctions
 from .scanning import ScanRowFunctions
@@ -25,7 +27,8 @@ from .sorting import SortFunctions
 
 
 class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFunctions,
-                         ScatterFunctions, ScanRowFunctions, OrderStatisticFunctions):
+                         ScatterFunctions, ScanRowFunctions, OrderStatisticFunctions,
+                         CountingFunctions):
     """Mixin of the factories (see the module docstring); a factory sets
     ``self._algorithms`` to its engine."""
 

@@ -72,6 +72,18 @@ class HostAlgorithms:
         haystack = keys.encode(_np(sorted_values), True, False)
         _np(out)[:] = np.searchsorted(haystack, keys.encode(_np(needles), True, False), side)
 
+    def count_bins(self, idx, counts):
+        """``counts[idx[i]] += 1`` for every ``i`` (int64 counts; indices in range)."""
+        np.add.at(_np(counts), _np(idx), 1)
+
+    def sum_runs(self, keys, values):
+        """The keys of the runs of equal int64 ``keys`` and the float64 sums of
+        ``values`` over each run, as two new tensors."""
+        flat = _np(keys)
+        starts = np.flatnonzero(np.concatenate(([True], flat[1:] != flat[:-1])))
+        sums = np.add.reduceat(_np(values), starts) if flat.size else np.zeros(0)
+        return self.backend.array(flat[starts]), self.backend.array(sums)
+
     def scan_rows(self, src, dst, length, op):
         """Running sums (``op`` "add") or products ("multiply") along rows of ``length``."""
         scan = np.cumsum if op == "add" else np.cumprod

@@ -1,4 +1,5 @@
-"""Set functions: ``unique`` (numpy's) and the array API's ``unique_*``.
+"""Set functions: ``unique`` (numpy's), the array API's ``unique_*``, and
+``isin``, ``intersect1d``, ``union1d``, ``setdiff1d``, ``setxor1d``.
 
 In: a tensor, op-tree or array_like of one factory.  Out: the sorted
 distinct values of the flattened input, and on request the position of
@@ -12,7 +13,9 @@ element differs from the one before (NaNs equal one another with
 keep every NaN distinct, as numpy's do); the flags' positions are the
 groups' starts (the values, the first occurrences, and by differences the
 counts); their running sum numbers each sorted element's group, which
-the sort's positions scatter back into the inverse.
+the sort's positions scatter back into the inverse.  Membership
+(``isin`` and the ``*1d`` functions built on it) sorts the test values
+once and binary-searches each element among them.
 """
 from collections import namedtuple
 
@@ -29,7 +32,7 @@ UniqueInverseResult = namedtuple("UniqueInverseResult", "values inverse_indices"
 
 class SetFunctions:
     """Mixin: ``unique``, ``unique_values``, ``unique_counts``, ``unique_inverse``,
-    ``unique_all``."""
+    ``unique_all``, ``isin``, ``intersect1d``, ``union1d``, ``setdiff1d``, ``setxor1d``."""
 
     def unique(self, ar, return_index=False, return_inverse=False, return_counts=False,
                axis=None, *, equal_nan=True, sorted=True):
@@ -80,6 +83,78 @@ class SetFunctions:
     def unique_all(self, x, /):
         """The array API's ``(values, indices, inverse_indices, counts)``."""
         return UniqueAllResult(*self._unique(self._algorithm_input(x), True, True, True, False))
+
+    def isin(self, element, test_elements, assume_unique=False, invert=False, *, kind=None):
+        """Whether each element of ``element`` is in ``test_elements``, as ``numpy.isin``.
+
+        Parameters
+        ----------
+        element, test_elements : array_like
+            The result has ``element``'s shape; ``test_elements`` is flattened.
+        assume_unique, kind
+            Accepted; the test elements are always sorted and searched.
+        invert : bool
+            Whether each element is *not* in ``test_elements``.
+
+        Returns
+        -------
+        Tensor of bool
+            NaN is in nothing (NaN != NaN); -0.0 is where 0.0 is.
+        """
+        x = self._algorithm_input(element)
+        found = self._found(x, self._algorithm_input(test_elements))
+        return self.evaluate(self.logical_not(found)) if invert else found
+
+    def intersect1d(self, ar1, ar2, assume_unique=False, return_indices=False):
+        """The sorted values in both ``ar1`` and ``ar2`` (``numpy.intersect1d``).
+
+        With ``return_indices``, also the positions of their first
+        occurrences in the flattened ``ar1`` and ``ar2``.
+        """
+        first, index1 = self._distinct(ar1, return_indices)
+        second, index2 = self._distinct(ar2, return_indices)
+        common = self._found(first, second)
+        values = first[common]
+        if not return_indices:
+            return values
+        where2 = self.searchsorted(second, values)
+        return values, index1[common], self.take(index2, where2)
+
+    def union1d(self, ar1, ar2):
+        """The sorted values in either array (``numpy.union1d``)."""
+        joined = self.concatenate([self._flat_of(ar1), self._flat_of(ar2)])
+        return self.unique(joined)
+
+    def setdiff1d(self, ar1, ar2, assume_unique=False):
+        """The sorted values of ``ar1`` not in ``ar2`` (``numpy.setdiff1d``); with
+        ``assume_unique``, ``ar1``'s values in their order."""
+        first = self._flat_of(ar1) if assume_unique else self._distinct(ar1, False)[0]
+        return first[self.isin(first, ar2, invert=True)]
+
+    def setxor1d(self, ar1, ar2, assume_unique=False):
+        """The sorted values in exactly one of the arrays (``numpy.setxor1d``)."""
+        first, second = self._distinct(ar1, False)[0], self._distinct(ar2, False)[0]
+        only = self.concatenate([first[self.isin(first, second, invert=True)],
+                                 second[self.isin(second, first, invert=True)]])
+        return self.sort(only)
+
+    def _found(self, x, pool):
+        """bool tensor: whether each element of ``x`` equals one of ``pool``'s."""
+        if not pool.size or not x.size:
+            return self.zeros(x.shape, np.bool_)
+        haystack = self.sort(self._flat_of(pool))
+        place = self.searchsorted(haystack, x)
+        nearest = self.take(haystack, self.minimum(place, haystack.size - 1))
+        return self.evaluate(self.equal(nearest, x))
+
+    def _distinct(self, a, with_index):
+        """The sorted distinct values of the flattened ``a`` (and their first positions)."""
+        if with_index:
+            return self.unique(self._algorithm_input(a), return_index=True)
+        return self.unique(self._algorithm_input(a)), None
+
+    def _flat_of(self, a):
+        return self._contiguous(self._algorithm_input(a)).reshape(-1)
 
     def _unique(self, x, want_index, want_inverse, want_counts, equal_nan):
         flat, n = self._contiguous(x).reshape(-1), x.size

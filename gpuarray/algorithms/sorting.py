@@ -1,4 +1,5 @@
-"""Sorting: ``sort`` and ``argsort``, with numpy's and the array API's arguments.
+"""Sorting: ``sort``, ``argsort``, ``partition``, ``argpartition``, with numpy's and the
+array API's arguments.
 
 In: a tensor, op-tree or array_like of one factory; an axis (None: the
 flattened array); numpy's ``kind``/``order``/``stable`` and the array API's
@@ -8,7 +9,7 @@ values, or of their int64 positions along the axis.
 How: the axis is moved last and copied contiguous where it is not; the
 factory's engine sorts each row by radix keys (:mod:`.keys`: numpy's order,
 NaN last).  The sort is always stable, so every ``kind`` numpy accepts
-gives numpy's stable result.
+gives numpy's stable result; a partition is a full sort.
 """
 import operator
 
@@ -19,7 +20,7 @@ I64 = np.dtype(np.int64)
 
 
 class SortFunctions:
-    """Mixin: ``sort``, ``argsort``."""
+    """Mixin: ``sort``, ``argsort``, ``partition``, ``argpartition``."""
 
     def sort(self, a, axis=-1, kind=None, order=None, *, descending=False, stable=None):
         """A sorted copy of ``a``, as ``numpy.sort`` (stable; NaN last).
@@ -63,6 +64,30 @@ class SortFunctions:
         """
         return self._sort(a, axis, kind, order, stable, descending, True)
 
+    def partition(self, a, kth, axis=-1, kind="introselect", order=None):
+        """``a`` partitioned around the ``kth`` elements, as ``numpy.partition``.
+
+        Every element before position ``kth`` is no larger than the one there
+        and every element after it no smaller: here the whole axis is sorted
+        (a valid partition for every ``kth`` at once), NaN last.
+
+        Raises
+        ------
+        ValueError
+            A ``kth`` outside the axis.
+        TypeError
+            A ``kth`` that is not an integer.
+        """
+        x = self._algorithm_input(a)
+        _check_kth(kth, x, axis)
+        return self._sort(x, axis, None, order, None, False, False)
+
+    def argpartition(self, a, kth, axis=-1, kind="introselect", order=None):
+        """The positions that partition ``a`` (``numpy.argpartition``; see :meth:`partition`)."""
+        x = self._algorithm_input(a)
+        _check_kth(kth, x, axis)
+        return self._sort(x, axis, None, order, None, False, True)
+
     def _sort(self, a, axis, kind, order, stable, descending, positions):
         _check_options(kind, order, stable)
         x = self._algorithm_input(a)
@@ -76,6 +101,16 @@ class SortFunctions:
                             bool(descending), None if positions else result,
                             result if positions else None)
         return self._contiguous(self.moveaxis(result, -1, axis))
+
+
+def _check_kth(kth, x, axis):
+    """numpy's checks of ``partition``'s ``kth`` (an int or a sequence of ints)."""
+    size = x.size if axis is None else x.shape[normalize_axis_index(operator.index(axis), x.ndim)]
+    for k in np.atleast_1d(np.asarray(kth)).reshape(-1):
+        if not isinstance(k, (int, np.integer)):
+            raise TypeError("Partition index must be integer")
+        if not -size <= k < size:
+            raise ValueError(f"kth(={k + size if k < 0 else k}) out of bounds ({size})")
 
 
 def _check_options(kind, order, stable):

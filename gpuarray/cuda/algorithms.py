@@ -37,6 +37,8 @@ _SIGNATURES = {
     "ga_select_values": [_INT, _P, _SIZE_P, _P, _P, _P, _P, _I64, _P],
     "ga_scan": [_INT, _INT, _P, _SIZE_P, _P, _P, _I64, _I64, _P],
     "ga_iota": [_P, _I64, _P],
+    "ga_count_bins": [_P, _I64, _P, _P],
+    "ga_sum_runs_f64": [_P, _SIZE_P, _P, _P, _P, _P, _P, _I64, _P],
     "ga_gather": [_INT, _P, _P, _P, _I64, _I64, _I64, _I64, _I64, _I64, _I64, _P, _P],
     "ga_scatter": [_INT, _P, _P, _P, _I64, _P],
     "ga_search": [_INT, _P, _I64, _P, _I64, _P, _INT, _P],
@@ -99,4 +101,4 @@ def run_with_scratch(name, scratch, *args):
 
 # where the (temp, temp_bytes) pair sits in each CUB entry point's arguments
 _SCRATCH_AT = {"ga_sort_keys": 1, "ga_sort_pairs": 1, "ga_select_flagged": 0,
-               "ga_select_values": 1, "ga_scan": 2}
+               "ga_select_values": 1, "ga_scan": 2, "ga_sum_runs_f64": 0}
