@@ -6,8 +6,8 @@ Issue 15's cases: sort and argsort of 1e8 random float32 keys, a batch of
 1e4 rows of 1e4 sorted along the last axis, cumsum of 1e8 float32, a
 boolean-mask get of 1e8 float32 (half true), an integer gather of 1e7
 random positions out of 1e8, unique of 1e7 int32 drawn from 1e5 values,
-and searchsorted of 1e7 needles in 1e6 sorted keys (``--quick``: sizes
-/ 10).  Each case is validated against CuPy's result first (exactly:
+a histogram of the 1e8 keys in 100 bins, and searchsorted of 1e7 needles
+in 1e6 sorted keys (``--quick``: sizes / 10).  Each case is validated against CuPy's result first (exactly:
 these functions have one right answer; the running sum within 1e-5 of
 its largest value), then timed with CUDA events as
 the user calls it (host work and the result's allocation included; the
@@ -67,18 +67,18 @@ def cases(ng, cp, torch, data):
                            lambda: t["keys"][t["positions"]], None),
         "unique int32": (lambda: ng.unique(o["labels"]), lambda: cp.unique(data["labels"]),
                          lambda: torch.unique(t["labels"]), None),
+        "histogram (100 bins)": (lambda: ng.histogram(o["keys"], 100, (0.0, 1.0))[0],
+                                 lambda: cp.histogram(data["keys"], 100, (0.0, 1.0))[0],
+                                 lambda: torch.histc(t["keys"], 100, 0.0, 1.0), None),
         "searchsorted": (lambda: ng.searchsorted(o["sorted"], o["needles"]),
                          lambda: cp.searchsorted(data["sorted"], data["needles"]),
                          lambda: torch.searchsorted(t["sorted"], t["needles"]), None),
     }
 
 
-def to_numpy(x, cp, torch):
-    if isinstance(x, torch.Tensor):
-        return x.cpu().numpy()
-    if isinstance(x, cp.ndarray):
-        return cp.asnumpy(x)
-    return x.get()
+def to_numpy(x):
+    """A host copy of a torch tensor, or of an array of ours or CuPy's."""
+    return x.cpu().numpy() if hasattr(x, "cpu") else x.get()
 
 
 def copy_seconds(torch, data):
@@ -89,9 +89,12 @@ def copy_seconds(torch, data):
     return device_timer(lambda: target.copy_(keys), 20, 3)
 
 
-def validate(name, got, expected):
+def validate(name, got, expected, data):
     """Exact, except the running sum (float rounding differs with the order of the
-    additions: within 1e-5 of the largest partial sum)."""
+    additions: within 1e-5 of the largest partial sum); the histogram against
+    numpy's on the host (CuPy bins values at the edges its own way)."""
+    if name.startswith("histogram"):
+        expected = np.histogram(to_numpy(data["keys"]), 100, (0.0, 1.0))[0]
     if got.shape != expected.shape:
         raise AssertionError(f"{name}: shape {got.shape}, CuPy's {expected.shape}")
     if name.startswith("cumsum"):
@@ -107,7 +110,7 @@ def run(ng, cp, torch, data, repeats):
     copy_bytes = 2 * data["keys"].nbytes
     rows = []
     for name, (ours, theirs, torchs, moved) in cases(ng, cp, torch, data).items():
-        validate(name, to_numpy(ours(), cp, torch), to_numpy(theirs(), cp, torch))
+        validate(name, to_numpy(ours()), to_numpy(theirs()), data)
         row = new_row(name, "ms per call", IMPLS, unit="ms")
         for impl, fn in zip(IMPLS, (ours, theirs, torchs)):
             seconds = device_timer(fn, repeats, 2, sync=ng.synchronize)

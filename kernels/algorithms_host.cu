@@ -37,6 +37,13 @@
 //   * ga_sum_runs_f64: the sums of float64 values over runs of equal int64
 //     keys (CUB DeviceReduce::ReduceByKey: deterministic), the runs' keys
 //     and their count.
+//   * ga_histogram: counts[b] += how many values lie in [edges[b], edges[b+1])
+//     -- the last bin closed, NaN and values outside the edges nowhere
+//     (numpy's histogram) -- for values of any dtype (type code below),
+//     compared with the edges as float64 (every widening is exact, so the
+//     comparisons are those of numpy's bin dtype).  Each block counts in
+//     shared memory (4 bytes a bin, up to kSharedBins bins; beyond, in the
+//     global counts directly), then adds to the int64 counts.
 //   * ga_gather: dst[(o*J + j)*inner + i] = src[(o*A + k)*inner + i] with
 //     k = idx[o*is_o + j*is_j + i*is_i], negative k counted from the end of
 //     the axis (numpy's take and take_along_axis, elements of 1, 2, 4, 8 or
@@ -67,6 +74,9 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 #include <cuda/std/functional>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -201,6 +211,48 @@ __global__ void count_bins_kernel(const int64_t* idx, int64_t n, unsigned long l
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     atomicAdd(counts + idx[i], 1ull);
+}
+
+constexpr int kSharedBins = 8192;
+
+template <typename T> __device__ __forceinline__ double widen(T v) { return double(v); }
+template <> __device__ __forceinline__ double widen<__half>(__half v) {
+  return double(__half2float(v));
+}
+template <> __device__ __forceinline__ double widen<__nv_bfloat16>(__nv_bfloat16 v) {
+  return double(__bfloat162float(v));
+}
+
+// the bin of v among edges[0..nbins], or -1 (outside, or NaN)
+__device__ __forceinline__ int bin_of(double v, const double* edges, int nbins) {
+  if (!(v >= edges[0] && v <= edges[nbins])) return -1;
+  if (v == edges[nbins]) return nbins - 1;
+  int lo = 0, hi = nbins + 1;  // the first edge above v, minus one
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (edges[mid] <= v) lo = mid + 1; else hi = mid;
+  }
+  return lo - 1;
+}
+
+template <typename T>
+__global__ void histogram_kernel(const T* values, int64_t n, const double* edges, int nbins,
+                                 unsigned long long* counts) {
+  extern __shared__ unsigned int local[];  // nbins counters when shared
+  const bool shared = nbins <= kSharedBins;
+  if (shared)
+    for (int b = threadIdx.x; b < nbins; b += blockDim.x) local[b] = 0;
+  __syncthreads();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int b = bin_of(widen(values[i]), edges, nbins);
+    if (b < 0) continue;
+    if (shared) atomicAdd(local + b, 1u); else atomicAdd(counts + b, 1ull);
+  }
+  __syncthreads();
+  if (shared)
+    for (int b = threadIdx.x; b < nbins; b += blockDim.x)
+      if (local[b]) atomicAdd(counts + b, (unsigned long long)local[b]);
 }
 
 __global__ void iota_kernel(int64_t* dst, int64_t n) {
@@ -407,6 +459,38 @@ int ga_scan(int type, int op, void* temp, size_t* temp_bytes, const void* src, v
 int ga_iota(int64_t* dst, int64_t n, cudaStream_t s) {
   iota_kernel<<<grid_for(n), kThreads, 0, s>>>(dst, n);
   return cudaGetLastError();
+}
+
+// value type codes of ga_histogram
+enum ValueType { kF64, kF32, kF16, kBF16, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64 };
+
+template <typename T>
+cudaError_t histogram_as(const void* values, int64_t n, const double* edges, int nbins,
+                         int64_t* counts, cudaStream_t s) {
+  const size_t smem = nbins <= kSharedBins ? size_t(nbins) * sizeof(unsigned int) : 0;
+  histogram_kernel<T><<<grid_for(n), kThreads, smem, s>>>(
+      static_cast<const T*>(values), n, edges, nbins,
+      reinterpret_cast<unsigned long long*>(counts));
+  return cudaGetLastError();
+}
+
+int ga_histogram(int type, const void* values, int64_t n, const double* edges, int nbins,
+                 int64_t* counts, cudaStream_t s) {
+  switch (type) {
+    case kF64: return histogram_as<double>(values, n, edges, nbins, counts, s);
+    case kF32: return histogram_as<float>(values, n, edges, nbins, counts, s);
+    case kF16: return histogram_as<__half>(values, n, edges, nbins, counts, s);
+    case kBF16: return histogram_as<__nv_bfloat16>(values, n, edges, nbins, counts, s);
+    case kI8: return histogram_as<int8_t>(values, n, edges, nbins, counts, s);
+    case kU8: return histogram_as<uint8_t>(values, n, edges, nbins, counts, s);
+    case kI16: return histogram_as<int16_t>(values, n, edges, nbins, counts, s);
+    case kU16: return histogram_as<uint16_t>(values, n, edges, nbins, counts, s);
+    case kI32: return histogram_as<int32_t>(values, n, edges, nbins, counts, s);
+    case kU32: return histogram_as<uint32_t>(values, n, edges, nbins, counts, s);
+    case kI64: return histogram_as<int64_t>(values, n, edges, nbins, counts, s);
+    case kU64: return histogram_as<uint64_t>(values, n, edges, nbins, counts, s);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 int ga_count_bins(const int64_t* idx, int64_t n, int64_t* counts, cudaStream_t s) {

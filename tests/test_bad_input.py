@@ -559,6 +559,7 @@ MISC = [
     row("histogram-reversed-range", lambda m, a: m.histogram(a.v, range=(3, 1))),
     row("histogram-infinite-range", lambda m, a: m.histogram(a.n)),
     row("histogram-weights-shape", lambda m, a: m.histogram(a.v, weights=np.ones(2))),
+    row("histogram-too-many-bins", lambda m, a: m.histogram(a.h, bins=100000)),
     row("histogram-float-bins", lambda m, a: m.histogram(a.v, bins=2.5)),
     row("digitize-not-monotonic", lambda m, a: m.digitize(a.v, [1.0, 0.0, 2.0])),
     # assignment

@@ -7,6 +7,8 @@ value lands in numpy's bin (edges, the closed last bin, NaN and values
 outside the range counted nowhere); membership with NaN (in nothing),
 -0.0 (where 0.0 is) and empty inputs.  Errors are in test_bad_input.py.
 """
+import warnings
+
 import numpy as np
 import pytest
 
@@ -52,11 +54,29 @@ def test_histogram(ng, dtype):
         _same(edges, expected_edges)
         np.testing.assert_allclose(to_host(counts), expected, rtol=1e-12)
         assert to_host(counts).dtype == expected.dtype
+    counts, edges = ng.histogram(host.reshape(50, 60), bins=3, range=(-1, 1))  # flattened
+    _same(counts, np.histogram(host.reshape(50, 60), bins=3, range=(-1, 1))[0])
     counts, edges = ng.histogram(finite, bins=9)  # the range from the data
     expected, expected_edges = np.histogram(finite, bins=9)
     _same(counts, expected)
     _same(edges, expected_edges)
     _same(ng.histogram_bin_edges(finite, bins=4), np.histogram_bin_edges(finite, bins=4))
+    # more bins than a block counts in shared memory: global counters
+    if host.dtype.itemsize >= 4:
+        counts, _ = ng.histogram(finite, bins=9000, range=(-20.0, 20.0))
+        _same(counts, np.histogram(finite, bins=9000, range=(-20.0, 20.0))[0])
+
+
+def test_histogram_of_integers_and_bool(ng):
+    rng = np.random.default_rng(18)
+    for host in (rng.integers(-2**40, 2**40, 500), rng.integers(0, 7, 500).astype(np.uint16),
+                 rng.random(500) < 0.3):
+        counts, edges = ng.histogram(host, bins=6, range=(0, 5))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy: bool converted to uint8
+            expected, expected_edges = np.histogram(host, bins=6, range=(0, 5))
+        _same(counts, expected)
+        _same(edges, expected_edges)
 
 
 def test_histogram_of_constant_and_empty(ng):

@@ -11,9 +11,11 @@ with 64-bit integer atomics (exact, whatever the threads' order); with
 weights it sorts the values, carrying their positions, and sums the
 weights over runs of equal values with CUB's reduce-by-key, so the sums
 do not depend on the GPU's scheduling either.  ``histogram`` computes
-numpy's edges on the host (the range read back where it is not given),
-places each value with a binary search among the edges -- the last edge
-closes the last bin, as in numpy -- and counts the bins with ``bincount``.
+numpy's edges on the host (the range read back where it is not given);
+one kernel then places each value with a binary search among the edges --
+the last edge closes the last bin, as in numpy -- and counts the bins in
+shared memory; with weights, the values' bins come from ``searchsorted``
+and the sums from the weighted ``bincount``.
 """
 import operator
 
@@ -96,8 +98,8 @@ class CountingFunctions:
     def _extremes(self, x):
         """The smallest and largest value of ``x`` (read back: one wait for the device)."""
         both = self.empty((2,), I64 if dtypes.kind(x.dtype) in "ib" else x.dtype)
-        both[0:1] = self.min(x, axis=None)
-        both[1:2] = self.max(x, axis=None)
+        both[0] = self.min(x, axis=None, keepdims=False)
+        both[1] = self.max(x, axis=None, keepdims=False)
         lowest, highest = both.get()
         return int(lowest), int(highest)
 
@@ -168,16 +170,18 @@ class CountingFunctions:
 
     def _bin_counts(self, flat, edges, nbins, weight):
         """Counts (or weight sums) of ``flat``'s values in the bins between ``edges``."""
+        if weight is None:
+            counts = self.zeros((nbins,), I64)
+            if flat.size:
+                self._algorithm("histogram_counts", flat, self._as_dtype(edges, F64), counts)
+            return counts
         place = self.searchsorted(edges, flat, side="right")
         last = edges[-1:]
         values = self._as_dtype(flat, edges.dtype)
         # numpy: the last bin is closed; values outside the edges (and NaN) count nowhere
         place = self.where(self.equal(values, last), nbins, place) - 1
         inside = self.evaluate(self.logical_and(place >= 0, place < nbins))
-        bins_of = self.evaluate(place)[inside]
-        if weight is None:
-            return self.bincount(bins_of, minlength=nbins)
-        return self.bincount(bins_of, weight[inside], minlength=nbins)
+        return self.bincount(self.evaluate(place)[inside], weight[inside], minlength=nbins)
 
     def _edges(self, x, bins, value_range):
         """numpy's bin edges (host float array) for ``x``, ``bins`` and ``range``."""
@@ -199,7 +203,11 @@ class CountingFunctions:
             raise ValueError("`bins` must be positive, when an integer")
         first, last = self._range(x, value_range)
         kind = np.result_type(first, last, x.dtype if dtypes.kind(x.dtype) == "f" else F64)
-        return np.linspace(first, last, count + 1, endpoint=True, dtype=kind)
+        edges = np.linspace(first, last, count + 1, endpoint=True, dtype=kind)
+        if np.any(edges[:-1] >= edges[1:]):
+            raise ValueError(f"Too many bins for data range. Cannot create {count} "
+                             "finite-sized bins.")
+        return edges
 
     def _range(self, x, value_range):
         """numpy's range of the equal bins: given (checked), else the data's."""
@@ -213,8 +221,8 @@ class CountingFunctions:
             first, last = 0, 1
         else:
             both = self.empty((2,), x.dtype)
-            both[0:1] = self.min(x, axis=None)
-            both[1:2] = self.max(x, axis=None)
+            both[0] = self.min(x, axis=None, keepdims=False)
+            both[1] = self.max(x, axis=None, keepdims=False)
             first, last = both.get()  # numpy scalars: linspace then computes in x's dtype
             if not (np.isfinite(first) and np.isfinite(last)):
                 raise ValueError(f"autodetected range of [{first}, {last}] is not finite")

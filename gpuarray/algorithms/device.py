@@ -140,6 +140,11 @@ class DeviceAlgorithms:
         """See :meth:`gpuarray.algorithms.host.HostAlgorithms.count_bins`."""
         self._call("ga_count_bins", idx.ptr, idx.size, counts.ptr)
 
+    def histogram_counts(self, values, edges, counts):
+        """See :meth:`gpuarray.algorithms.host.HostAlgorithms.histogram_counts`."""
+        self._call("ga_histogram", lib.VALUE_TYPES[values.dtype.name], values.ptr, values.size,
+                   edges.ptr, edges.size - 1, counts.ptr)
+
     def sum_runs(self, keys, values):
         """See :meth:`gpuarray.algorithms.host.HostAlgorithms.sum_runs` (reads the
         number of runs back)."""

@@ -76,6 +76,12 @@ class HostAlgorithms:
         """``counts[idx[i]] += 1`` for every ``i`` (int64 counts; indices in range)."""
         np.add.at(_np(counts), _np(idx), 1)
 
+    def histogram_counts(self, values, edges, counts):
+        """``counts[b]`` += how many of ``values`` lie in bin ``b`` of the float64
+        ``edges`` (numpy's bins: the last closed, NaN and outsiders nowhere)."""
+        found = np.histogram(_np(values).astype(np.float64), bins=_np(edges))[0]
+        _np(counts)[:] += found
+
     def sum_runs(self, keys, values):
         """The keys of the runs of equal int64 ``keys`` and the float64 sums of
         ``values`` over each run, as two new tensors."""

@@ -38,6 +38,7 @@ _SIGNATURES = {
     "ga_scan": [_INT, _INT, _P, _SIZE_P, _P, _P, _I64, _I64, _P],
     "ga_iota": [_P, _I64, _P],
     "ga_count_bins": [_P, _I64, _P, _P],
+    "ga_histogram": [_INT, _P, _I64, _P, _INT, _P, _P],
     "ga_sum_runs_f64": [_P, _SIZE_P, _P, _P, _P, _P, _P, _I64, _P],
     "ga_gather": [_INT, _P, _P, _P, _I64, _I64, _I64, _I64, _I64, _I64, _I64, _P, _P],
     "ga_scatter": [_INT, _P, _P, _P, _I64, _P],
@@ -46,6 +47,11 @@ _SIGNATURES = {
 
 #: the key kinds of ga_encode_keys
 UNSIGNED, SIGNED, FLOAT, BFLOAT = 0, 1, 2, 3
+#: ga_histogram's value types, by numpy dtype name
+VALUE_TYPES = {name: code for code, name in enumerate(
+    ("float64", "float32", "float16", "bfloat16", "int8", "uint8", "int16", "uint16", "int32",
+     "uint32", "int64", "uint64"))}
+VALUE_TYPES["bool"] = VALUE_TYPES["uint8"]
 #: ga_scan's element types (int64 scans as uint64: the same bits) and operations
 SCAN_TYPES = {"uint64": 0, "int64": 0, "float32": 1, "float64": 2}
 SCAN_OPS = {"add": 0, "multiply": 1}
