@@ -386,6 +386,19 @@ cudaError_t search_as(const void* sorted, int64_t n, const void* needles, int64_
   return cudaGetLastError();
 }
 
+// value type codes of ga_histogram
+enum ValueType { kF64, kF32, kF16, kBF16, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64 };
+
+template <typename T>
+cudaError_t histogram_as(const void* values, int64_t n, const double* edges, int nbins,
+                         int64_t* counts, cudaStream_t s) {
+  const size_t smem = nbins <= kSharedBins ? size_t(nbins) * sizeof(unsigned int) : 0;
+  histogram_kernel<T><<<grid_for(n), kThreads, smem, s>>>(
+      static_cast<const T*>(values), n, edges, nbins,
+      reinterpret_cast<unsigned long long*>(counts));
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 // one switch on the key or element width for every entry point
@@ -458,19 +471,6 @@ int ga_scan(int type, int op, void* temp, size_t* temp_bytes, const void* src, v
 
 int ga_iota(int64_t* dst, int64_t n, cudaStream_t s) {
   iota_kernel<<<grid_for(n), kThreads, 0, s>>>(dst, n);
-  return cudaGetLastError();
-}
-
-// value type codes of ga_histogram
-enum ValueType { kF64, kF32, kF16, kBF16, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64 };
-
-template <typename T>
-cudaError_t histogram_as(const void* values, int64_t n, const double* edges, int nbins,
-                         int64_t* counts, cudaStream_t s) {
-  const size_t smem = nbins <= kSharedBins ? size_t(nbins) * sizeof(unsigned int) : 0;
-  histogram_kernel<T><<<grid_for(n), kThreads, smem, s>>>(
-      static_cast<const T*>(values), n, edges, nbins,
-      reinterpret_cast<unsigned long long*>(counts));
   return cudaGetLastError();
 }
 
