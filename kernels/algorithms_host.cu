@@ -22,6 +22,13 @@
 //   * ga_sort_keys / ga_sort_pairs: CUB's LSD radix sort (onesweep) of keys
 //     of 1, 2, 4 or 8 bytes over bits [begin_bit, end_bit), the pairs form
 //     carrying int64 values (the original positions for argsort).  Stable.
+//   * ga_sort_floats: CUB's radix sort of fp16, bf16, fp32 or fp64 values as
+//     themselves (CUB orders floats, -0.0 equal to +0.0, stable): no key
+//     passes.  Its one difference from numpy's order -- NaNs with the sign
+//     bit set come first -- ga_move_nans undoes on the device: it moves that
+//     leading run to the end (through `scratch`, n elements, and a flag
+//     `moved`), and costs a 4-byte memset and two near-empty launches when
+//     there is none.
 //   * ga_select_flagged: the positions i (int64, ascending) where flags[i]
 //     is nonzero, and their count, written to the device (CUB DeviceSelect).
 //   * ga_select_values: the elements (1, 2, 4 or 8 bytes) where flags[i] is
@@ -174,6 +181,47 @@ __global__ void decompose_kernel(const uint64_t* src, U* dst, int64_t n, int kin
   }
 }
 
+// whether the bits hold a NaN with the sign bit set (what CUB sorts first)
+template <typename U>
+__device__ __forceinline__ bool negative_nan(U b, int kind) {
+  const U sign = U(U(1) << (sizeof(U) * 8 - 1));
+  return (b & sign) && U(b & U(~sign)) > infinity_bits<U>(kind);
+}
+
+// the length of the leading run of negative NaNs of sorted values
+template <typename U>
+__device__ int64_t leading_nans(const U* v, int64_t n, int kind) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (negative_nan(v[mid], kind)) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+// scratch = values rotated left by the leading run, and *moved = 1 (nothing when
+// there is none); *moved is zeroed before the launch
+template <typename U>
+__global__ void rotate_nans_kernel(const U* values, U* scratch, int64_t n, int kind,
+                                   int* moved) {
+  if (!negative_nan(values[0], kind)) return;
+  if (blockIdx.x == 0 && threadIdx.x == 0) *moved = 1;
+  const int64_t k = leading_nans(values, n, kind);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    scratch[i] = values[i + k < n ? i + k : i + k - n];
+}
+
+// values = scratch where the first kernel rotated (the flag, not values[0], says
+// so: other threads overwrite values[0] meanwhile)
+template <typename U>
+__global__ void restore_nans_kernel(U* values, const U* scratch, int64_t n, const int* moved) {
+  if (!*moved) return;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    values[i] = scratch[i];
+}
+
 struct GatherShape {
   int64_t outer, J, A, inner;      // output (outer, J, inner); source (outer, A, inner)
   int64_t is_o, is_j, is_i;        // index strides, in elements
@@ -312,6 +360,25 @@ cudaError_t decompose_as(const void* src, void* dst, int64_t n, int kind, int de
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t sort_floats_as(void* temp, size_t* temp_bytes, const void* kin, void* kout,
+                           int64_t n, cudaStream_t s) {
+  return cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, static_cast<const T*>(kin),
+                                        static_cast<T*>(kout), n, 0, int(sizeof(T) * 8), s);
+}
+
+template <typename U>
+cudaError_t move_nans_as(void* values, void* scratch, int* moved, int64_t n, int kind,
+                         cudaStream_t s) {
+  U* v = static_cast<U*>(values);
+  U* tmp = static_cast<U*>(scratch);
+  cudaError_t err = cudaMemsetAsync(moved, 0, sizeof(int), s);
+  if (err != cudaSuccess) return err;
+  rotate_nans_kernel<U><<<grid_for(n), kThreads, 0, s>>>(v, tmp, n, kind, moved);
+  restore_nans_kernel<U><<<grid_for(n), kThreads, 0, s>>>(v, tmp, n, moved);
+  return cudaGetLastError();
+}
+
 template <typename U>
 cudaError_t sort_keys_as(void* temp, size_t* temp_bytes, const void* kin, void* kout,
                          int64_t n, int begin_bit, int end_bit, cudaStream_t s) {
@@ -433,6 +500,23 @@ int ga_compose_keys(int bytes, int kind, const void* src, void* dst, int64_t n, 
 int ga_decompose_keys(int bytes, int kind, const void* src, void* dst, int64_t n,
                       int descending, cudaStream_t s) {
   GA_BY_WIDTH(bytes, decompose_as<U>(src, dst, n, kind, descending, s))
+}
+
+int ga_sort_floats(int bytes, int kind, void* temp, size_t* temp_bytes, const void* kin,
+                   void* kout, int64_t n, cudaStream_t s) {
+  switch (bytes) {
+    case 2:
+      if (kind == kBFloat) return sort_floats_as<__nv_bfloat16>(temp, temp_bytes, kin, kout, n, s);
+      return sort_floats_as<__half>(temp, temp_bytes, kin, kout, n, s);
+    case 4: return sort_floats_as<float>(temp, temp_bytes, kin, kout, n, s);
+    case 8: return sort_floats_as<double>(temp, temp_bytes, kin, kout, n, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+int ga_move_nans(int bytes, int kind, void* values, void* scratch, int* moved, int64_t n,
+                 cudaStream_t s) {
+  GA_BY_WIDTH(bytes, move_nans_as<U>(values, scratch, moved, n, kind, s))
 }
 
 int ga_sort_keys(int bytes, void* temp, size_t* temp_bytes, const void* kin, void* kout,

@@ -321,3 +321,19 @@ def test_tensor_methods_and_where_alone(ng):
     _same(t, expected)
     with pytest.raises(TypeError):
         t.sort(axis=None)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float16), BF16, np.dtype(np.float32),
+                                   np.dtype(np.float64)], ids=dtype_id)
+def test_nans_of_either_sign_sort_last(ng, dtype):
+    """NaNs with the sign bit set (x86's 0/0 makes them) sort last too, as in numpy."""
+    rng = np.random.default_rng(19)
+    host = rng.standard_normal(100_000).astype(np.float32)
+    picks = rng.random(host.size)
+    host[picks < 0.3] = -np.nan
+    host[picks > 0.9] = np.nan
+    host = host.astype(dtype)
+    for data in (host, np.full(5000, -np.nan, np.float32).astype(dtype), host[:1]):
+        got = to_host(ng.sort(data))
+        np.testing.assert_array_equal(_exact(got), np.sort(_exact(data)))
+    assert np.signbit(_exact(host)[picks < 0.3]).all()  # the test data hold negative NaNs

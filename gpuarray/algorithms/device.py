@@ -12,7 +12,9 @@ call using it is queued (the pool may hand a freed block to the next
 allocation at once, ordered on the stream).  ``ng.stats()["kernels_launched"]`` counts one per
 library call (a CUB radix sort runs a few kernels per 8-bit digit).
 
-Sorting a batch of rows is one radix sort of 64-bit keys -- the row
+A row of floats sorts as floats (CUB's order is numpy's but for NaNs with
+the sign bit set, moved to the end afterwards on the device).  Sorting a
+batch of rows is one radix sort of 64-bit keys -- the row
 number above the element's key -- where both fit in 64 bits; else (8-byte
 elements) two stable radix sorts: by key, carrying each element's flat
 position, then by the row of that position (only the bits rows need),
@@ -66,6 +68,9 @@ class DeviceAlgorithms:
             return
         g, n = self.backend, src.size
         kind, width = keys.key_kind(src.dtype)
+        if indices is None and rows == 1 and not descending and kind in (lib.FLOAT, lib.BFLOAT):
+            self._sort_floats(src, values, kind, width)
+            return
         bits = keys.key_bits(src.dtype)
         encoded = self._keys(src, indices is not None, descending)
         ordered = g.empty((n,), encoded.dtype)
@@ -81,6 +86,15 @@ class DeviceAlgorithms:
         if rows > 1:
             positions = self._group_rows(positions, length, rows)
         self._finish_rows(src, length, rows, positions, values, indices, single)
+
+    def _sort_floats(self, src, values, kind, width):
+        """A row of floats sorted as floats by CUB, then its leading negative NaNs
+        (if any) moved to the end on the device."""
+        n = src.size
+        self._cub("ga_sort_floats", width, kind, src.ptr, values.ptr, n)
+        scratch = self.backend.empty((n,), values.dtype)
+        moved = self.backend.empty((1,), np.int32)
+        self._call("ga_move_nans", width, kind, values.ptr, scratch.ptr, moved.ptr, n)
 
     def _sort_composite(self, src, length, descending, values, indices):
         """One radix sort of 64-bit keys: the row above the element's key."""

@@ -31,6 +31,8 @@ _SIGNATURES = {
     "ga_decode_keys": [_INT, _INT, _P, _P, _I64, _INT, _P],
     "ga_compose_keys": [_INT, _INT, _P, _P, _I64, _I64, _INT, _INT, _P],
     "ga_decompose_keys": [_INT, _INT, _P, _P, _I64, _INT, _P],
+    "ga_sort_floats": [_INT, _INT, _P, _SIZE_P, _P, _P, _I64, _P],
+    "ga_move_nans": [_INT, _INT, _P, _P, _P, _I64, _P],
     "ga_sort_keys": [_INT, _P, _SIZE_P, _P, _P, _I64, _INT, _INT, _P],
     "ga_sort_pairs": [_INT, _P, _SIZE_P, _P, _P, _P, _P, _I64, _INT, _INT, _P],
     "ga_select_flagged": [_P, _SIZE_P, _P, _P, _P, _I64, _P],
@@ -106,5 +108,5 @@ def run_with_scratch(name, scratch, *args):
 
 
 # where the (temp, temp_bytes) pair sits in each CUB entry point's arguments
-_SCRATCH_AT = {"ga_sort_keys": 1, "ga_sort_pairs": 1, "ga_select_flagged": 0,
+_SCRATCH_AT = {"ga_sort_floats": 2, "ga_sort_keys": 1, "ga_sort_pairs": 1, "ga_select_flagged": 0,
                "ga_select_values": 1, "ga_scan": 2, "ga_sum_runs_f64": 0}
