@@ -203,7 +203,8 @@ class CountingFunctions:
             raise ValueError("`bins` must be positive, when an integer")
         first, last = self._range(x, value_range)
         kind = np.result_type(first, last, x.dtype if dtypes.kind(x.dtype) == "f" else F64)
-        edges = np.linspace(first, last, count + 1, endpoint=True, dtype=kind)
+        with np.errstate(over="ignore", invalid="ignore"):  # too many bins: raised below
+            edges = np.linspace(first, last, count + 1, endpoint=True, dtype=kind)
         if np.any(edges[:-1] >= edges[1:]):
             raise ValueError(f"Too many bins for data range. Cannot create {count} "
                              "finite-sized bins.")
