@@ -250,6 +250,56 @@ def test_array_indexing_get_and_set_random(ng, seed):
             _same(t[device_key], expected)
 
 
+def _random_multi_key(rng, shape):
+    """Two or more index arrays (a mask among them at times) with basic entries."""
+    items = []
+    for size in shape:
+        roll = rng.random()
+        if roll < 0.5:
+            items.append(rng.integers(-size, size, size=(2, 3)[:int(rng.integers(1, 3))]))
+        elif roll < 0.6:
+            items.append(rng.random(size) < 0.5)
+        elif roll < 0.8:
+            items.append(int(rng.integers(0, size)))
+        else:
+            items.append([slice(None), slice(None, None, -2)][int(rng.integers(0, 2))])
+    arrays = [k for k, item in enumerate(items) if getattr(item, "ndim", 0)]
+    for k in range(len(items)):
+        if len(arrays) >= 2:
+            break
+        if k not in arrays:
+            items[k] = np.array([0, shape[k] - 1])
+            arrays.append(k)
+    if rng.random() < 0.3:
+        items.insert(int(rng.integers(0, len(items) + 1)), None)
+    return tuple(items)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_several_index_arrays_random(ng, seed):
+    """numpy's rules for keys with several arrays: broadcast indices, integers as
+    0-d indices, masks as their nonzero(), the result's axes in numpy's place."""
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(10):
+        shape = tuple(int(s) for s in rng.integers(2, 5, size=rng.integers(2, 4)))
+        host = rng.standard_normal(shape).astype(np.float32)
+        key = _random_multi_key(rng, shape)
+        try:
+            expected = host[key]
+        except IndexError:  # the mask and an index array do not broadcast: numpy refuses
+            with pytest.raises(IndexError):
+                ng.array(host)[key]
+            continue
+        _same(ng.array(host)[key], expected)
+        device_key = tuple(ng.array(k) if isinstance(k, np.ndarray) else k for k in key)
+        _same(ng.array(host)[device_key], expected)
+        for value in (np.float32(-3.0), rng.standard_normal(expected.shape).astype(np.float32)):
+            target, reference = ng.array(host), host.copy()
+            target[key] = value
+            reference[key] = value
+            _same(target, reference)
+
+
 def test_mask_from_an_expression_and_repeated_set(ng):
     host = np.arange(-6.0, 6.0, dtype=np.float32).reshape(3, 4)
     t = ng.array(host)

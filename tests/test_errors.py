@@ -311,8 +311,8 @@ def test_index_out_of_range(ng):
 
 def test_index_entries_of_no_index_type_rejected(ng):
     A = _t(ng, (5, 4))
-    for idx in (1.5, "a", np.array([0.5, 1.0]), ([0, 2], [1, 1]),
-                (ng.array(np.array([0, 1])), np.array([1, 0]))):
+    for idx in (1.5, "a", np.array([0.5, 1.0]), ([0, 2], [1.5, 1.0]),
+                (ng.array(np.array([0, 1])), np.array([1.0, 0.0]))):
         with pytest.raises((IndexError, TypeError)):
             A[idx]
         with pytest.raises((IndexError, TypeError)):

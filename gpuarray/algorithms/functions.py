@@ -4,8 +4,8 @@ In: user calls -- ``sort``, ``argsort``, ``partition``, ``searchsorted``,
 ``nonzero``, ``argwhere``, ``unique`` and the array API's ``unique_*``,
 ``isin`` and the ``*1d`` set functions, ``take``, ``take_along_axis``,
 ``quantile``, ``percentile``, ``median`` and their ``nan`` forms,
-``bincount``, ``histogram``, ``digitize`` -- tensor indexing with an
-integer or boolean array, to read (``t[key]``) and to assign (``t[key] =
+``bincount``, ``histogram``, ``digitize`` -- tensor indexing with
+integer or boolean arrays, to read (``t[key]``) and to assign (``t[key] =
 value``), and the single-pass scan behind ``cumsum``.  Out: new tensors.
 The shared code (the role modules mixed in here) checks arguments and
 arranges rows and indices; the factory's engine (``self._algorithms``:
@@ -18,6 +18,7 @@ from ..core.array import Tensor
 from ..core.optree import Expression
 from .counting import CountingFunctions
 from .gathering import GatherFunctions
+from .multi_index import MultiIndexFunctions
 from .order import OrderStatisticFunctions
 from .scanning import ScanRowFunctions
 from .scattering import ScatterFunctions
@@ -28,7 +29,7 @@ from .sorting import SortFunctions
 
 class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFunctions,
                          ScatterFunctions, ScanRowFunctions, OrderStatisticFunctions,
-                         CountingFunctions):
+                         CountingFunctions, MultiIndexFunctions):
     """Mixin of the factories (see the module docstring); a factory sets
     ``self._algorithms`` to its engine."""
 

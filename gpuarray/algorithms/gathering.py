@@ -1,4 +1,4 @@
-"""Gathers: ``take``, ``take_along_axis`` and indexing with an integer or boolean array.
+"""Gathers: ``take``, ``take_along_axis`` and indexing with one integer or boolean array.
 
 In: a tensor, op-tree or array_like of one factory and indices -- host
 data, or int tensors on the device -- or an indexing key holding one
@@ -12,6 +12,7 @@ the first bad output position (its value is read back, so the call waits
 for the device).  Either way a bad index raises numpy's IndexError before
 the result is returned.  A boolean mask becomes the flat positions of its
 true elements (:mod:`.searching`), gathered from its axes merged into one.
+Keys with several arrays go to :mod:`.multi_index`.
 """
 import operator
 
@@ -134,6 +135,8 @@ class GatherFunctions:
     def _index_with_array(self, x, key):
         """``x[key]`` for a key holding one integer or boolean array among basic
         entries (numpy's advanced indexing with a single array)."""
+        if array_count(key) > 1:
+            return self._index_with_arrays(x, key)
         items, at, index = _array_entry(key)
         view, axis, label, covered = self._indexed_axes(x, items, at, index)
         if dtypes.kind(index.dtype) == "b":
@@ -191,14 +194,19 @@ class GatherFunctions:
         return index if index.dtype == I64 else self.evaluate(self.astype(index, I64))
 
 
+def _is_array(item):
+    return isinstance(item, (list, tuple)) or getattr(item, "ndim", 0) > 0
+
+
+def array_count(key):
+    """How many integer or boolean arrays (and lists) a key holds."""
+    return sum(1 for item in (key if type(key) is tuple else (key,)) if _is_array(item))
+
+
 def _array_entry(key):
     """The key's entries, the position of its one array entry, and that entry."""
     items = list(key) if type(key) is tuple else [key]
-    at = [k for k, item in enumerate(items)
-          if isinstance(item, (list, tuple)) or getattr(item, "ndim", 0) > 0]
-    if len(at) > 1:
-        raise IndexError("gpuarray indexes with one integer or boolean array at a time; "
-                         "index in steps (x[a][:, b]) or flatten the axes and take once")
+    at = [k for k, item in enumerate(items) if _is_array(item)]
     index = items[at[0]]
     if not isinstance(index, (Tensor, Expression)):
         index = np.asarray(index)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.optree import Expression
-from .gathering import _array_entry, _check_mask, _merged, _split_advanced
+from .gathering import _array_entry, _check_mask, _merged, _split_advanced, array_count
 
 I64 = np.dtype(np.int64)
 
@@ -27,6 +27,9 @@ class ScatterFunctions:
 
     def _assign_with_array(self, x, key, value):
         """``x[key] = value`` (see the module docstring)."""
+        if array_count(key) > 1:
+            self._assign_with_arrays(x, key, value)
+            return
         items, at, index = _array_entry(key)
         view, axis, label, covered = self._indexed_axes(x, items, at, index)
         if dtypes.kind(index.dtype) == "b":
