@@ -211,6 +211,26 @@ def test_permutation_and_shuffle(ng):
     t = ng.array(np.arange(30, dtype=np.int32))
     rng.shuffle(t)
     assert sorted(host(t).tolist()) == list(range(30)) and t.dtype == np.int32
+    large = host(rng.permutation(100_000))  # one radix sort of random keys
+    assert np.array_equal(np.sort(large), np.arange(100_000))
+    assert abs(np.corrcoef(large, np.arange(100_000))[0, 1]) < 0.02
+
+
+def test_choice_without_replacement(ng):
+    rng = ng.default_rng(23)
+    sample = host(rng.choice(1000, (4, 50), replace=False))
+    assert sample.shape == (4, 50) and len(set(sample.ravel().tolist())) == 200
+    assert sample.min() >= 0 and sample.max() < 1000
+    p = np.zeros(10)
+    p[[1, 4, 7]] = [0.2, 0.5, 0.3]
+    weighted = host(rng.choice(10, 3, replace=False, p=p))
+    assert sorted(weighted.tolist()) == [1, 4, 7]
+    letters = np.array([10.0, 20.0, 30.0, 40.0])
+    picked = host(rng.choice(letters, 2, replace=False))
+    assert len(set(picked.tolist())) == 2 and set(picked.tolist()) <= set(letters.tolist())
+    # the first draw follows p: the heaviest entry comes first most often
+    firsts = [int(host(rng.choice(3, 1, replace=False, p=[0.8, 0.1, 0.1]))[0]) for _ in range(200)]
+    assert 0.7 < firsts.count(0) / 200 < 0.9
 
 
 # -- errors --------------------------------------------------------------------
@@ -252,9 +272,9 @@ def test_permutation_and_shuffle(ng):
     (lambda r: r.choice(3, p=[0.5, 0.6, 0.1]), ValueError, "Probabilities do not sum to 1"),
     (lambda r: r.choice(3, p=[0.5, np.nan, 0.5]), ValueError, "Probabilities contain NaN"),
     (lambda r: r.choice(3, 5, replace=False), ValueError, "Cannot take a larger sample than population"),
-    (lambda r: r.choice(3, 2, replace=False), NotImplementedError, "needs a device sort, not built yet"),
+    (lambda r: r.choice(3, 3, replace=False, p=[0.5, 0.5, 0.0]), ValueError,
+     "Fewer non-zero entries in p than size"),
     (lambda r: r.choice(np.ones((2, 3)), 2, axis=2), np.exceptions.AxisError, "axis 2 is out of bounds"),
-    (lambda r: r.permutation(5000), NotImplementedError, "needs a device sort, not built yet"),
     (lambda r: r.permutation(np.array(5)), np.exceptions.AxisError, "axis 0 is out of bounds"),
     (lambda r: r.shuffle(np.arange(4)), TypeError, "shuffle needs a tensor of this factory"),
 ])

@@ -1,20 +1,24 @@
-"""Sampling without a sort or a gather: ``choice``, ``permutation`` and ``shuffle``
-of :class:`gpuarray.core.random.Generator`.
+"""Sampling: ``choice``, ``permutation`` and ``shuffle`` of
+:class:`gpuarray.core.random.Generator`.
 
 In: numpy's arguments (``a`` an int, host data or a tensor; ``p`` host data
 or a tensor).  Out: new int64 index tensors or gathered copies (``shuffle``
-writes its tensor in place).  The device has no sort and no gather kernel
-yet, so both are replaced by fused reductions over a broadcast axis:
+writes its tensor in place).  Built on the factory's sort and gather
+(:mod:`gpuarray.algorithms`: CUB's radix sort on the GPU):
 
-* inverse CDF: ``sum(cdf <= u)`` over numpy's normalised cumulative sum of
+* with replacement, uniform: random integers below n; with ``p``, the
+  inverse CDF ``sum(cdf <= u)`` over numpy's normalised cumulative sum of
   ``p`` (taken on the host, where ``p`` is checked anyway) -- numpy's own
-  ``searchsorted(cdf, u, side="right")``, in O(size * len(p));
-* gather: ``max_j where(index == j, a[j], lowest)``, exact for every value
-  (NaN and -0.0 included), O(size * a.size);
-* permutation: the ranks of n random keys (ties broken by position), a
-  uniformly random permutation from n*n comparisons, so n is capped at
-  :data:`MAX_PERMUTATION`; beyond it, and for ``choice(replace=False)``, a
-  device sort is needed (NotImplementedError).
+  ``searchsorted(cdf, u, side="right")`` as a fused reduction,
+  O(size * len(p));
+* permutation: the order that sorts n random float64 keys (53 random bits
+  each), a uniformly random permutation (ties, at odds of about n**2 /
+  2**54, keep their positions' order);
+* without replacement: the first ``size`` of that order -- with ``p``,
+  of the keys ``-log(u) / p`` (exponential races: the first ``size`` to
+  finish are a sample drawn one by one with probabilities ``p`` among
+  those left);
+* samples of an array: ``take`` with the drawn indices.
 """
 import math
 import operator
@@ -24,9 +28,6 @@ import numpy as np
 from . import dtypes, shapes
 from .array import Tensor
 from .optree import Expression
-
-#: the sort-free permutation ranks n keys with n*n comparisons: its limit
-MAX_PERMUTATION = 4096
 
 
 class SamplingMethods:
@@ -38,9 +39,9 @@ class SamplingMethods:
 
         With ``p``, indices come from the inverse CDF: numpy's normalised
         cumulative sum of ``p`` (taken on the host, where ``p`` is checked) and
-        ``sum(cdf <= u)``, a fused reduction costing O(size * len(p)).  Samples
-        of an array are gathered by a fused one-hot maximum, O(size * len(a))
-        (no device gather exists yet).
+        ``sum(cdf <= u)``, a fused reduction costing O(size * len(p)).
+        Without replacement, the first ``size`` entries of a random order
+        (weighted by ``p`` where given; see the module docstring).
 
         Parameters
         ----------
@@ -50,20 +51,20 @@ class SamplingMethods:
         size : int, tuple of ints or None
             Number of samples (None: one, as a 0-d index or ``a``'s sub-array).
         replace : bool
-            Only True is built.
+            Whether an entry may be drawn more than once.
         p : array_like or tensor, optional
             Probabilities of the entries (default uniform).
         axis : int
             Axis of ``a`` sampled along.
         shuffle : bool
-            Ignored: it concerns ``replace=False`` only.
+            Accepted: a sample without replacement is always in random order.
 
         Raises
         ------
         ValueError
-            numpy's messages for an empty or non-positive ``a`` and for ``p``.
-        NotImplementedError
-            ``replace=False``: it needs a device sort, not built yet.
+            numpy's messages for an empty or non-positive ``a``, for ``p``, and
+            for a sample without replacement larger than the population (or
+            than ``p``'s non-zero entries).
         """
         ng = self.backend
         shape = self._shape(size)
@@ -71,9 +72,8 @@ class SamplingMethods:
         pool, n, axis = _population(ng, a, axis, count)
         cdf = None if p is None else _cdf(p, n)
         if not replace:
-            if count > n:
-                raise ValueError("Cannot take a larger sample than population when replace is False")
-            raise NotImplementedError("choice(replace=False) needs a device sort, not built yet")
+            index = self._without_replacement(n, shape, count, cdf)
+            return index if pool is None else _take(ng, pool, index, axis)
         with self._drawing():
             if count == 0 or n == 1:
                 index = ng.zeros(shape, np.int64)
@@ -85,26 +85,37 @@ class SamplingMethods:
                 index = self._new(shape, np.int64, ng.astype(hits, np.int64))
         return index if pool is None else _take(ng, pool, index, axis)
 
-    def _ranks(self, n):
-        """A uniformly random permutation of range(n) without a sort: the rank
-        of each of n random keys (ties broken by position), n*n comparisons."""
-        if n > MAX_PERMUTATION:
-            raise NotImplementedError(f"a permutation of {n} elements needs a device sort, not built "
-                                      f"yet (the sort-free path ranks at most {MAX_PERMUTATION})")
+    def _order(self, n, weights=None):
+        """A random order of range(n): the positions that sort n random keys,
+        ``-log(u) / weights`` where weights are given (zero weights last)."""
         ng = self.backend
         if n <= 1:
             return ng.zeros((max(n, 0),), np.int64)
-        keys = self._new((n,), np.float64, self._unit(np.float64))
-        where = ng.arange(n)
-        ki, kj, i, j = keys.reshape(n, 1), keys.reshape(1, n), where.reshape(n, 1), where.reshape(1, n)
-        before = ng.logical_or(ng.less(kj, ki), ng.logical_and(ng.equal(kj, ki), ng.less(j, i)))
-        return self._new((n,), np.int64, ng.astype(ng.sum(before, axis=1, keepdims=False), np.int64))
+        unit = self._unit(np.float64)
+        if weights is None:
+            keys = self._new((n,), np.float64, unit)
+        else:
+            keys = self._new((n,), np.float64, ng.negative(ng.log1p(ng.negative(unit))))
+            keys = ng.evaluate(keys / ng.array(weights))  # a zero weight gives +inf: last
+        return ng.argsort(keys)
+
+    def _without_replacement(self, n, shape, count, cdf):
+        """``count`` distinct indices below n in random order (weighted by the
+        probabilities behind ``cdf`` where given), in ``shape``."""
+        if count > n:
+            raise ValueError("Cannot take a larger sample than population when replace is False")
+        weights = None if cdf is None else np.diff(cdf, prepend=0.0)
+        if weights is not None and np.count_nonzero(weights) < count:
+            raise ValueError("Fewer non-zero entries in p than size")
+        with self._drawing():
+            order = self._order(n, weights)
+        return self.backend.evaluate(order[:count].reshape(shape))
 
     def permutation(self, x, axis=0):
         """A permuted ``arange(x)`` (an int) or copy of ``x`` along ``axis``, as
         ``numpy.random.Generator.permutation``.
 
-        Sort-free: ranks of random keys (O(n**2), n up to :data:`MAX_PERMUTATION`).
+        The order that sorts random keys (one radix sort on the GPU).
 
         Parameters
         ----------
@@ -112,25 +123,20 @@ class SamplingMethods:
             An int n permutes ``arange(n)`` (int64); an array is copied.
         axis : int
             Axis along which ``x`` is permuted.
-
-        Raises
-        ------
-        NotImplementedError
-            More elements along ``axis``: that needs a device sort, not built yet.
         """
         ng = self.backend
         if isinstance(x, (int, np.integer)):
             with self._drawing():
-                return self._ranks(int(x))
+                return self._order(int(x))
         pool = _as_tensor(ng, x)
         axis = shapes.normalize_axis(axis, pool.ndim)
         with self._drawing():
-            order = self._ranks(pool.shape[axis])
+            order = self._order(pool.shape[axis])
         return _take(ng, pool, order, axis)
 
     def shuffle(self, x, axis=0):
         """Permute the tensor ``x`` in place along ``axis``, as
-        ``numpy.random.Generator.shuffle`` (see :meth:`permutation` for the limit)."""
+        ``numpy.random.Generator.shuffle``."""
         if not isinstance(x, Tensor) or x.backend is not self.backend:
             raise TypeError(f"shuffle needs a tensor of this factory, not {type(x).__name__}")
         # permutation returns a new tensor: the assignment reads nothing it writes
@@ -188,19 +194,6 @@ def _cdf(p, n):
 
 
 def _take(ng, pool, index, axis):
-    """``numpy.take(pool, index, axis)`` without a gather kernel: a fused
-    maximum over the axis of ``where(index == j, pool[j], lowest)``, exact for
-    every value (NaN and -0.0 included); O(index.size * pool.size)."""
-    source = ng.moveaxis(pool, axis, 0)
-    n, rest, k = source.shape[0], source.shape[1:], index.ndim
-    if index.size == 0 or 0 in rest:
-        return ng.empty(pool.shape[:axis] + index.shape + pool.shape[axis + 1:], pool.dtype)
-    hit = ng.equal(index.reshape(index.shape + (1,) * (1 + len(rest))),
-                   ng.arange(n).reshape((n,) + (1,) * len(rest)))
-    value = ng.astype(source, np.uint8) if pool.dtype == np.bool_ else source
-    lowest = -math.inf if dtypes.is_float(value.dtype) else int(np.iinfo(value.dtype).min)
-    picked = ng.evaluate(ng.astype(ng.max(ng.where(hit, value, lowest), axis=k, keepdims=False),
-                                   pool.dtype))
-    if axis and k:
-        picked = ng.evaluate(ng.moveaxis(picked, list(range(k)), list(range(axis, axis + k))))
-    return picked
+    """``numpy.take(pool, index, axis)`` for indices drawn in range (the wrap mode
+    checks nothing, so the call does not wait for the device)."""
+    return ng.take(pool, index, axis=axis, mode="wrap")
