@@ -25,7 +25,7 @@ import operator
 
 import numpy as np
 
-from . import dtypes, shapes
+from . import shapes
 from .array import Tensor
 from .optree import Expression
 
