@@ -4,7 +4,8 @@ In: user calls -- ``sort``, ``argsort``, ``partition``, ``searchsorted``,
 ``nonzero``, ``argwhere``, ``unique`` and the array API's ``unique_*``,
 ``isin`` and the ``*1d`` set functions, ``take``, ``take_along_axis``,
 ``quantile``, ``percentile``, ``median`` and their ``nan`` forms,
-``bincount``, ``histogram``, ``digitize`` -- tensor indexing with
+``bincount``, ``histogram``, ``digitize``, ``compress``, ``extract``,
+``put``, ``put_along_axis``, ``place``, ``lexsort`` -- tensor indexing with
 integer or boolean arrays, to read (``t[key]``) and to assign (``t[key] =
 value``), and the single-pass scan behind ``cumsum``.  Out: new tensors.
 The shared code (the role modules mixed in here) checks arguments and
@@ -23,13 +24,14 @@ from .order import OrderStatisticFunctions
 from .scanning import ScanRowFunctions
 from .scattering import ScatterFunctions
 from .searching import SearchFunctions
+from .selection import SelectionFunctions
 from .sets import SetFunctions
 from .sorting import SortFunctions
 
 
 class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFunctions,
                          ScatterFunctions, ScanRowFunctions, OrderStatisticFunctions,
-                         CountingFunctions, MultiIndexFunctions):
+                         CountingFunctions, MultiIndexFunctions, SelectionFunctions):
     """Mixin of the factories (see the module docstring); a factory sets
     ``self._algorithms`` to its engine."""
 
