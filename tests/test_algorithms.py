@@ -154,8 +154,22 @@ def test_unique(ng, dtype):
 def test_unique_of_empty_and_errors(ng):
     values, index, inverse, counts = ng.unique(np.zeros((0, 2), np.float32), True, True, True)
     assert values.shape == index.shape == counts.shape == (0,) and inverse.shape == (0, 2)
-    with pytest.raises(NotImplementedError, match="axis"):
-        ng.unique(np.zeros((2, 2)), axis=0)
+    with pytest.raises(AxisError):
+        ng.unique(np.zeros((2, 2)), axis=2)
+
+
+@pytest.mark.parametrize("shape,axis", [((40, 3), 0), ((4, 30, 2), 1), ((5, 20), -1),
+                                        ((3, 0), 0), ((0, 2), 0)], ids=str)
+def test_unique_along_an_axis(ng, shape, axis):
+    """Sub-arrays sorted lexicographically, first positions, 1-D inverse, counts."""
+    host = np.random.default_rng(24).integers(0, 2, shape).astype(np.float32)
+    got = ng.unique(host, True, True, True, axis=axis)
+    for g, e in zip(got, np.unique(host, True, True, True, axis=axis)):
+        _same(g, e)
+    rows = np.array([[np.nan, 1], [np.nan, 1], [-0.0, 2], [0.0, 2]])
+    for g, e in zip(ng.unique(rows, axis=0, return_counts=True),
+                    np.unique(rows, axis=0, return_counts=True)):  # NaN rows equal no row
+        _same(g, e)
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float64), np.dtype(np.float16), BF16,

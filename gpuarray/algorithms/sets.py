@@ -13,13 +13,18 @@ element differs from the one before (NaNs equal one another with
 keep every NaN distinct, as numpy's do); the flags' positions are the
 groups' starts (the values, the first occurrences, and by differences the
 counts); their running sum numbers each sorted element's group, which
-the sort's positions scatter back into the inverse.  Membership
+the sort's positions scatter back into the inverse.  Along an axis, the
+slices are flattened into rows and sorted lexicographically (``lexsort``:
+a stable sort per column), and a row starts a group where any element
+differs from the row before.  Membership
 (``isin`` and the ``*1d`` functions built on it) sorts the test values
 once and binary-searches each element among them.
 """
+import operator
 from collections import namedtuple
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from ..core import dtypes
 
@@ -45,10 +50,12 @@ class SetFunctions:
         return_index, return_inverse, return_counts : bool
             Also return each value's first position, the inverse (``ar``'s
             shape) and the counts, in that order after the values.
-        axis : None
-            Only the flattened form is supported; an axis raises NotImplementedError.
+        axis : int, optional
+            The distinct sub-arrays along ``axis`` (sorted lexicographically,
+            NaN last; a sub-array holding NaN equals no other, as in numpy);
+            the inverse is then 1-D.
         equal_nan : bool
-            Collapse NaNs into one value (numpy's default).
+            Collapse NaNs into one value (numpy's default; flattened input only).
         sorted : bool
             Accepted; the values are sorted either way.
 
@@ -56,12 +63,12 @@ class SetFunctions:
         -------
         Tensor, or a tuple of tensors
         """
-        if axis is not None:
-            raise NotImplementedError("unique along an axis is not supported; flatten the "
-                                      "rows into a structured key first, or use axis=None")
         x = self._algorithm_input(ar)
-        values, index, inverse, counts = self._unique(x, return_index, return_inverse,
-                                                      return_counts, equal_nan)
+        if axis is None:
+            values, index, inverse, counts = self._unique(x, return_index, return_inverse,
+                                                          return_counts, equal_nan)
+        else:
+            values, index, inverse, counts = self._unique_slices(x, axis)
         extra = [part for part, wanted in ((index, return_index), (inverse, return_inverse),
                                            (counts, return_counts)) if wanted]
         return (values, *extra) if extra else values
@@ -174,6 +181,32 @@ class SetFunctions:
         counts = self._counts(starts, n) if want_counts else None
         inverse = self._inverse(starts_flag, positions, x.shape) if want_inverse else None
         return values, index, inverse, counts
+
+    def _unique_slices(self, x, axis):
+        """``unique`` along ``axis``: a lexicographic sort of the slices (flattened
+        into rows), then the rows that differ from the one before."""
+        axis = normalize_axis_index(operator.index(axis), x.ndim)
+        moved = self.moveaxis(x, axis, 0)
+        n, width = moved.shape[0], int(np.prod(moved.shape[1:], dtype=np.int64))
+        rows = self._contiguous(moved).reshape(n, width)
+        if n == 0:
+            empty = self.empty((0,), I64)
+            return x, empty, empty, empty
+        order = self.lexsort([rows[:, c] for c in range(width - 1, -1, -1)]) if width else \
+            self.arange(n, dtype=I64)
+        ordered = self.take(rows, order, axis=0, mode="wrap")
+        starts_flag = self.empty((n,), np.bool_)
+        starts_flag[:1] = True
+        if n > 1:
+            starts_flag[1:] = self.any(self.not_equal(ordered[1:], ordered[:-1]), axis=1,
+                                       keepdims=False) if width else False
+        starts = self._flat_nonzero(starts_flag)
+        values = self.take(ordered, starts, axis=0, mode="wrap").reshape(
+            (starts.size,) + moved.shape[1:])
+        values = self._contiguous(self.moveaxis(values, 0, axis))
+        positions = self._contiguous(order)
+        return (values, self._pick(positions, starts), self._inverse(starts_flag, positions, (n,)),
+                self._counts(starts, n))
 
     def _differs(self, a, b, equal_nan):
         """Op-tree: ``a != b``, NaN equal to NaN with ``equal_nan``."""
