@@ -2,9 +2,10 @@
 ``isin``, ``intersect1d``, ``union1d``, ``setdiff1d``, ``setxor1d``.
 
 In: a tensor, op-tree or array_like of one factory.  Out: the sorted
-distinct values of the flattened input, and on request the position of
-each value's first occurrence, the input's inverse (the value each element
-maps to, in the input's shape) and the counts -- int64 tensors.
+distinct values of the flattened input (or the distinct slices along an
+axis), and on request the position of each value's first occurrence, the
+input's inverse (the value each element maps to, in the input's shape;
+1-D along an axis) and the counts -- int64 tensors.
 
 How: one stable sort of the flattened input (carrying positions when
 first occurrences or the inverse are wanted); a flag where a sorted
