@@ -9,16 +9,17 @@ error flag back, so it waits for the stream.
 Scratch -- keys, positions, CUB's temporary storage -- comes from the
 factory's memory pool; every scratch tensor is held in a local until the
 call using it is queued (the pool may hand a freed block to the next
-allocation at once, ordered on the stream).  ``ng.stats()["kernels_launched"]`` counts one per
-library call (a CUB radix sort runs a few kernels per 8-bit digit).
+allocation at once, ordered on the stream).
+``ng.stats()["kernels_launched"]`` counts one per library call (a CUB
+radix sort runs a few kernels per 8-bit digit).
 
 A row of floats sorts as floats (CUB's order is numpy's but for NaNs with
 the sign bit set, moved to the end afterwards on the device).  Sorting a
-batch of rows is one radix sort of 64-bit keys -- the row
-number above the element's key -- where both fit in 64 bits; else (8-byte
-elements) two stable radix sorts: by key, carrying each element's flat
-position, then by the row of that position (only the bits rows need),
-which keeps the first's order within a row.
+batch of rows is one radix sort of 64-bit keys -- the row number above
+the element's key -- where both fit in 64 bits; else (8-byte elements)
+two stable radix sorts: by key, carrying each element's flat position,
+then by the row of that position (only the bits rows need), which keeps
+the first's order within a row.
 """
 import numpy as np
 
@@ -61,13 +62,12 @@ class DeviceAlgorithms:
 
     def sort_rows(self, src, length, descending, values, indices):
         """See :meth:`gpuarray.algorithms.host.HostAlgorithms.sort_rows`."""
-        rows = src.size // length
-        width = keys.key_kind(src.dtype)[1]
+        g, n = self.backend, src.size
+        rows = n // length
+        kind, width = keys.key_kind(src.dtype)
         if rows > 1 and 8 * width + (rows - 1).bit_length() <= 64:
             self._sort_composite(src, length, descending, values, indices)
             return
-        g, n = self.backend, src.size
-        kind, width = keys.key_kind(src.dtype)
         if indices is None and rows == 1 and not descending and kind in (lib.FLOAT, lib.BFLOAT):
             self._sort_floats(src, values, kind, width)
             return
