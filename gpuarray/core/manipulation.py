@@ -1,4 +1,5 @@
-"""numpy functions built from views and the fused operations: isclose, diff, outer, flip.
+"""numpy functions built from views and the fused operations: isclose, allclose,
+array_equal, array_equiv, amax, amin, diff, outer, flip.
 
 In: tensors or expressions of one factory.  Out: views (``flip``), lazy
 op-trees (``isclose``, ``diff``, ``outer``), which fuse into whatever
@@ -11,7 +12,9 @@ expand_dims, broadcast_to, moveaxis, split...), rearrangements from
 :mod:`gpuarray.core.arrangement` (roll, tile, repeat, diag, trace, tril...),
 elementwise functions composed of the fused operations from
 :mod:`gpuarray.core.numpy_math` (divmod, modf, frexp, ldexp, fmod, sinc,
-polyval...), the NaN-ignoring reductions and ``count_nonzero`` from
+polyval...), from :mod:`gpuarray.core.rounding` (around, fix, nan_to_num)
+and :mod:`gpuarray.core.special_values` (signbit, fmax, logaddexp...), the
+NaN-ignoring reductions and ``count_nonzero`` from
 :mod:`gpuarray.core.nan_reductions`, ``pad`` from :mod:`gpuarray.core.padding`,
 and ``default_rng`` from :mod:`gpuarray.core.random`; the product functions
 (matmul, tensordot, vecdot, inner, vdot, kron, cross, einsum) come from
@@ -20,25 +23,32 @@ and ``default_rng`` from :mod:`gpuarray.core.random`; the product functions
 """
 import operator
 
-from . import shapes
+import numpy as np
+
+from . import dtypes, shapes
 from .arrangement import ArrangementFunctions
 from .array import Tensor
 from .nan_reductions import NanReductionFunctions
 from .numpy_math import NumpyMathFunctions
+from .optree import Expression
 from .padding import PaddingFunctions
 from .products import TensorProductFunctions
 from .random import RandomFunctions
+from .rounding import RoundingFunctions
 from .scans import ScanFunctions
 from .shaping import ShapingFunctions
+from .special_values import SpecialValueFunctions
 
 
 class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFunctions,
                             NanReductionFunctions, PaddingFunctions, RandomFunctions,
-                            TensorProductFunctions, ScanFunctions):
+                            TensorProductFunctions, ScanFunctions, RoundingFunctions,
+                            SpecialValueFunctions):
     """Mixin: numpy functions composed of views and elementwise operations
     (those of :mod:`gpuarray.core.shaping`, :mod:`gpuarray.core.arrangement`,
     :mod:`gpuarray.core.numpy_math`, :mod:`gpuarray.core.nan_reductions` and
-    :mod:`gpuarray.core.padding` included; ``default_rng`` from
+    :mod:`gpuarray.core.padding`, :mod:`gpuarray.core.rounding` and
+    :mod:`gpuarray.core.special_values` included; ``default_rng`` from
     :mod:`gpuarray.core.random`; the products of :mod:`gpuarray.core.products`; the
     cumulative sums and products of :mod:`gpuarray.core.scans`)."""
 
@@ -62,6 +72,42 @@ class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFun
         if not close.shape or all(close.shape):
             return bool(self.evaluate(self.all(close)).get().all())
         return True
+
+    def array_equal(self, a1, a2, equal_nan=False):
+        """True when both have one shape and equal elements, as ``numpy.array_equal``
+        (a host read; NaN equals NaN with ``equal_nan``)."""
+        x, y = self._comparable(a1), self._comparable(a2)
+        if x.shape != y.shape:
+            return False
+        return self._all_equal(x, y, equal_nan)
+
+    def array_equiv(self, a1, a2):
+        """True when both broadcast to one shape with equal elements (``numpy.array_equiv``)."""
+        x, y = self._comparable(a1), self._comparable(a2)
+        try:
+            shapes.broadcast_shapes(x.shape, y.shape)
+        except ValueError:
+            return False
+        return self._all_equal(x, y, False)
+
+    def amax(self, a, axis=None, keepdims=True, out=None):
+        """As :meth:`max` (``numpy.amax``)."""
+        return self.max(a, axis, keepdims, out)
+
+    def amin(self, a, axis=None, keepdims=True, out=None):
+        """As :meth:`min` (``numpy.amin``)."""
+        return self.min(a, axis, keepdims, out)
+
+    def _comparable(self, a):
+        return a if isinstance(a, Expression) else self.array(np.asarray(a))
+
+    def _all_equal(self, x, y, equal_nan):
+        same = self.equal(x, y)
+        if equal_nan and dtypes.is_float(x.dtype) and dtypes.is_float(y.dtype):
+            same = self.logical_or(same, self.logical_and(self.isnan(x), self.isnan(y)))
+        if 0 in tuple(same.shape):
+            return True
+        return bool(self.evaluate(self.all(same, axis=None, keepdims=False)).get())
 
     def diff(self, a, n=1, axis=-1):
         """The n-th discrete difference along ``axis``, as ``numpy.diff`` (a lazy tree)."""
