@@ -13,7 +13,9 @@ expand_dims, broadcast_to, moveaxis, split...), rearrangements from
 elementwise functions composed of the fused operations from
 :mod:`gpuarray.core.numpy_math` (divmod, modf, frexp, ldexp, fmod, sinc,
 polyval...), from :mod:`gpuarray.core.rounding` (around, fix, nan_to_num)
-and :mod:`gpuarray.core.special_values` (signbit, fmax, logaddexp...), the
+and :mod:`gpuarray.core.special_values` (signbit, fmax, logaddexp...),
+stacks, splits and flips from :mod:`gpuarray.core.stacking`, index
+helpers from :mod:`gpuarray.core.index_tricks`, the
 NaN-ignoring reductions and ``count_nonzero`` from
 :mod:`gpuarray.core.nan_reductions`, ``pad`` from :mod:`gpuarray.core.padding`,
 and ``default_rng`` from :mod:`gpuarray.core.random`; the product functions
@@ -28,6 +30,7 @@ import numpy as np
 from . import dtypes, shapes
 from .arrangement import ArrangementFunctions
 from .array import Tensor
+from .index_tricks import IndexTrickFunctions
 from .nan_reductions import NanReductionFunctions
 from .numpy_math import NumpyMathFunctions
 from .optree import Expression
@@ -38,12 +41,13 @@ from .rounding import RoundingFunctions
 from .scans import ScanFunctions
 from .shaping import ShapingFunctions
 from .special_values import SpecialValueFunctions
+from .stacking import StackingFunctions
 
 
 class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFunctions,
                             NanReductionFunctions, PaddingFunctions, RandomFunctions,
                             TensorProductFunctions, ScanFunctions, RoundingFunctions,
-                            SpecialValueFunctions):
+                            SpecialValueFunctions, StackingFunctions, IndexTrickFunctions):
     """Mixin: numpy functions composed of views and elementwise operations
     (those of :mod:`gpuarray.core.shaping`, :mod:`gpuarray.core.arrangement`,
     :mod:`gpuarray.core.numpy_math`, :mod:`gpuarray.core.nan_reductions` and
