@@ -5,7 +5,8 @@ In: user calls -- ``sort``, ``argsort``, ``partition``, ``searchsorted``,
 ``isin`` and the ``*1d`` set functions, ``take``, ``take_along_axis``,
 ``quantile``, ``percentile``, ``median`` and their ``nan`` forms,
 ``bincount``, ``histogram``, ``digitize``, ``compress``, ``extract``,
-``put``, ``put_along_axis``, ``place``, ``lexsort`` -- tensor indexing with
+``put``, ``put_along_axis``, ``place``, ``lexsort``, ``append``, ``insert``,
+``delete``, ``fill_diagonal``, ``interp`` -- tensor indexing with
 integer or boolean arrays, to read (``t[key]``) and to assign (``t[key] =
 value``), and the single-pass scan behind ``cumsum``.  Out: new tensors.
 The shared code (the role modules mixed in here) checks arguments and
@@ -18,7 +19,9 @@ import numpy as np
 from ..core.array import Tensor
 from ..core.optree import Expression
 from .counting import CountingFunctions
+from .editing import EditingFunctions
 from .gathering import GatherFunctions
+from .interpolation import InterpolationFunctions
 from .multi_index import MultiIndexFunctions
 from .order import OrderStatisticFunctions
 from .scanning import ScanRowFunctions
@@ -31,7 +34,8 @@ from .sorting import SortFunctions
 
 class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFunctions,
                          ScatterFunctions, ScanRowFunctions, OrderStatisticFunctions,
-                         CountingFunctions, MultiIndexFunctions, SelectionFunctions):
+                         CountingFunctions, MultiIndexFunctions, SelectionFunctions,
+                         EditingFunctions, InterpolationFunctions):
     """Mixin of the factories (see the module docstring); a factory sets
     ``self._algorithms`` to its engine."""
 

@@ -1,0 +1,62 @@
+"""append, insert, delete, fill_diagonal (gpuarray.algorithms.editing) and interp
+(gpuarray.algorithms.interpolation) against numpy.
+
+Both factories, numpy as the oracle: values, shapes and dtypes for ints,
+slices, sequences and masks as ``obj``, blocks and broadcast values, every
+axis and the flattened form; fill_diagonal tall, wrapped and 3-d;
+interp at, between and beyond the samples, NaN, one sample.  Errors are
+in test_bad_input.py.
+"""
+import numpy as np
+import pytest
+
+from conftest import to_host
+
+A = np.arange(6.0).reshape(2, 3)
+
+
+def _same(got, expected):
+    got = to_host(got)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("call", [
+    ("append", (A, [[9.0, 9.0, 9.0]]), {"axis": 0}), ("append", (A, [1.0, 2.0]), {}),
+    ("delete", (A, 1), {"axis": 1}), ("delete", (A, [0, 2]), {"axis": 1}),
+    ("delete", (A, [True, False]), {"axis": 0}), ("delete", (A, slice(0, 5, 2)), {}),
+    ("insert", (A, 1, [7.0, 8.0]), {"axis": 1}), ("insert", (A, [1, 0, 1], [7.0, 8.0, 9.0]), {"axis": 1}),
+    ("insert", (A, 1, [[7.0], [8.0]]), {"axis": 1}), ("insert", (A.ravel(), [2, 2], [5.0, 6.0]), {}),
+    ("insert", (A, 2, 5.5), {}), ("insert", (A, -1, [1.0, 2.0, 3.0]), {"axis": 0}),
+    ("insert", (A, slice(None), 0.0), {"axis": 1}), ("insert", (A.ravel(), slice(1, None, 2), 9.0), {}),
+], ids=lambda c: f"{c[0]}-{c[1][1]}-{c[2]}")
+def test_append_insert_delete(ng, call):
+    name, args, kwargs = call
+    _same(getattr(ng, name)(*args, **kwargs), getattr(np, name)(*args, **kwargs))
+    on_device = (ng.array(args[0]),) + args[1:]
+    _same(getattr(ng, name)(*on_device, **kwargs), getattr(np, name)(*args, **kwargs))
+
+
+@pytest.mark.parametrize("shape,wrap,value", [((3, 3), False, 5.0), ((5, 3), True, [1.0, 2.0]),
+                                              ((5, 3), False, 7.0), ((3, 3, 3), False, [1.0, 2.0]),
+                                              ((2, 4), False, 3.0)], ids=str)
+def test_fill_diagonal(ng, shape, wrap, value):
+    target, expected = ng.array(np.zeros(shape)), np.zeros(shape)
+    ng.fill_diagonal(target, value, wrap)
+    np.fill_diagonal(expected, value, wrap)
+    _same(target, expected)
+
+
+def test_interp(ng):
+    rng = np.random.default_rng(27)
+    xp = np.sort(rng.uniform(0, 10, 20))
+    fp = rng.standard_normal(20)
+    x = np.concatenate([rng.uniform(-2, 12, 200), xp, [np.nan]])
+    _same(ng.interp(x, xp, fp), np.interp(x, xp, fp))
+    _same(ng.interp(ng.array(x), ng.array(xp), fp, left=-5.0, right=7.0),
+          np.interp(x, xp, fp, left=-5.0, right=7.0))
+    _same(ng.interp([0.0, 1.0, 2.0], [1.0], [5.0]), np.interp([0.0, 1.0, 2.0], [1.0], [5.0]))
+    _same(ng.interp(x.astype(np.float32).reshape(1, -1), xp, fp),
+          np.interp(x.astype(np.float32).reshape(1, -1), xp, fp))
+    with pytest.raises(NotImplementedError, match="period"):
+        ng.interp(x, xp, fp, period=3.0)
