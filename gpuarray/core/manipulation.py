@@ -15,7 +15,8 @@ elementwise functions composed of the fused operations from
 polyval...), from :mod:`gpuarray.core.rounding` (around, fix, nan_to_num)
 and :mod:`gpuarray.core.special_values` (signbit, fmax, logaddexp...),
 stacks, splits and flips from :mod:`gpuarray.core.stacking`, index
-helpers from :mod:`gpuarray.core.index_tricks`, the
+helpers from :mod:`gpuarray.core.index_tricks`, statistics from
+:mod:`gpuarray.core.statistics` (average, cov, corrcoef...), the
 NaN-ignoring reductions and ``count_nonzero`` from
 :mod:`gpuarray.core.nan_reductions`, ``pad`` from :mod:`gpuarray.core.padding`,
 and ``default_rng`` from :mod:`gpuarray.core.random`; the product functions
@@ -42,12 +43,14 @@ from .scans import ScanFunctions
 from .shaping import ShapingFunctions
 from .special_values import SpecialValueFunctions
 from .stacking import StackingFunctions
+from .statistics import StatisticsFunctions
 
 
 class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFunctions,
                             NanReductionFunctions, PaddingFunctions, RandomFunctions,
                             TensorProductFunctions, ScanFunctions, RoundingFunctions,
-                            SpecialValueFunctions, StackingFunctions, IndexTrickFunctions):
+                            SpecialValueFunctions, StackingFunctions, IndexTrickFunctions,
+                            StatisticsFunctions):
     """Mixin: numpy functions composed of views and elementwise operations
     (those of :mod:`gpuarray.core.shaping`, :mod:`gpuarray.core.arrangement`,
     :mod:`gpuarray.core.numpy_math`, :mod:`gpuarray.core.nan_reductions` and
