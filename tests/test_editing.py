@@ -1,5 +1,6 @@
-"""append, insert, delete, fill_diagonal (gpuarray.algorithms.editing) and interp
-(gpuarray.algorithms.interpolation) against numpy.
+"""append, insert, delete, fill_diagonal (gpuarray.algorithms.editing), interp
+(gpuarray.algorithms.interpolation) and select, piecewise, resize, trim_zeros
+(gpuarray.algorithms.choosing) against numpy.
 
 Both factories, numpy as the oracle: values, shapes and dtypes for ints,
 slices, sequences and masks as ``obj``, blocks and broadcast values, every
@@ -60,3 +61,22 @@ def test_interp(ng):
           np.interp(x.astype(np.float32).reshape(1, -1), xp, fp))
     with pytest.raises(NotImplementedError, match="period"):
         ng.interp(x, xp, fp, period=3.0)
+
+
+def test_select_piecewise_resize_trim_zeros(ng):
+    x = np.arange(6.0)
+    t = ng.array(x)
+    _same(ng.select([x < 2, x > 4], [x, x ** 2], 9), np.select([x < 2, x > 4], [x, x ** 2], 9))
+    _same(ng.select([t < 2, t > 4], [t, t * t], 9), np.select([x < 2, x > 4], [x, x ** 2], 9))
+    _same(ng.select([x < 2], [np.arange(6)]), np.select([x < 2], [np.arange(6)]))
+    _same(ng.piecewise(x, [x < 2, x >= 4], [lambda v: -v, 7, 0]),
+          np.piecewise(x, [x < 2, x >= 4], [lambda v: -v, 7, 0]))
+    _same(ng.piecewise(t, [t < 2], [lambda v: v * 3, 100.0]),
+          np.piecewise(x, [x < 2], [lambda v: v * 3, 100.0]))
+    _same(ng.resize(np.arange(3), (2, 4)), np.resize(np.arange(3), (2, 4)))
+    _same(ng.resize(ng.array(np.arange(5.0)), 3), np.resize(np.arange(5.0), 3))
+    _same(ng.resize(np.arange(3), 0), np.resize(np.arange(3), 0))
+    padded = np.array([0, 0, 1, 2, 0, 3, 0, 0])
+    for trim in ("fb", "f", "b"):
+        _same(ng.trim_zeros(padded, trim), np.trim_zeros(padded, trim))
+    _same(ng.trim_zeros(np.zeros(3)), np.trim_zeros(np.zeros(3)))

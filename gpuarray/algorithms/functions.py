@@ -6,7 +6,8 @@ In: user calls -- ``sort``, ``argsort``, ``partition``, ``searchsorted``,
 ``quantile``, ``percentile``, ``median`` and their ``nan`` forms,
 ``bincount``, ``histogram``, ``digitize``, ``compress``, ``extract``,
 ``put``, ``put_along_axis``, ``place``, ``lexsort``, ``append``, ``insert``,
-``delete``, ``fill_diagonal``, ``interp`` -- tensor indexing with
+``delete``, ``fill_diagonal``, ``interp``, ``select``, ``piecewise``,
+``resize``, ``trim_zeros`` -- tensor indexing with
 integer or boolean arrays, to read (``t[key]``) and to assign (``t[key] =
 value``), and the single-pass scan behind ``cumsum``.  Out: new tensors.
 The shared code (the role modules mixed in here) checks arguments and
@@ -18,6 +19,7 @@ import numpy as np
 
 from ..core.array import Tensor
 from ..core.optree import Expression
+from .choosing import ChoosingFunctions
 from .counting import CountingFunctions
 from .editing import EditingFunctions
 from .gathering import GatherFunctions
@@ -35,7 +37,7 @@ from .sorting import SortFunctions
 class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFunctions,
                          ScatterFunctions, ScanRowFunctions, OrderStatisticFunctions,
                          CountingFunctions, MultiIndexFunctions, SelectionFunctions,
-                         EditingFunctions, InterpolationFunctions):
+                         EditingFunctions, InterpolationFunctions, ChoosingFunctions):
     """Mixin of the factories (see the module docstring); a factory sets
     ``self._algorithms`` to its engine."""
 
