@@ -99,4 +99,3 @@ class ChoosingFunctions:
         for c in conditions[1:]:
             found = self.logical_or(found, c)
         return found
-
