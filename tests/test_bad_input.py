@@ -588,6 +588,8 @@ MISC = [
     row("select-lengths", lambda m, a: m.select([a.v > 1], [a.v, a.v])),
     row("select-not-boolean", lambda m, a: m.select([a.v], [a.v])),
     row("select-empty", lambda m, a: m.select([], [])),
+    row("histogramdd-zero-bins", lambda m, a: m.histogramdd(a.f, bins=[0, 2, 2, 2])),
+    row("histogramdd-bins-count", lambda m, a: m.histogramdd(a.f, bins=[2, 2])),
     row("quantile-out-of-range", lambda m, a: m.quantile(a.v, 1.5)),
     row("percentile-out-of-range", lambda m, a: m.percentile(a.v, -1)),
     row("quantile-bad-method", lambda m, a: m.quantile(a.v, 0.5, method="middle"), msg=False),

@@ -1,4 +1,4 @@
-"""bincount, histogram, digitize (gpuarray.algorithms.counting) and isin and the
+"""bincount, histogram, histogramdd, histogram2d, digitize (gpuarray.algorithms.counting) and isin and the
 ``*1d`` set functions (gpuarray.algorithms.sets) against numpy.
 
 Both factories, numpy as the oracle: counts exact, weighted sums within
@@ -114,3 +114,27 @@ def test_membership_and_set_functions(ng):
           np.setdiff1d([5, 1, 3], [3], assume_unique=True))
     _same(ng.setxor1d(a, b), np.setxor1d(a, b))
     _same(ng.intersect1d(np.arange(4), np.arange(2, 9)), np.intersect1d(np.arange(4), np.arange(2, 9)))
+
+
+def test_histogramdd_and_histogram2d(ng):
+    rng = np.random.default_rng(29)
+    points = rng.standard_normal((500, 3))
+    with_nan = points.copy()
+    with_nan[0, 1] = np.nan
+    cases = [(points, dict(bins=4)),
+             (points, dict(bins=(3, 4, 5), range=[(-2, 2), (-1, 1), (-3, 3)])),
+             (with_nan, dict(bins=3, range=[(-2, 2)] * 3)),
+             (points, dict(bins=[np.array([-2, 0, 2.0]), 3, 4])),
+             (points, dict(bins=3, density=True)),
+             (points.astype(np.float32), dict(bins=3, weights=rng.random(500)))]
+    for data, kwargs in cases:
+        counts, edges = ng.histogramdd(data, **kwargs)
+        expected, expected_edges = np.histogramdd(data, **kwargs)
+        assert to_host(counts).dtype == expected.dtype
+        np.testing.assert_allclose(to_host(counts), expected, rtol=1e-12)
+        for got, want in zip(edges, expected_edges):
+            _same(got, want)
+    x, y = rng.standard_normal(300), rng.standard_normal(300)
+    for got, want in zip(ng.histogram2d(ng.array(x), y, bins=(5, 6)),
+                         np.histogram2d(x, y, bins=(5, 6))):
+        _same(got, want)

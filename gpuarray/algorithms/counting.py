@@ -1,4 +1,5 @@
-"""Counting: ``bincount``, ``histogram``, ``histogram_bin_edges``, ``digitize``.
+"""Counting: ``bincount``, ``histogram``, ``histogram2d``, ``histogramdd``,
+``histogram_bin_edges``, ``digitize``.
 
 In: tensors, op-trees or array_likes of one factory; numpy's ``weights``,
 ``minlength``, ``bins`` (a count or monotonic edges), ``range``,
@@ -17,6 +18,7 @@ the last edge closes the last bin, as in numpy -- and counts the bins in
 shared memory; with weights, the values' bins come from ``searchsorted``
 and the sums from the weighted ``bincount``.
 """
+import builtins
 import operator
 
 import numpy as np
@@ -25,10 +27,13 @@ from ..core import dtypes
 
 I64 = np.dtype(np.int64)
 F64 = np.dtype(np.float64)
+#: the builtin, which ``histogram``'s numpy-named ``range`` argument shadows
+builtins_range = builtins.range
 
 
 class CountingFunctions:
-    """Mixin: ``bincount``, ``histogram``, ``histogram_bin_edges``, ``digitize``."""
+    """Mixin: ``bincount``, ``histogram``, ``histogram2d``, ``histogramdd``,
+    ``histogram_bin_edges``, ``digitize``."""
 
     def bincount(self, x, weights=None, minlength=0):
         """Occurrences of each value of the non-negative ints ``x``, as ``numpy.bincount``.
@@ -148,6 +153,80 @@ class CountingFunctions:
             total = self.evaluate(self.sum(counts, axis=None, keepdims=False))
             counts = self.evaluate(self.astype(counts, F64) / total / self.array(widths))
         return counts, self.array(edges)
+
+    def histogramdd(self, sample, bins=10, range=None, density=None, weights=None):
+        """The D-dimensional histogram of ``sample`` (N, D) or of D arrays, as
+        ``numpy.histogramdd``: float64 counts and the list of edges per dimension.
+
+        Each value's bin per dimension comes from a binary search among that
+        dimension's edges (the last edge closing the last bin); the bins
+        combine into one flat index counted by ``bincount``, outliers in an
+        extra bin at each end that is cut away.
+        """
+        columns = self._sample_columns(sample)
+        count = len(columns)
+        bins = list(bins) if isinstance(bins, (list, tuple)) or np.ndim(bins) else [bins] * count
+        ranges = [None] * count if range is None else list(range)
+        if len(bins) != count:
+            raise ValueError("The dimension of bins must be equal to the dimension of the "
+                             "sample x.")
+        edges = [self._dd_edges(c, b, r, i) for i, (c, b, r) in enumerate(zip(columns, bins,
+                                                                                ranges))]
+        sides = tuple(e.size + 1 for e in edges)
+        places = []
+        for column, edge in zip(columns, edges):
+            where = self.searchsorted(edge, column, side="right")
+            places.append(self.evaluate(self.where(self.equal(column, float(edge[-1])),
+                                                   where - 1, where)))
+        flat = self.ravel_multi_index(tuple(places), sides)
+        total = int(np.prod(sides, dtype=np.int64))
+        if weights is None:
+            counts = self.bincount(flat, minlength=total)
+        else:
+            counts = self.bincount(flat, self._contiguous(self._algorithm_input(weights))
+                                   .reshape(-1), minlength=total)
+        core = tuple(slice(1, -1) for _ in sides)
+        hist = self.evaluate(self.astype(counts.reshape(sides)[core], F64))
+        if density:
+            hist = self._density(hist, edges)
+        return hist, [self.array(e) for e in edges]
+
+    def histogram2d(self, x, y, bins=10, range=None, density=None, weights=None):
+        """The 2-D histogram of the points (x, y), as ``numpy.histogram2d``:
+        (counts, x edges, y edges)."""
+        hist, edges = self.histogramdd([x, y], bins, range, density, weights)
+        return hist, edges[0], edges[1]
+
+    def _sample_columns(self, sample):
+        """The D coordinates of the N points, as D flat contiguous tensors."""
+        if isinstance(sample, (list, tuple)):
+            return [self._contiguous(self._algorithm_input(c)).reshape(-1) for c in sample]
+        points = self._algorithm_input(sample)
+        points = points.reshape(-1, 1) if points.ndim == 1 else points
+        return [self._contiguous(points[:, d]) for d in builtins_range(points.shape[1])]
+
+    def _dd_edges(self, column, bins, value_range, axis):
+        """numpy's edges of one dimension of ``histogramdd``."""
+        if np.ndim(bins) == 0:
+            if bins < 1:
+                raise ValueError(f"`bins[{axis}]` must be positive, when an integer")
+            first, last = self._range(column, value_range)
+            return np.linspace(first, last, operator.index(bins) + 1)
+        if np.ndim(bins) != 1:
+            raise ValueError(f"`bins[{axis}]` must be a scalar or 1d array")
+        edges = np.asarray(bins.get() if hasattr(bins, "get") else bins)
+        if np.any(edges[:-1] > edges[1:]):
+            raise ValueError(f"`bins[{axis}]` must be monotonically increasing, when an array")
+        return edges
+
+    def _density(self, hist, edges):
+        """``hist`` divided by its total and each dimension's bin widths."""
+        total = self.evaluate(self.sum(hist, axis=None, keepdims=False))
+        for d, edge in enumerate(edges):
+            shape = [1] * len(edges)
+            shape[d] = edge.size - 1
+            hist = hist / self.array(np.diff(edge).reshape(shape))
+        return self.evaluate(hist / total)
 
     def histogram_bin_edges(self, a, bins=10, range=None, weights=None):
         """The edges :meth:`histogram` uses (``numpy.histogram_bin_edges``)."""
