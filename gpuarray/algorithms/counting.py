@@ -170,8 +170,8 @@ class CountingFunctions:
         if len(bins) != count:
             raise ValueError("The dimension of bins must be equal to the dimension of the "
                              "sample x.")
-        edges = [self._dd_edges(c, b, r, i) for i, (c, b, r) in enumerate(zip(columns, bins,
-                                                                                ranges))]
+        edges = [self._dd_edges(column, b, r, axis)
+                 for axis, (column, b, r) in enumerate(zip(columns, bins, ranges))]
         sides = tuple(e.size + 1 for e in edges)
         places = []
         for column, edge in zip(columns, edges):
