@@ -1,6 +1,7 @@
 """append, insert, delete, fill_diagonal (gpuarray.algorithms.editing), interp
-(gpuarray.algorithms.interpolation) and select, piecewise, resize, trim_zeros
-(gpuarray.algorithms.choosing) against numpy.
+(gpuarray.algorithms.interpolation), select, piecewise, resize, trim_zeros
+(gpuarray.algorithms.choosing) and convolve, correlate
+(gpuarray.algorithms.convolving) against numpy.
 
 Both factories, numpy as the oracle: values, shapes and dtypes for ints,
 slices, sequences and masks as ``obj``, blocks and broadcast values, every
@@ -80,3 +81,16 @@ def test_select_piecewise_resize_trim_zeros(ng):
     for trim in ("fb", "f", "b"):
         _same(ng.trim_zeros(padded, trim), np.trim_zeros(padded, trim))
     _same(ng.trim_zeros(np.zeros(3)), np.trim_zeros(np.zeros(3)))
+
+
+@pytest.mark.parametrize("sizes", [(10, 3), (3, 10), (7, 7), (8, 4), (1, 5), (6, 1)], ids=str)
+def test_convolve_and_correlate(ng, sizes):
+    rng = np.random.default_rng(30)
+    a, v = rng.standard_normal(sizes[0]), rng.standard_normal(sizes[1])
+    for mode in ("full", "same", "valid"):
+        for name in ("convolve", "correlate"):
+            got = to_host(getattr(ng, name)(ng.array(a), v, mode))
+            expected = getattr(np, name)(a, v, mode)
+            assert got.shape == expected.shape and got.dtype == expected.dtype
+            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    _same(ng.convolve(np.arange(5), np.array([1, 2, 3])), np.convolve(np.arange(5), [1, 2, 3]))

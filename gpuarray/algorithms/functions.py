@@ -7,7 +7,7 @@ In: user calls -- ``sort``, ``argsort``, ``partition``, ``searchsorted``,
 ``bincount``, ``histogram``, ``digitize``, ``compress``, ``extract``,
 ``put``, ``put_along_axis``, ``place``, ``lexsort``, ``append``, ``insert``,
 ``delete``, ``fill_diagonal``, ``interp``, ``select``, ``piecewise``,
-``resize``, ``trim_zeros`` -- tensor indexing with
+``resize``, ``trim_zeros``, ``convolve``, ``correlate`` -- tensor indexing with
 integer or boolean arrays, to read (``t[key]``) and to assign (``t[key] =
 value``), and the single-pass scan behind ``cumsum``.  Out: new tensors.
 The shared code (the role modules mixed in here) checks arguments and
@@ -20,6 +20,7 @@ import numpy as np
 from ..core.array import Tensor
 from ..core.optree import Expression
 from .choosing import ChoosingFunctions
+from .convolving import ConvolvingFunctions
 from .counting import CountingFunctions
 from .editing import EditingFunctions
 from .gathering import GatherFunctions
@@ -37,7 +38,8 @@ from .sorting import SortFunctions
 class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFunctions,
                          ScatterFunctions, ScanRowFunctions, OrderStatisticFunctions,
                          CountingFunctions, MultiIndexFunctions, SelectionFunctions,
-                         EditingFunctions, InterpolationFunctions, ChoosingFunctions):
+                         EditingFunctions, InterpolationFunctions, ChoosingFunctions,
+                         ConvolvingFunctions):
     """Mixin of the factories (see the module docstring); a factory sets
     ``self._algorithms`` to its engine."""
 
