@@ -66,4 +66,3 @@ class ConvolvingFunctions:
         if x.size == 0:
             raise ValueError(f"{name} cannot be empty")
         return x
-
