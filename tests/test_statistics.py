@@ -1,4 +1,5 @@
-"""average, cov, corrcoef, trapezoid, ediff1d (gpuarray.core.statistics) against numpy.
+"""average, cov, corrcoef, trapezoid, ediff1d (gpuarray.core.statistics) and gradient
+(gpuarray.core.calculus) against numpy.
 
 Both factories, numpy as the oracle: numpy's dtypes and shapes (``average``
 with ``keepdims=False`` for numpy's; kept axes by default), values within
@@ -59,3 +60,23 @@ def test_trapezoid_and_ediff1d(ng, data):
     _close(ng.ediff1d(data[:2, :3], to_begin=-1, to_end=[9, 9]),
            np.ediff1d(data[:2, :3], to_begin=-1, to_end=[9, 9]))
     _close(ng.ediff1d(np.arange(5)), np.ediff1d(np.arange(5)))
+
+
+def test_gradient(ng):
+    rng = np.random.default_rng(31)
+    y = np.array([1.0, 2.0, 4.0, 7.0, 11.0])
+    uneven = np.array([0, 1, 1.5, 3.5, 4])
+    table = rng.standard_normal((4, 6)).astype(np.float32)
+    cases = [((y,), {}), ((y, 2.0), {}), ((np.array([1, 2, 4, 7, 11]),), {"edge_order": 2}),
+             ((y, uneven), {}), ((y, uneven), {"edge_order": 2}), ((y, np.arange(5.0) * 3), {}),
+             ((table,), {}), ((table, 0.5, 2.0), {}), ((table,), {"axis": 1, "edge_order": 2}),
+             ((ng.array(table), np.cumsum(rng.random(6) + 0.1)), {"axis": 1})]
+    for args, kwargs in cases:
+        got = ng.gradient(*args, **kwargs)
+        host_args = tuple(to_host(a) if hasattr(a, "backend") else a for a in args)
+        expected = np.gradient(*host_args, **kwargs)
+        if not isinstance(expected, tuple):
+            got, expected = (got,), (expected,)
+        assert isinstance(got, tuple) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _close(g, e, 1e-6)

@@ -16,7 +16,8 @@ polyval...), from :mod:`gpuarray.core.rounding` (around, fix, nan_to_num)
 and :mod:`gpuarray.core.special_values` (signbit, fmax, logaddexp...),
 stacks, splits and flips from :mod:`gpuarray.core.stacking`, index
 helpers from :mod:`gpuarray.core.index_tricks`, statistics from
-:mod:`gpuarray.core.statistics` (average, cov, corrcoef...), the
+:mod:`gpuarray.core.statistics` (average, cov, corrcoef...), ``gradient``
+from :mod:`gpuarray.core.calculus`, the
 NaN-ignoring reductions and ``count_nonzero`` from
 :mod:`gpuarray.core.nan_reductions`, ``pad`` from :mod:`gpuarray.core.padding`,
 and ``default_rng`` from :mod:`gpuarray.core.random`; the product functions
@@ -30,6 +31,7 @@ import numpy as np
 
 from . import dtypes, shapes
 from .arrangement import ArrangementFunctions
+from .calculus import CalculusFunctions
 from .array import Tensor
 from .index_tricks import IndexTrickFunctions
 from .nan_reductions import NanReductionFunctions
@@ -50,7 +52,7 @@ class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFun
                             NanReductionFunctions, PaddingFunctions, RandomFunctions,
                             TensorProductFunctions, ScanFunctions, RoundingFunctions,
                             SpecialValueFunctions, StackingFunctions, IndexTrickFunctions,
-                            StatisticsFunctions):
+                            StatisticsFunctions, CalculusFunctions):
     """Mixin: numpy functions composed of views and elementwise operations
     (those of :mod:`gpuarray.core.shaping`, :mod:`gpuarray.core.arrangement`,
     :mod:`gpuarray.core.numpy_math`, :mod:`gpuarray.core.nan_reductions` and
