@@ -70,7 +70,7 @@ class ChoosingFunctions:
 
     def resize(self, a, new_shape):
         """``a`` flattened and repeated (or cut) to ``new_shape``, as ``numpy.resize``."""
-        flat = self._contiguous(self._algorithm_input(a)).reshape(-1)
+        flat = self._contiguous(self._as_tensor(a)).reshape(-1)
         shape = (new_shape,) if np.ndim(new_shape) == 0 else tuple(new_shape)
         if any(n < 0 for n in shape):
             raise ValueError("all elements of `new_shape` must be non-negative")
@@ -82,7 +82,7 @@ class ChoosingFunctions:
     def trim_zeros(self, filt, trim="fb"):
         """``filt`` without its leading ("f") and/or trailing ("b") zeros, as
         ``numpy.trim_zeros`` (a view)."""
-        x = self._algorithm_input(filt)
+        x = self._as_tensor(filt)
         nonzero = self.flatnonzero(x)
         if not nonzero.size:
             return x[:0]

@@ -59,7 +59,7 @@ class ConvolvingFunctions:
         return self._contiguous(full[start:start + length])
 
     def _sequence(self, a, name):
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         if x.ndim != 1:
             raise ValueError("object too deep for desired array" if x.ndim > 1 else
                              "object of too small depth for desired array")

@@ -60,7 +60,7 @@ class CountingFunctions:
         TypeError
             ``x`` not of an integer (or bool) dtype.
         """
-        index = self._algorithm_input(x)
+        index = self._as_tensor(x)
         if index.ndim != 1:
             raise ValueError("object too deep for desired array")
         if dtypes.kind(index.dtype) not in "iub":
@@ -81,7 +81,7 @@ class CountingFunctions:
             if index.size:
                 self._algorithm("count_bins", index, counts)
             return counts
-        weight = self._algorithm_input(weights)
+        weight = self._as_tensor(weights)
         if weight.shape != index.shape:
             raise ValueError("The weights and list don't have the same length.")
         return self._weighted_bins(index, weight, length)
@@ -136,10 +136,10 @@ class CountingFunctions:
             Non-positive ``bins``, edges not increasing, an empty or infinite
             range, or weights of another shape.
         """
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         edges = self._edges(x, bins, range)
         if weights is not None:
-            weight = self._algorithm_input(weights)
+            weight = self._as_tensor(weights)
             if weight.shape != x.shape:
                 raise ValueError("weights should have the same shape as a.")
             weight = self._contiguous(weight).reshape(-1)
@@ -183,7 +183,7 @@ class CountingFunctions:
         if weights is None:
             counts = self.bincount(flat, minlength=total)
         else:
-            counts = self.bincount(flat, self._contiguous(self._algorithm_input(weights))
+            counts = self.bincount(flat, self._contiguous(self._as_tensor(weights))
                                    .reshape(-1), minlength=total)
         core = tuple(slice(1, -1) for _ in sides)
         hist = self.evaluate(self.astype(counts.reshape(sides)[core], F64))
@@ -200,8 +200,8 @@ class CountingFunctions:
     def _sample_columns(self, sample):
         """The D coordinates of the N points, as D flat contiguous tensors."""
         if isinstance(sample, (list, tuple)):
-            return [self._contiguous(self._algorithm_input(c)).reshape(-1) for c in sample]
-        points = self._algorithm_input(sample)
+            return [self._contiguous(self._as_tensor(c)).reshape(-1) for c in sample]
+        points = self._as_tensor(sample)
         points = points.reshape(-1, 1) if points.ndim == 1 else points
         return [self._contiguous(points[:, d]) for d in builtins_range(points.shape[1])]
 
@@ -230,7 +230,7 @@ class CountingFunctions:
 
     def histogram_bin_edges(self, a, bins=10, range=None, weights=None):
         """The edges :meth:`histogram` uses (``numpy.histogram_bin_edges``)."""
-        return self.array(self._edges(self._algorithm_input(a), bins, range))
+        return self.array(self._edges(self._as_tensor(a), bins, range))
 
     def digitize(self, x, bins, right=False):
         """The bin of each value of ``x``, as ``numpy.digitize`` (``bins`` monotonic, 1-D)."""

@@ -26,7 +26,7 @@ class EditingFunctions:
     def append(self, arr, values, axis=None):
         """``values`` appended to ``arr`` along ``axis`` (both flattened for None),
         as ``numpy.append``."""
-        x, v = self._algorithm_input(arr), self._algorithm_input(values)
+        x, v = self._as_tensor(arr), self._as_tensor(values)
         if axis is None:
             return self.concatenate([self._contiguous(x).reshape(-1),
                                      self._contiguous(v).reshape(-1)])
@@ -57,7 +57,7 @@ class EditingFunctions:
         """
         x, axis = self._edit_axis(arr, axis)
         where = _host(obj)
-        block = self._algorithm_input(values)
+        block = self._as_tensor(values)
         block = block.reshape((1,) * (x.ndim - block.ndim) + tuple(block.shape))
         if isinstance(where, slice):
             count = len(range(*where.indices(x.shape[axis])))
@@ -105,7 +105,7 @@ class EditingFunctions:
             self.put(a, positions, val)
 
     def _edit_axis(self, arr, axis):
-        x = self._algorithm_input(arr)
+        x = self._as_tensor(arr)
         if axis is None:
             return self._contiguous(x).reshape(-1), 0
         return x, normalize_axis_index(axis, x.ndim)

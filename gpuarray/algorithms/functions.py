@@ -15,10 +15,6 @@ arranges rows and indices; the factory's engine (``self._algorithms``:
 :mod:`.host` on the CPU factory, :mod:`.device` on the GPU) runs the
 primitives.
 """
-import numpy as np
-
-from ..core.array import Tensor
-from ..core.optree import Expression
 from .choosing import ChoosingFunctions
 from .convolving import ConvolvingFunctions
 from .counting import CountingFunctions
@@ -47,15 +43,6 @@ class AlgorithmFunctions(SortFunctions, SearchFunctions, SetFunctions, GatherFun
         """Run the engine's primitive ``name`` (the GPU factory wraps this in its
         device-call guard)."""
         return getattr(self._algorithms, name)(*args)
-
-    def _algorithm_input(self, a):
-        """``a`` as a tensor of this factory: tensors pass, op-trees are
-        evaluated, host data is copied in."""
-        if isinstance(a, Tensor) and a.backend is self:
-            return a
-        if isinstance(a, Expression):
-            return self.evaluate(self.operand(a))
-        return self.array(np.asarray(a))
 
     def _contiguous(self, t):
         """``t`` itself when C-contiguous, else a contiguous copy."""

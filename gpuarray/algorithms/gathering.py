@@ -58,7 +58,7 @@ class GatherFunctions:
         """
         if mode not in _MODES:
             raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         if axis is None:
             x, axis = self._contiguous(x).reshape(-1), 0
         axis = normalize_axis_index(operator.index(axis), x.ndim)
@@ -79,8 +79,8 @@ class GatherFunctions:
         ValueError
             ``indices`` and ``arr`` of different numbers of dimensions.
         """
-        x = self._algorithm_input(arr)
-        index = self._algorithm_input(indices)
+        x = self._as_tensor(arr)
+        index = self._as_tensor(indices)
         if dtypes.kind(index.dtype) not in "iu":
             raise IndexError("`indices` must be an integer array")
         if axis is None:
@@ -140,7 +140,7 @@ class GatherFunctions:
         items, at, index = _array_entry(key)
         view, axis, label, covered = self._indexed_axes(x, items, at, index)
         if dtypes.kind(index.dtype) == "b":
-            mask = self._algorithm_input(index)
+            mask = self._as_tensor(index)
             _check_mask(mask.shape, view.shape[axis:axis + covered], label)
             merged = self._contiguous(view).reshape(_merged(view.shape, axis, covered))
             if merged.ndim == 1:
@@ -181,7 +181,7 @@ class GatherFunctions:
         """Indices as a contiguous int64 tensor, and whether they were checked
         here (host indices are, in mode "raise")."""
         if isinstance(indices, (Tensor, Expression)):
-            return self._contiguous(self._as_index(self._algorithm_input(indices))), False
+            return self._contiguous(self._as_index(self._as_tensor(indices))), False
         host = np.asarray(indices)
         if host.dtype.kind not in "iubf" and host.size:
             raise IndexError("arrays used as indices must be of integer (or boolean) type")

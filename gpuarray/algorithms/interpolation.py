@@ -32,9 +32,9 @@ class InterpolationFunctions:
         """
         if period is not None:
             raise NotImplementedError("interp with a period is not supported")
-        points = self._as_dtype(self._algorithm_input(x), F64)
-        samples = self._contiguous(self._as_dtype(self._algorithm_input(xp), F64))
-        values = self._contiguous(self._as_dtype(self._algorithm_input(fp), F64))
+        points = self._as_dtype(self._as_tensor(x), F64)
+        samples = self._contiguous(self._as_dtype(self._as_tensor(xp), F64))
+        values = self._contiguous(self._as_dtype(self._as_tensor(fp), F64))
         if samples.ndim != 1 or values.ndim != 1:
             raise ValueError("object too deep for desired array")
         if samples.size != values.size:

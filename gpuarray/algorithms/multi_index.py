@@ -54,7 +54,7 @@ class MultiIndexFunctions:
         count = len(plan.shape)
         numpy_shape = plan.rest[:plan.position] + plan.shape + plan.rest[plan.position:]
         values = self.empty(numpy_shape, x.dtype)
-        values[...] = self._algorithm_input(value) if np.ndim(value) else value
+        values[...] = self._as_tensor(value) if np.ndim(value) else value
         values = self._contiguous(self.moveaxis(values, _range(plan.position, count),
                                                 _range(len(plan.rest), count)))
         values = values.reshape(plan.rest + (flat.size,))
@@ -117,7 +117,7 @@ class MultiIndexFunctions:
     def _index_arrays(self, item, shape, axis):
         """The index arrays an entry stands for: itself, or a mask's nonzero()."""
         if isinstance(item, (Tensor, Expression)):
-            index = self._algorithm_input(item)
+            index = self._as_tensor(item)
         else:
             index = np.asarray(item)
             if index.size == 0 and index.dtype.kind == "f":

@@ -99,7 +99,7 @@ class OrderStatisticFunctions:
 
     def _order_statistic(self, a, qs, axis, out, method, keepdims, ignore_nan, strong_q):
         _check_method(method)
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         axes = tuple(range(x.ndim)) if axis is None else normalize_axis_tuple(axis, x.ndim)
         kept = tuple(d for d in range(x.ndim) if d not in axes)
         rows_shape = tuple(x.shape[d] for d in kept)

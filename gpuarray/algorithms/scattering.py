@@ -33,7 +33,7 @@ class ScatterFunctions:
         items, at, index = _array_entry(key)
         view, axis, label, covered = self._indexed_axes(x, items, at, index)
         if dtypes.kind(index.dtype) == "b":
-            mask = self._contiguous(self._algorithm_input(index))
+            mask = self._contiguous(self._as_tensor(index))
             _check_mask(mask.shape, view.shape[axis:axis + covered], label)
             if np.ndim(value) == 0 and not isinstance(value, Expression):
                 shaped = mask.reshape((1,) * axis + mask.shape
@@ -56,7 +56,7 @@ class ScatterFunctions:
         shape = view.shape[:axis] + positions.shape + view.shape[axis + 1:]
         numpy_shape = (positions.shape + shape[:axis] + shape[axis + added:]) if split and axis \
             else shape
-        source = self._algorithm_input(value) if np.ndim(value) else value
+        source = self._as_tensor(value) if np.ndim(value) else value
         values = self.empty(numpy_shape, view.dtype)
         values[...] = source
         if split and axis:

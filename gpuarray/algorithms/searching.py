@@ -46,12 +46,12 @@ class SearchFunctions:
         """
         if side not in ("left", "right"):
             raise ValueError(f"search side must be 'left' or 'right' (got {side!r})")
-        haystack = self._algorithm_input(a)
+        haystack = self._as_tensor(a)
         if haystack.ndim != 1:
             raise ValueError("object too deep for desired array")
         if sorter is not None:
             haystack = self.take(haystack, sorter)
-        needles = self._algorithm_input(v)
+        needles = self._as_tensor(v)
         common = ops.promote(haystack.dtype, needles.dtype)
         haystack = self._contiguous(self._as_dtype(haystack, common))
         needles = self._contiguous(self._as_dtype(needles, common))
@@ -71,7 +71,7 @@ class SearchFunctions:
         ValueError
             ``a`` is 0-d (numpy 2's rule).
         """
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         if x.ndim == 0:
             raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                              "np.atleast_1d(scalar).nonzero() instead.")
@@ -80,11 +80,11 @@ class SearchFunctions:
 
     def flatnonzero(self, a):
         """Positions of the nonzero elements of the flattened ``a`` (``numpy.flatnonzero``)."""
-        return self._flat_nonzero(self._algorithm_input(a))
+        return self._flat_nonzero(self._as_tensor(a))
 
     def argwhere(self, a):
         """The (count, ndim) int64 table of nonzero elements' indices (``numpy.argwhere``)."""
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         if x.ndim == 0:
             return self.empty((int(bool(x.get())), 0), I64)
         flat = self._flat_nonzero(x)

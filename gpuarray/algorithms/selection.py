@@ -38,10 +38,10 @@ class SelectionFunctions:
         IndexError
             A true entry beyond the axis.
         """
-        keep = self._algorithm_input(condition)
+        keep = self._as_tensor(condition)
         if keep.ndim != 1:
             raise ValueError("condition must be a 1-d array")
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         if axis is None:
             x, axis = self._contiguous(x).reshape(-1), 0
         axis = normalize_axis_index(axis, x.ndim)
@@ -52,8 +52,8 @@ class SelectionFunctions:
     def extract(self, condition, arr):
         """The elements of the flattened ``arr`` where the flattened ``condition`` is
         non-zero (``numpy.extract``)."""
-        x = self._contiguous(self._algorithm_input(arr)).reshape(-1)
-        positions = self._flat_nonzero(self._algorithm_input(condition))
+        x = self._contiguous(self._as_tensor(arr)).reshape(-1)
+        positions = self._flat_nonzero(self._as_tensor(condition))
         return self._take(x, positions, 0, "raise", 0, False)
 
     def put(self, a, ind, v, mode="raise"):
@@ -90,7 +90,7 @@ class SelectionFunctions:
             ``indices`` and ``arr`` of different numbers of dimensions.
         """
         target = _target(self, arr, "put_along_axis")
-        index = self._algorithm_input(indices)
+        index = self._as_tensor(indices)
         if dtypes.kind(index.dtype) not in "iu":
             raise IndexError("`indices` must be an integer array")
         shape_of = (target.size,) if axis is None else target.shape
@@ -112,7 +112,7 @@ class SelectionFunctions:
         flat = self.empty(shape, I64)
         flat[...] = (outer * size + index) * inner + within
         data = self.empty(shape, target.dtype)
-        data[...] = self._algorithm_input(values) if np.ndim(values) else values
+        data[...] = self._as_tensor(values) if np.ndim(values) else values
         self._put_flat(target, flat.reshape(-1), data.reshape(-1))
 
     def place(self, arr, mask, vals):
@@ -125,7 +125,7 @@ class SelectionFunctions:
             ``mask`` of another size, or no values for a true mask.
         """
         target = _target(self, arr, "place")
-        flags = self._mask(self._contiguous(self._algorithm_input(mask)).reshape(-1))
+        flags = self._mask(self._contiguous(self._as_tensor(mask)).reshape(-1))
         if flags.size != target.size:
             raise ValueError("place: mask and data must be the same size")
         positions = self._flat_nonzero(flags)
@@ -144,8 +144,8 @@ class SelectionFunctions:
         ValueError
             Keys of different shapes.
         """
-        keys = [self._algorithm_input(k) for k in
-                (keys if isinstance(keys, (list, tuple)) else self._algorithm_input(keys))]
+        keys = [self._as_tensor(k) for k in
+                (keys if isinstance(keys, (list, tuple)) else self._as_tensor(keys))]
         if any(k.shape != keys[0].shape for k in keys):
             raise ValueError("all keys need to be the same shape")
         order = self.argsort(keys[0], axis=axis)
@@ -164,7 +164,7 @@ class SelectionFunctions:
 
     def _cycled(self, values, count, dtype):
         """``count`` values: ``values`` flattened and repeated (``numpy.resize``)."""
-        source = self._contiguous(self._algorithm_input(values)).reshape(-1)
+        source = self._contiguous(self._as_tensor(values)).reshape(-1)
         if source.size == 0:
             raise ValueError("Cannot insert from an empty array!")
         cycled = self.empty((count,), dtype)

@@ -64,7 +64,7 @@ class SetFunctions:
         -------
         Tensor, or a tuple of tensors
         """
-        x = self._algorithm_input(ar)
+        x = self._as_tensor(ar)
         if axis is None:
             values, index, inverse, counts = self._unique(x, return_index, return_inverse,
                                                           return_counts, equal_nan)
@@ -76,21 +76,21 @@ class SetFunctions:
 
     def unique_values(self, x, /):
         """The array API's distinct values (every NaN distinct)."""
-        return self._unique(self._algorithm_input(x), False, False, False, False)[0]
+        return self._unique(self._as_tensor(x), False, False, False, False)[0]
 
     def unique_counts(self, x, /):
         """The array API's ``(values, counts)`` (every NaN distinct)."""
-        values, _, _, counts = self._unique(self._algorithm_input(x), False, False, True, False)
+        values, _, _, counts = self._unique(self._as_tensor(x), False, False, True, False)
         return UniqueCountsResult(values, counts)
 
     def unique_inverse(self, x, /):
         """The array API's ``(values, inverse_indices)`` (every NaN distinct)."""
-        values, _, inverse, _ = self._unique(self._algorithm_input(x), False, True, False, False)
+        values, _, inverse, _ = self._unique(self._as_tensor(x), False, True, False, False)
         return UniqueInverseResult(values, inverse)
 
     def unique_all(self, x, /):
         """The array API's ``(values, indices, inverse_indices, counts)``."""
-        return UniqueAllResult(*self._unique(self._algorithm_input(x), True, True, True, False))
+        return UniqueAllResult(*self._unique(self._as_tensor(x), True, True, True, False))
 
     def isin(self, element, test_elements, assume_unique=False, invert=False, *, kind=None):
         """Whether each element of ``element`` is in ``test_elements``, as ``numpy.isin``.
@@ -109,8 +109,8 @@ class SetFunctions:
         Tensor of bool
             NaN is in nothing (NaN != NaN); -0.0 is where 0.0 is.
         """
-        x = self._algorithm_input(element)
-        found = self._found(x, self._algorithm_input(test_elements))
+        x = self._as_tensor(element)
+        found = self._found(x, self._as_tensor(test_elements))
         return self.evaluate(self.logical_not(found)) if invert else found
 
     def intersect1d(self, ar1, ar2, assume_unique=False, return_indices=False):
@@ -158,11 +158,11 @@ class SetFunctions:
     def _distinct(self, a, with_index):
         """The sorted distinct values of the flattened ``a`` (and their first positions)."""
         if with_index:
-            return self.unique(self._algorithm_input(a), return_index=True)
-        return self.unique(self._algorithm_input(a)), None
+            return self.unique(self._as_tensor(a), return_index=True)
+        return self.unique(self._as_tensor(a)), None
 
     def _flat_of(self, a):
-        return self._contiguous(self._algorithm_input(a)).reshape(-1)
+        return self._contiguous(self._as_tensor(a)).reshape(-1)
 
     def _unique(self, x, want_index, want_inverse, want_counts, equal_nan):
         flat, n = self._contiguous(x).reshape(-1), x.size

@@ -78,19 +78,19 @@ class SortFunctions:
         TypeError
             A ``kth`` that is not an integer.
         """
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         _check_kth(kth, x, axis)
         return self._sort(x, axis, None, order, None, False, False)
 
     def argpartition(self, a, kth, axis=-1, kind="introselect", order=None):
         """The positions that partition ``a`` (``numpy.argpartition``; see :meth:`partition`)."""
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         _check_kth(kth, x, axis)
         return self._sort(x, axis, None, order, None, False, True)
 
     def _sort(self, a, axis, kind, order, stable, descending, positions):
         _check_options(kind, order, stable)
-        x = self._algorithm_input(a)
+        x = self._as_tensor(a)
         if axis is None:
             x, axis = self._contiguous(x).reshape(-1), 0
         axis = normalize_axis_index(operator.index(axis), x.ndim)

@@ -149,6 +149,15 @@ class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFun
         return x[tuple(slice(None, None, -1) if i in axes else slice(None)
                        for i in range(x.ndim))]
 
+    def _as_tensor(self, a):
+        """``a`` as a tensor of this factory, for functions that need stored values:
+        its tensors pass, its op-trees are evaluated, host data (any array_like)
+        is copied in; another factory's arrays raise, as operands do."""
+        if isinstance(a, Expression):
+            x = self.operand(a)
+            return x if isinstance(x, Tensor) else self.evaluate(x)
+        return self.array(np.asarray(a))
+
     def _tensor(self, a):
         x = self.operand(a)
         return x if isinstance(x, Tensor) else self.evaluate(x)

@@ -128,7 +128,7 @@ class SamplingMethods:
         if isinstance(x, (int, np.integer)):
             with self._drawing():
                 return self._order(int(x))
-        pool = _as_tensor(ng, x)
+        pool = ng._as_tensor(x)
         axis = shapes.normalize_axis(axis, pool.ndim)
         with self._drawing():
             order = self._order(pool.shape[axis])
@@ -143,14 +143,6 @@ class SamplingMethods:
         self.backend.assign(x, self.permutation(x, axis))
 
 
-def _as_tensor(ng, x):
-    """A tensor of ``ng`` holding ``x`` (its own tensors pass as they are)."""
-    if isinstance(x, Expression):
-        x = ng.operand(x)
-        return x if hasattr(x, "strides") else ng.evaluate(x)
-    return ng.array(np.asarray(x))
-
-
 def _population(ng, a, axis, count):
     """(tensor or None, population size, axis) of ``choice``'s ``a``, numpy's checks."""
     ndim = a.ndim if isinstance(a, Expression) else np.ndim(a)
@@ -163,7 +155,7 @@ def _population(ng, a, axis, count):
         if n <= 0 and count:
             raise ValueError("a must be a positive integer unless no samples are taken")
         return None, n, 0
-    pool = _as_tensor(ng, a)
+    pool = ng._as_tensor(a)
     axis = shapes.normalize_axis(axis, pool.ndim)
     if pool.shape[axis] == 0 and count:
         raise ValueError("a cannot be empty unless no samples are taken")

@@ -11,8 +11,6 @@ Mixed into both factories through
 """
 import operator
 
-from .optree import Expression
-
 
 class StackingFunctions:
     """Mixin: ``column_stack``, ``dstack``, ``hsplit``, ``vsplit``, ``dsplit``,
@@ -22,45 +20,45 @@ class StackingFunctions:
         """1-D arrays as columns, 2-D ones as they are, side by side (``numpy.column_stack``)."""
         columns = []
         for a in tup:
-            x = self._stack_operand(a)
+            x = self._as_tensor(a)
             columns.append(x.reshape(x.size, 1) if x.ndim < 2 else x)
         return self.concatenate(columns, axis=1)
 
     def dstack(self, tup):
         """Arrays stacked along a third axis (``numpy.dstack``)."""
-        return self.concatenate([self.atleast_3d(self._stack_operand(a)) for a in tup], axis=2)
+        return self.concatenate([self.atleast_3d(self._as_tensor(a)) for a in tup], axis=2)
 
     def hsplit(self, ary, indices_or_sections):
         """Split along the second axis (the first of 1-D arrays), as ``numpy.hsplit``."""
-        x = self._stack_operand(ary)
+        x = self._as_tensor(ary)
         if x.ndim == 0:
             raise ValueError("hsplit only works on arrays of 1 or more dimensions")
         return self.split(x, indices_or_sections, axis=1 if x.ndim > 1 else 0)
 
     def vsplit(self, ary, indices_or_sections):
         """Split along the first axis of an array of 2 or more dimensions (``numpy.vsplit``)."""
-        x = self._stack_operand(ary)
+        x = self._as_tensor(ary)
         if x.ndim < 2:
             raise ValueError("vsplit only works on arrays of 2 or more dimensions")
         return self.split(x, indices_or_sections, axis=0)
 
     def dsplit(self, ary, indices_or_sections):
         """Split along the third axis (``numpy.dsplit``)."""
-        x = self._stack_operand(ary)
+        x = self._as_tensor(ary)
         if x.ndim < 3:
             raise ValueError("dsplit only works on arrays of 3 or more dimensions")
         return self.split(x, indices_or_sections, axis=2)
 
     def fliplr(self, m):
         """A view with the columns reversed (``numpy.fliplr``)."""
-        x = self._stack_operand(m)
+        x = self._as_tensor(m)
         if x.ndim < 2:
             raise ValueError("Input must be >= 2-d.")
         return x[:, ::-1]
 
     def flipud(self, m):
         """A view with the rows reversed (``numpy.flipud``)."""
-        x = self._stack_operand(m)
+        x = self._as_tensor(m)
         if x.ndim < 1:
             raise ValueError("Input must be >= 1-d.")
         return x[::-1]
@@ -68,7 +66,7 @@ class StackingFunctions:
     def rot90(self, m, k=1, axes=(0, 1)):
         """A view rotated by 90 degrees ``k`` times in the plane of ``axes``, from
         the first axis towards the second (``numpy.rot90``)."""
-        x = self._stack_operand(m)
+        x = self._as_tensor(m)
         axes = tuple(axes)
         if len(axes) != 2:
             raise ValueError("len(axes) must be 2.")
@@ -86,10 +84,3 @@ class StackingFunctions:
         if k == 1:
             return self.flip(x, axes[1]).transpose(order)
         return self.flip(x.transpose(order), axes[1])
-
-    def _stack_operand(self, a):
-        """``a`` as a tensor of this factory (views need one): host data is copied in."""
-        if isinstance(a, Expression):
-            x = self.operand(a)
-            return x if hasattr(x, "strides") else self.evaluate(x)
-        return self.array(a)

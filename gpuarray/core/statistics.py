@@ -14,7 +14,6 @@ Mixed into both factories through
 import numpy as np
 
 from . import dtypes, shapes
-from .optree import Expression
 
 F64 = np.dtype(np.float64)
 
@@ -45,14 +44,14 @@ class StatisticsFunctions:
         ZeroDivisionError
             Weights summing to zero (read back).
         """
-        x = self._statistic_input(a)
+        x = self._as_tensor(a)
         if weights is None:
             mean = self.evaluate(self.mean(x, axis, keepdims))
             if not returned:
                 return mean
             count = x.size // max(mean.size, 1)
             return mean, self.full(mean.shape, count, mean.dtype)
-        w = self._statistic_input(weights)
+        w = self._as_tensor(weights)
         kind = np.result_type(x.dtype, w.dtype, *(() if dtypes.is_float(x.dtype) else (F64,)))
         w = self._aligned_weights(x, w, axis)
         total = self.evaluate(self.astype(self.sum(w, axis, keepdims=True), kind))
@@ -104,13 +103,13 @@ class StatisticsFunctions:
     def trapezoid(self, y, x=None, dx=1.0, axis=-1):
         """The integral of ``y`` along ``axis`` by the trapezoidal rule, as
         ``numpy.trapezoid`` (``x`` 1-D or of ``y``'s shape; else the spacing ``dx``)."""
-        values = self._statistic_input(y)
+        values = self._as_tensor(y)
         axis = shapes.normalize_axis(axis, values.ndim)
         moved = self.moveaxis(values, axis, -1)
         if x is None:
             step = dx
         else:
-            points = self._statistic_input(x)
+            points = self._as_tensor(x)
             points = self.moveaxis(points, axis, -1) if points.ndim > 1 else points
             step = points[..., 1:] - points[..., :-1]
         area = self.sum(step * (moved[..., 1:] + moved[..., :-1]) / 2.0, axis=-1, keepdims=False)
@@ -119,27 +118,21 @@ class StatisticsFunctions:
     def ediff1d(self, ary, to_end=None, to_begin=None):
         """Differences of the flattened array, with values before and after
         (``numpy.ediff1d``)."""
-        flat = self._contiguous(self._statistic_input(ary)).reshape(-1)
+        flat = self._contiguous(self._as_tensor(ary)).reshape(-1)
         parts = [] if to_begin is None else [self._flat_part(to_begin, flat.dtype)]
         parts.append(self.evaluate(flat[1:] - flat[:-1]))
         if to_end is not None:
             parts.append(self._flat_part(to_end, flat.dtype))
         return self.concatenate(parts) if len(parts) > 1 else parts[0]
 
-    def _statistic_input(self, a):
-        if isinstance(a, Expression):
-            x = self.operand(a)
-            return x if hasattr(x, "strides") else self.evaluate(x)
-        return self.array(np.asarray(a))
-
     def _flat_part(self, values, dtype):
         if not np.ndim(values):
             return self.full((1,), values, dtype)
-        return self.evaluate(self.astype(self._statistic_input(values), dtype)).reshape(-1)
+        return self.evaluate(self.astype(self._as_tensor(values), dtype)).reshape(-1)
 
     def _variables(self, m, rowvar):
         """The variables of ``m`` as the rows of a 2-D tensor (numpy's reading)."""
-        data = self._statistic_input(m)
+        data = self._as_tensor(m)
         if data.ndim > 2:
             raise ValueError("m has more than 2 dimensions")
         data = data.reshape(1, -1) if data.ndim < 2 else data
