@@ -28,8 +28,7 @@ class ConvolvingFunctions:
             An empty or multi-dimensional operand, or an unknown ``mode``.
         """
         first, second = self._sequence(a, "a"), self._sequence(v, "v")
-        if mode not in _MODES:
-            raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
+        _check_mode(mode)
         if second.size > first.size:
             first, second = second, first
         return self._convolved(first, second, mode)
@@ -38,8 +37,7 @@ class ConvolvingFunctions:
         """The cross-correlation of two 1-D arrays, as ``numpy.correlate``
         (``convolve`` of ``a`` with ``v`` reversed)."""
         first, second = self._sequence(a, "a"), self._sequence(v, "v")
-        if mode not in _MODES:
-            raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
+        _check_mode(mode)
         if second.size > first.size:
             return self._convolved(second, first[::-1], mode)[::-1]
         return self._convolved(first, second[::-1], mode)
@@ -66,3 +64,8 @@ class ConvolvingFunctions:
         if x.size == 0:
             raise ValueError(f"{name} cannot be empty")
         return x
+
+
+def _check_mode(mode):
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")

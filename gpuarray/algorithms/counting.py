@@ -71,7 +71,7 @@ class CountingFunctions:
             raise ValueError("'minlength' must not be negative")
         length = minlength
         if index.size:
-            lowest, highest = self._extremes(index)
+            lowest, highest = (int(v) for v in self._extremes(index))
             if lowest < 0:
                 raise ValueError("'list' argument must have no negative elements")
             length = max(highest + 1, minlength)
@@ -101,12 +101,13 @@ class CountingFunctions:
         return sums
 
     def _extremes(self, x):
-        """The smallest and largest value of ``x`` (read back: one wait for the device)."""
-        both = self.empty((2,), I64 if dtypes.kind(x.dtype) in "ib" else x.dtype)
+        """The smallest and largest value of ``x`` as numpy scalars of its dtype
+        (read back: one wait for the device)."""
+        both = self.empty((2,), x.dtype)
         both[0] = self.min(x, axis=None, keepdims=False)
         both[1] = self.max(x, axis=None, keepdims=False)
         lowest, highest = both.get()
-        return int(lowest), int(highest)
+        return lowest, highest
 
     def histogram(self, a, bins=10, range=None, density=None, weights=None):
         """The histogram of ``a``, as ``numpy.histogram``.
@@ -214,7 +215,7 @@ class CountingFunctions:
             return np.linspace(first, last, operator.index(bins) + 1)
         if np.ndim(bins) != 1:
             raise ValueError(f"`bins[{axis}]` must be a scalar or 1d array")
-        edges = np.asarray(bins.get() if hasattr(bins, "get") else bins)
+        edges = np.asarray(bins)
         if np.any(edges[:-1] > edges[1:]):
             raise ValueError(f"`bins[{axis}]` must be monotonically increasing, when an array")
         return edges
@@ -234,7 +235,7 @@ class CountingFunctions:
 
     def digitize(self, x, bins, right=False):
         """The bin of each value of ``x``, as ``numpy.digitize`` (``bins`` monotonic, 1-D)."""
-        edges = np.asarray(bins.get() if hasattr(bins, "get") else bins)
+        edges = np.asarray(bins)
         if edges.ndim != 1:
             raise ValueError("object of too small depth for desired array" if edges.ndim == 0
                              else "object too deep for desired array")
@@ -268,7 +269,7 @@ class CountingFunctions:
             raise NotImplementedError(f"histogram bin estimators ({bins!r}) are not supported; "
                                       "pass a number of bins or the edges")
         if np.ndim(bins) == 1:
-            edges = np.asarray(bins.get() if hasattr(bins, "get") else bins)
+            edges = np.asarray(bins)
             if np.any(edges[:-1] > edges[1:]):
                 raise ValueError("`bins` must increase monotonically, when an array")
             return edges
@@ -300,10 +301,7 @@ class CountingFunctions:
         elif x.size == 0:
             first, last = 0, 1
         else:
-            both = self.empty((2,), x.dtype)
-            both[0] = self.min(x, axis=None, keepdims=False)
-            both[1] = self.max(x, axis=None, keepdims=False)
-            first, last = both.get()  # numpy scalars: linspace then computes in x's dtype
+            first, last = self._extremes(x)  # numpy scalars: linspace computes in x's dtype
             if not (np.isfinite(first) and np.isfinite(last)):
                 raise ValueError(f"autodetected range of [{first}, {last}] is not finite")
         if first == last:

@@ -21,10 +21,10 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core import dtypes
 from ..core.array import Tensor
+from ..core.index_tricks import check_clip_mode
 from ..core.optree import Expression
 
 I64 = np.dtype(np.int64)
-_MODES = ("raise", "wrap", "clip")
 
 
 class GatherFunctions:
@@ -56,8 +56,7 @@ class GatherFunctions:
         IndexError
             An index out of range (mode "raise"), or a non-empty take from an empty axis.
         """
-        if mode not in _MODES:
-            raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+        check_clip_mode(mode)
         x = self._as_tensor(a)
         if axis is None:
             x, axis = self._contiguous(x).reshape(-1), 0
@@ -94,7 +93,7 @@ class GatherFunctions:
         index = self._contiguous(self._as_index(self.broadcast_to(index, shape)))
         checked = not isinstance(indices, (Tensor, Expression))
         if checked:
-            _check_host(np.asarray(indices), x.shape[axis], axis)
+            check_host(np.asarray(indices), x.shape[axis], axis)
         result = self.empty(shape, x.dtype)
         if result.size:
             count, inner = shape[axis], _prod(shape[axis + 1:])
@@ -187,7 +186,7 @@ class GatherFunctions:
             raise IndexError("arrays used as indices must be of integer (or boolean) type")
         host = host.astype(np.int64)
         if mode == "raise" and size:
-            _check_host(host, size, label)
+            check_host(host, size, label)
         return self.array(host), True
 
     def _as_index(self, index):
@@ -209,13 +208,20 @@ def _array_entry(key):
     at = [k for k, item in enumerate(items) if _is_array(item)]
     index = items[at[0]]
     if not isinstance(index, (Tensor, Expression)):
-        index = np.asarray(index)
-        if index.size == 0 and index.dtype.kind == "f":
-            index = index.astype(np.int64)  # numpy reads an empty list as an integer index
-        if index.dtype.kind not in "iub":
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
-                             "(`None`) and integer or boolean arrays are valid indices")
+        index = host_index(index)
     return items, at[0], index
+
+
+def host_index(item):
+    """A host index entry as numpy reads it, or numpy's IndexError for one of no
+    index type."""
+    index = np.asarray(item)
+    if index.size == 0 and index.dtype.kind == "f":
+        index = index.astype(np.int64)  # numpy reads an empty list as an integer index
+    if index.dtype.kind not in "iub":
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+                         "(`None`) and integer or boolean arrays are valid indices")
+    return index
 
 
 def _split_advanced(items, at):
@@ -241,7 +247,7 @@ def _check_mask(mask_shape, shape, label):
                          f"dimensional, but {label + len(mask_shape)} were indexed")
 
 
-def _check_host(host, size, label):
+def check_host(host, size, label):
     """numpy's IndexError for the first host index outside ``[-size, size)``."""
     wrong = (host < -size) | (host >= size)
     if wrong.any():

@@ -21,7 +21,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.array import Tensor
 from ..core.optree import Expression
-from .gathering import _check_mask
+from .gathering import _check_mask, check_host, host_index
 
 I64 = np.dtype(np.int64)
 
@@ -119,12 +119,7 @@ class MultiIndexFunctions:
         if isinstance(item, (Tensor, Expression)):
             index = self._as_tensor(item)
         else:
-            index = np.asarray(item)
-            if index.size == 0 and index.dtype.kind == "f":
-                index = index.astype(np.int64)
-            if index.dtype.kind not in "iub":
-                raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
-                                 "(`None`) and integer or boolean arrays are valid indices")
+            index = host_index(item)
         if dtypes.kind(index.dtype) != "b":
             return [index]
         _check_mask(index.shape, shape[:index.ndim], axis)
@@ -136,10 +131,7 @@ class MultiIndexFunctions:
         """``index`` as an int64 tensor in [0, size), or numpy's IndexError."""
         if isinstance(index, np.ndarray):
             host = index.astype(np.int64)
-            wrong = (host < -size) | (host >= size)
-            if wrong.any():
-                raise IndexError(f"index {host[wrong].flat[0]} is out of bounds for axis {axis} "
-                                 f"with size {size}")
+            check_host(host, size, axis)
             return self.array(np.where(host < 0, host + size, host))
         index = self._as_index(index)
         self._check_device_indices(index, size, axis)

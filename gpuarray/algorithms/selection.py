@@ -19,7 +19,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core import dtypes
 from ..core.array import Tensor
-from .gathering import _MODES, _along_shape
+from ..core.index_tricks import check_clip_mode
+from .gathering import _along_shape
 
 I64 = np.dtype(np.int64)
 
@@ -66,8 +67,7 @@ class SelectionFunctions:
         ValueError
             An unknown ``mode``.
         """
-        if mode not in _MODES:
-            raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+        check_clip_mode(mode)
         target = _target(self, a, "put")
         positions, checked = self._index_operand(ind, target.size, mode, 0)
         positions = positions.reshape(-1)

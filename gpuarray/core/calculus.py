@@ -103,7 +103,7 @@ def _steps(spacing, n):
     spacing is one number (a scalar, or evenly spaced coordinates, as numpy treats them)."""
     if np.ndim(spacing) == 0:
         return None
-    coordinates = np.asarray(spacing.get() if hasattr(spacing, "get") else spacing, F64)
+    coordinates = np.asarray(spacing, F64)
     if coordinates.ndim != 1:
         raise ValueError("distances must be either scalars or 1d")
     if coordinates.size != n:

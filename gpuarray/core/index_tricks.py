@@ -60,8 +60,7 @@ class IndexTrickFunctions:
         dims = tuple(operator.index(n) for n in np.atleast_1d(dims))
         modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
         for m in modes:
-            if m not in _MODES:
-                raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {m!r})")
+            check_clip_mode(m)
         if len(multi_index) != len(dims):
             raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
         total = None
@@ -155,6 +154,12 @@ class IndexTrickFunctions:
         if bool(self.evaluate(self.any(outside, axis=None, keepdims=False)).get()):
             first = int(np.argmax(outside.get().reshape(-1)))
             raise ValueError(message(int(index.get().reshape(-1)[first])))
+
+
+def check_clip_mode(mode):
+    """numpy's ValueError for an out-of-range ``mode`` other than "raise", "wrap", "clip"."""
+    if mode not in _MODES:
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
 
 
 def _stride(shape, axis, order):
