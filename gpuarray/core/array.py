@@ -185,13 +185,16 @@ class Tensor(Expression):
         return self._view(shape, strides, offset)
 
     def __setitem__(self, key, value):
-        whole = key is Ellipsis or (type(key) is slice and key == _WHOLE)
-        if not whole and _check_index_types(key):
+        if key is Ellipsis or (type(key) is slice and key == _WHOLE):
+            target = self
+        elif _check_index_types(key):
             self.backend._assign_with_array(self, key, value)
             return
+        else:  # the key is checked already: its view directly
+            target = self._view(*shapes.index_view(self.shape, self.strides, self.offset, key))
         if not isinstance(value, Expression):  # tensors and trees pass unconverted
             value = dtypes.assigned_scalar(value, self.dtype)
-        self.backend.assign(self if whole else self[key], value)
+        self.backend.assign(target, value)
 
     def transpose(self, *axes):
         """View with permuted axes (reversed when none are given)."""

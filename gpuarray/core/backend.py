@@ -173,15 +173,13 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         else:
             self._execute(target, tree)
 
-    def _index_with_array(self, tensor, key):
-        """``tensor[key]`` for keys holding integer or boolean arrays (the factories
-        mix in :mod:`gpuarray.algorithms`)."""
+    def _index_with_array(self, tensor, key, value=None):
+        """``tensor[key]`` (or ``tensor[key] = value``) for keys holding integer or
+        boolean arrays: refused here; the factories mix in :mod:`gpuarray.algorithms`."""
         raise IndexError(f"{type(self).__name__} supports basic indexing only (integers, "
                          "slices, '...', None)")
 
-    def _assign_with_array(self, tensor, key, value):
-        """``tensor[key] = value`` for keys holding integer or boolean arrays."""
-        self._index_with_array(tensor, key)
+    _assign_with_array = _index_with_array
 
     def _assign_products(self, target, tree):
         """Evaluate a tree holding matrix products (factories mix in :mod:`gpuarray.gemm`)."""
