@@ -19,22 +19,24 @@ struct __align__(2) ga_bf16 { unsigned short bits; };
 // Conversions work on values, never on addresses, so that vector loads and
 // stores staged in register arrays stay in registers.
 template <class C, class S> GA_D C ga_value(S v) { return (C)v; }
+// cvt turns every NaN into the positive canonical NaN; the sign bit is put
+// back (a no-op for numbers) so that signbit and copysign see numpy's -nan.
 template <class C> GA_D C ga_value(ga_half h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
-    return (C)f;
+    return (C)__uint_as_float(__float_as_uint(f) | ((unsigned)(h.bits & 0x8000u) << 16));
 }
 template <class C> GA_D C ga_value(ga_bf16 h) { return (C)__uint_as_float(((unsigned)h.bits) << 16); }
 
 GA_D unsigned short ga_f2h_bits(float f) {
     unsigned short h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
+    return h | (unsigned short)((__float_as_uint(f) >> 16) & 0x8000u);
 }
 GA_D unsigned short ga_f2bf_bits(float f) {
     unsigned short h;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
+    return h | (unsigned short)((__float_as_uint(f) >> 16) & 0x8000u);
 }
 
 // Storage value of a computed value (round to nearest even for fp16/bf16).
