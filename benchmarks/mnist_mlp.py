@@ -82,7 +82,7 @@ def train(ng, data, args, log=print):
     def train_step(Xb, Yb, lr):
         out = step.run({x: Xb, y_: Yb, **dict(zip(params, values))})
         ad.sgd_update(values, out[1:], lr)
-        total[...] = total + ng.sum(out[0])  # the epoch's loss, summed on the device
+        total[...] = total + ng.sum(out[0], keepdims=True)  # the epoch's loss, summed on the device
 
     # the first step plans the executor's buffers outside any capture
     replay = ng.capture(train_step) if args.capture else train_step

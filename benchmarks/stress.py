@@ -44,13 +44,14 @@ TEMPLATES = {
     "axpy": (lambda m, n: (m, n), lambda ng, a, b: a + b * 2, False),
     "max-where": (lambda m, n: (m, n), lambda ng, a, b: ng.where(a > b, a, b - 1), False),
     "exp-sub": (lambda m, n: (m, n), lambda ng, a, b: ng.exp(a * 0.01) - b, True),
-    "row-sum": (lambda m, n: (m, 1), lambda ng, a, b: ng.sum(a * b, axis=1), False),
-    "col-max": (lambda m, n: (1, n), lambda ng, a, b: ng.max(a - b, axis=0), False),
+    "row-sum": (lambda m, n: (m, 1), lambda ng, a, b: ng.sum(a * b, axis=1, keepdims=True), False),
+    "col-max": (lambda m, n: (1, n), lambda ng, a, b: ng.max(a - b, axis=0, keepdims=True), False),
     "normalize": (lambda m, n: (m, n),
-                  lambda ng, a, b: (a - ng.mean(a, axis=1)) / (ng.std(a, axis=1) + 1), True),
+                  lambda ng, a, b: (a - ng.mean(a, axis=1, keepdims=True))
+                  / (ng.std(a, axis=1, keepdims=True) + 1), True),
     "softmax": (lambda m, n: (m, n),
-                lambda ng, a, b: ng.exp(a - ng.max(a, axis=1))
-                / ng.sum(ng.exp(a - ng.max(a, axis=1)), axis=1), True),
+                lambda ng, a, b: ng.exp(a - ng.max(a, axis=1, keepdims=True))
+                / ng.sum(ng.exp(a - ng.max(a, axis=1, keepdims=True)), axis=1, keepdims=True), True),
     "gemm": (lambda m, n: (m, m), lambda ng, a, b: ng.dot(a, b.T), True),
 }
 

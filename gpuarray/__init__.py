@@ -8,7 +8,7 @@ same trees with numpy.
 >>> import numpy as np, gpuarray
 >>> ng = gpuarray.CPU(seed=0)
 >>> A = ng.array(np.arange(6, dtype=np.float32).reshape(2, 3))
->>> (A - ng.mean(A, axis=1)).get()
+>>> (A - ng.mean(A, axis=1, keepdims=True)).get()
 array([[-1.,  0.,  1.],
        [-1.,  0.,  1.]], dtype=float32)
 """

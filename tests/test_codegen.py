@@ -37,7 +37,7 @@ def _assignments(ng):
         cases.append((ng.empty((40, 6), np.float32), a.T.astype(np.float32) * 2 + ng.rand()))
         for red in ("sum", "max", "argmin", "any"):
             cases.append((ng.empty((6, 1), ops.reduction_dtype(red, a.dtype)),
-                          getattr(ng, red)(a, axis=1)))
+                          getattr(ng, red)(a, axis=1, keepdims=True)))
     x = ng.array(rng.random((8, 64)), dtype=np.float32)
     cases += [(ng.empty((8, 64), np.float32), getattr(ng, name)(x)) for name in FLOAT_UNARY]
     i = ng.array(rng.integers(0, 9, (8, 64)), dtype=np.int32)
@@ -45,15 +45,16 @@ def _assignments(ng):
         cases.append((ng.empty((8, 64), np.int32), getattr(ng, name)(i, 3)))
     eps = 1e-5
     cases.append((ng.empty((8, 64), np.float16),
-                  ng.reciprocal(ng.sqrt(ng.var(x, axis=1) + eps)) * (x - ng.mean(x, axis=1))))
-    e = ng.exp(x - ng.max(x, axis=1))
-    cases.append((ng.empty((8, 64), np.float32), e / ng.sum(e, axis=1)))
+                  ng.reciprocal(ng.sqrt(ng.var(x, axis=1, keepdims=True) + eps))
+                  * (x - ng.mean(x, axis=1, keepdims=True))))
+    e = ng.exp(x - ng.max(x, axis=1, keepdims=True))
+    cases.append((ng.empty((8, 64), np.float32), e / ng.sum(e, axis=1, keepdims=True)))
     long = ng.empty((2, 1 << 18), np.float16)  # few long rows: partial kernels
-    cases.append((ng.empty((2, 1), np.float16), ng.var(long, axis=1)))
+    cases.append((ng.empty((2, 1), np.float16), ng.var(long, axis=1, keepdims=True)))
     tall = ng.empty((1 << 16, 64), np.float32)  # columns: rows neighbour in memory
-    cases.append((ng.empty((1, 64), np.int64), ng.argmax(tall, axis=0)))
-    cases.append((ng.empty((1, 64), np.float32), ng.var(tall, axis=0)))
-    cases.append((ng.empty((1 << 16, 64), np.float32), tall - ng.max(tall, axis=0)))
+    cases.append((ng.empty((1, 64), np.int64), ng.argmax(tall, axis=0, keepdims=True)))
+    cases.append((ng.empty((1, 64), np.float32), ng.var(tall, axis=0, keepdims=True)))
+    cases.append((ng.empty((1 << 16, 64), np.float32), tall - ng.max(tall, axis=0, keepdims=True)))
     return cases
 
 

@@ -76,10 +76,11 @@ def _replayed_args(ng, out, tree):
 CASES = {
     "elementwise": lambda ng, A, B, s: A * s + B,
     "broadcast": lambda ng, A, B, s: A + B[0] * s,
-    "batch-norm": lambda ng, A, B, s: ng.reciprocal(ng.sqrt(ng.var(A, axis=1) + s))
-    * (A - ng.mean(A, axis=1)),
-    "two axes": lambda ng, A, B, s: A - ng.mean(A, axis=0) - ng.mean(B, axis=1) * s,
-    "transposed": lambda ng, A, B, s: A.T.T + ng.max(B, axis=0) - s,
+    "batch-norm": lambda ng, A, B, s: ng.reciprocal(ng.sqrt(ng.var(A, axis=1, keepdims=True) + s))
+    * (A - ng.mean(A, axis=1, keepdims=True)),
+    "two axes": lambda ng, A, B, s: (A - ng.mean(A, axis=0, keepdims=True)
+                                     - ng.mean(B, axis=1, keepdims=True) * s),
+    "transposed": lambda ng, A, B, s: A.T.T + ng.max(B, axis=0, keepdims=True) - s,
     # one buffer behind two leaves: the second is the first's slot plus a delta
     "shared buffer": lambda ng, A, B, s: A * s + A[::-1] - B[1:2],
 }
@@ -150,10 +151,10 @@ def test_temporaries_return_to_the_pool():
     ng = RecordingGPU()
     A, C = ng.empty((64, 96)), ng.empty((64, 96))
     for _ in range(3):
-        C[:] = A - ng.mean(A, axis=0) - ng.mean(A, axis=1)
+        C[:] = A - ng.mean(A, axis=0, keepdims=True) - ng.mean(A, axis=1, keepdims=True)
     before = ng.stats()["device_allocations"]
     for _ in range(10):
-        C[:] = A - ng.mean(A, axis=0) - ng.mean(A, axis=1)
+        C[:] = A - ng.mean(A, axis=0, keepdims=True) - ng.mean(A, axis=1, keepdims=True)
     assert ng.stats()["device_allocations"] == before
 
 

@@ -246,7 +246,9 @@ def test_out_wrong_shape(ng):
         with pytest.raises(ValueError):
             ng.sqrt(A, out=out)
     with pytest.raises(ValueError):
-        ng.sum(A, axis=1, out=ng.empty((3,), dtype=np.float32))  # keepdims=True gives (3,1)
+        ng.sum(A, axis=1, out=ng.empty((3, 1), dtype=np.float32))  # keepdims=False gives (3,)
+    with pytest.raises(ValueError):
+        ng.sum(A, axis=1, out=ng.empty((1, 3), dtype=np.float32))  # numpy does not broadcast out
     with pytest.raises(ValueError):
         ng.sum(A, axis=1, keepdims=False, out=ng.empty((3, 1, 1), dtype=np.float32))
     with pytest.raises(ValueError):

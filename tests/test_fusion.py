@@ -29,7 +29,8 @@ def _data(shape, seed=0, dtype=np.float32):
 
 
 def _bn(ng, A, eps):
-    return ng.reciprocal(ng.sqrt(ng.var(A, axis=1) + eps)) * (A - ng.mean(A, axis=1))
+    return (ng.reciprocal(ng.sqrt(ng.var(A, axis=1, keepdims=True) + eps))
+            * (A - ng.mean(A, axis=1, keepdims=True)))
 
 
 def _bn_ref(x, eps):
@@ -38,8 +39,8 @@ def _bn_ref(x, eps):
 
 
 def _softmax(ng, A):
-    e = ng.exp(A - ng.max(A, axis=1))
-    return e / ng.sum(e, axis=1)
+    e = ng.exp(A - ng.max(A, axis=1, keepdims=True))
+    return e / ng.sum(e, axis=1, keepdims=True)
 
 
 def _softmax_ref(x):
@@ -81,10 +82,10 @@ def test_evaluate_and_get_of_optree(ng):
     assert_matches((A + B).get(), x + y, np.float32)
     assert_matches(np.asarray(ng.evaluate(A - B)), x - y, np.float32)
     # reductions and broadcasts
-    T = ng.evaluate(A - ng.mean(A, axis=1))
+    T = ng.evaluate(A - ng.mean(A, axis=1, keepdims=True))
     want = x.astype(np.float64) - x.astype(np.float64).mean(axis=1, keepdims=True)
     assert_matches(T.get(), want.astype(np.float32), np.float32, scale=2)
-    R = ng.evaluate(ng.sum(A, axis=0))
+    R = ng.evaluate(ng.sum(A, axis=0, keepdims=True))
     assert R.shape == (1, 6)
     assert_matches(R.get(), x.astype(np.float64).sum(axis=0, keepdims=True).astype(np.float32),
                    np.float32, scale=10)
@@ -106,7 +107,7 @@ def test_optree_attributes(ng):
     B = ng.array(np.ones((4, 1), np.int8))
     e = A * B
     assert e.shape == (3, 4, 5) and e.dtype == np.float32
-    e = ng.sum(B, axis=0) + B
+    e = ng.sum(B, axis=0, keepdims=True) + B
     assert e.shape == (4, 1) and e.dtype == np.int64
     e = ng.sqrt(B)
     assert e.dtype == np.float16
@@ -198,9 +199,9 @@ def test_different_axes_fewest_kernels(gpu_ng):
     x = _data((64, 300), 10)
     A = ng.array(x)
     C = ng.empty((64, 300), dtype=np.float32)
-    C[:] = A - ng.mean(A, axis=0) - ng.mean(A, axis=1)
+    C[:] = A - ng.mean(A, axis=0, keepdims=True) - ng.mean(A, axis=1, keepdims=True)
     s0 = _stats(ng)
-    C[:] = A - ng.mean(A, axis=0) - ng.mean(A, axis=1)
+    C[:] = A - ng.mean(A, axis=0, keepdims=True) - ng.mean(A, axis=1, keepdims=True)
     ng.synchronize()
     assert 1 <= _delta(ng, s0, "kernels_launched") <= 2
     x64 = x.astype(np.float64)
@@ -256,7 +257,8 @@ def test_no_allocation_growth(gpu_ng):
 
     def step():
         T = ng.evaluate(A * 2 + B)  # a fresh result tensor
-        C[:] = A - ng.mean(A, axis=0) - ng.mean(T, axis=1)  # may need temporaries
+        # may need temporaries
+        C[:] = A - ng.mean(A, axis=0, keepdims=True) - ng.mean(T, axis=1, keepdims=True)
         C[:] = _bn(ng, C, 1e-5)
         h = (A + B).get()
         del T

@@ -250,7 +250,7 @@ def test_lazy_dot_in_a_larger_tree(ng):
     b = rng.standard_normal((40, 30)).astype(np.float32)
     A, B = ng.array(a), ng.array(b)
     C = ng.empty((50, 1), np.float32)
-    C[:] = ng.sum(ng.tanh(ng.dot(A * 2, B)), axis=1) + ng.dot(A, B[:, :1])
+    C[:] = ng.sum(ng.tanh(ng.dot(A * 2, B)), axis=1, keepdims=True) + ng.dot(A, B[:, :1])
     ab = a.astype(np.float64) @ b
     ref = np.tanh(2 * ab).sum(axis=1, keepdims=True) + ab[:, :1]
     _check(C.get(), ref, "f32")

@@ -77,7 +77,7 @@ def test_replay_follows_pointers_scalars_and_views(ng):
         base = ng.array(data)
         A = base[step % 2:step % 2 + 8]          # a view whose offset moves
         B = ng.array(data[1:] * 0.5)
-        out[:] = A * scalar + B - ng.mean(A, axis=1)
+        out[:] = A * scalar + B - ng.mean(A, axis=1, keepdims=True)
         a, b = data[step % 2:step % 2 + 8], data[1:] * 0.5
         assert_matches(out, a * scalar + b - a.mean(axis=1, keepdims=True))
 

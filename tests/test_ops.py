@@ -511,7 +511,7 @@ def test_inplace_on_view_and_broadcast(ng):
     A *= A[:, :1]  # aliasing, broadcast from a column of itself
     a *= a[:, :1].copy()
     np.testing.assert_array_equal(A.get(), a)
-    A -= ng.sum(A, axis=1)  # a reduction of itself
+    A -= ng.sum(A, axis=1, keepdims=True)  # a reduction of itself
     a -= a.sum(axis=1, keepdims=True)
     assert_matches(A.get(), a, np.float32)
 

@@ -7,8 +7,7 @@ Trees come from a small grammar so structures repeat:
               offsets, an integer index) and Python scalars;
   unary       neg, abs, square, tanh, sin, sigmoid, sqrt(abs(x) + 1);
   binary      + - * maximum minimum, x / (abs(y) + 1);
-  reductions  sum, mean, max, min over random axes, keepdims=True
-              (explicit or by default);
+  reductions  sum, mean, max, min over random axes, keepdims=True;
   where       where(leaf > leaf, x, y).
 dtypes: float32, float16, float64 and int32 trees (int trees use only exact,
 non-dividing ops and are filtered so nothing overflows); some float trees mix
@@ -182,9 +181,9 @@ class Tree:
                     axis = axes[0] - nd if rng.random() < 0.3 else axes[0]
                 else:
                     axis = tuple(axes)
-            explicit = bool(rng.random() < 0.5)
+            rng.random()  # once chose keepdims explicit or by default; keeps the trees drawn
             out_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
-            return ("red", op, axis, explicit, child), out_shape
+            return ("red", op, axis, child), out_shape
         ca, sa = self._new_leaf(self.dtype)
         cb, sb = self._new_leaf(self.dtype)
         x, sx = self._node(depth + 1)
@@ -254,13 +253,9 @@ def _apply(L, node, leaf_value, track=None):
         else:  # pragma: no cover
             raise AssertionError(op)
     elif kind == "red":
-        _, op, axis, explicit, child = node
+        _, op, axis, child = node
         x = _apply(L, child, leaf_value, track)
-        fn = getattr(L, op)
-        if L is np or explicit:
-            v = fn(x, axis=axis, keepdims=True)
-        else:
-            v = fn(x, axis=axis)
+        v = getattr(L, op)(x, axis=axis, keepdims=True)
     elif kind == "where":
         a = _apply(L, node[1], leaf_value, track)
         b = _apply(L, node[2], leaf_value, track)
@@ -308,8 +303,7 @@ def describe(tree, node=None):
     if kind == "bin":
         return f"{node[1]}({describe(tree, node[2])}, {describe(tree, node[3])})"
     if kind == "red":
-        kd = ", keepdims=True" if node[3] else ""
-        return f"{node[1]}({describe(tree, node[4])}, axis={node[2]}{kd})"
+        return f"{node[1]}({describe(tree, node[3])}, axis={node[2]}, keepdims=True)"
     return (f"where({describe(tree, node[1])} > {describe(tree, node[2])}, "
             f"{describe(tree, node[3])}, {describe(tree, node[4])})")
 

@@ -38,7 +38,7 @@ USES_OF_FREED = [
     ("write", lambda ng, t, live: t.fill(1.0)),
     ("write slice", lambda ng, t, live: t.__setitem__(slice(1, 3), live[1:3])),
     ("operand", lambda ng, t, live: live.__setitem__(slice(None), t + live)),
-    ("reduction", lambda ng, t, live: ng.evaluate(ng.sum(t, axis=0))),
+    ("reduction", lambda ng, t, live: ng.evaluate(ng.sum(t, axis=0, keepdims=True))),
     ("copy", lambda ng, t, live: t.copy()),
     ("dot operand", lambda ng, t, live: ng.evaluate(ng.dot(live, t))),
     ("dot output", lambda ng, t, live: ng.dot(live, live, t)),
@@ -87,7 +87,7 @@ def _thread_work(ng, seed, barrier):
     for k in range(ROUNDS):
         out[:] = a * k + seed
         pairs.append((out.get(), x * np.float32(k) + np.float32(seed)))
-        pairs.append((ng.evaluate(ng.sum(a, axis=0)).get(), x.sum(axis=0, keepdims=True)))
+        pairs.append((ng.evaluate(ng.sum(a, axis=0, keepdims=True)).get(), x.sum(axis=0, keepdims=True)))
         pairs.append((ng.evaluate(ng.dot(a, b)).get(), x.astype(np.float64) @ y))
     return pairs
 

@@ -29,8 +29,9 @@ def test_average(ng, data):
     weights = np.arange(40) + 1
     _close(ng.average(data, axis=1, weights=weights, keepdims=False),
            np.average(data, axis=1, weights=weights))
-    _close(ng.average(ng.array(data), axis=1, weights=weights * 1.0),
+    _close(ng.average(ng.array(data), axis=1, weights=weights * 1.0, keepdims=True),
            np.average(data, axis=1, weights=weights * 1.0, keepdims=True))
+    _close(ng.average(ng.array(data), axis=1), np.average(data, axis=1))
     got = ng.average(data, axis=0, weights=[1, 2, 3], returned=True, keepdims=False)
     for g, e in zip(got, np.average(data, axis=0, weights=[1, 2, 3], returned=True)):
         _close(g, e)

@@ -6,9 +6,8 @@ an int or a tuple), ``method``, ``keepdims`` and ``out``.  Out: a new
 tensor (or ``out``) of shape ``q.shape`` + the reduced shape, of numpy's
 dtype: the input's for the methods that pick an element ("lower",
 "higher", "nearest"), else float64 for integer and bool input or a
-``q`` given as an array, else the float input's own.  As every reduction of
-this library, the reduced axes are kept by default (``keepdims=True``,
-numpy's default is False).
+``q`` given as an array, else the float input's own.  The reduced axes
+are dropped unless ``keepdims=True``, as numpy's.
 
 How: the reduced axes are moved last and merged, each row is sorted once
 (:mod:`.sorting`: NaN last), and each quantile is read off the sorted rows
@@ -37,7 +36,7 @@ class OrderStatisticFunctions:
     ``nanpercentile``, ``nanmedian``."""
 
     def quantile(self, a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                 keepdims=True):
+                 keepdims=False):
         """The ``q``-th quantiles of ``a`` over ``axis``, as ``numpy.quantile``.
 
         Parameters
@@ -53,7 +52,7 @@ class OrderStatisticFunctions:
             Accepted; the input is never modified.
         method : {"linear", "lower", "higher", "nearest", "midpoint"}
         keepdims : bool
-            Keep the reduced axes with length one (default True, unlike numpy).
+            Keep the reduced axes with length one (default False, as numpy's).
 
         Returns
         -------
@@ -70,29 +69,29 @@ class OrderStatisticFunctions:
                                      keepdims, False, _strong(q))
 
     def percentile(self, a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                   keepdims=True):
+                   keepdims=False):
         """As :meth:`quantile` with ``q`` in percent (``numpy.percentile``)."""
         return self._order_statistic(a, _quantiles(q, 100, "Percentiles"), axis, out, method,
                                      keepdims, False, _strong(q))
 
-    def median(self, a, axis=None, out=None, overwrite_input=False, keepdims=True):
+    def median(self, a, axis=None, out=None, overwrite_input=False, keepdims=False):
         """The median over ``axis`` (``numpy.median``; see :meth:`quantile`)."""
         return self._order_statistic(a, np.float64(0.5), axis, out, "linear", keepdims, False,
                                      False)
 
     def nanquantile(self, a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                    keepdims=True):
+                    keepdims=False):
         """As :meth:`quantile`, ignoring NaN (``numpy.nanquantile``); NaN for an all-NaN slice."""
         return self._order_statistic(a, _quantiles(q, 1, "Quantiles"), axis, out, method,
                                      keepdims, True, _strong(q))
 
     def nanpercentile(self, a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                      keepdims=True):
+                      keepdims=False):
         """As :meth:`percentile`, ignoring NaN (``numpy.nanpercentile``)."""
         return self._order_statistic(a, _quantiles(q, 100, "Percentiles"), axis, out, method,
                                      keepdims, True, _strong(q))
 
-    def nanmedian(self, a, axis=None, out=None, overwrite_input=False, keepdims=True):
+    def nanmedian(self, a, axis=None, out=None, overwrite_input=False, keepdims=False):
         """As :meth:`median`, ignoring NaN (``numpy.nanmedian``)."""
         return self._order_statistic(a, np.float64(0.5), axis, out, "linear", keepdims, True,
                                      False)

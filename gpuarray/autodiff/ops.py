@@ -235,7 +235,7 @@ class SumToOp(ReshapingOp):
         lead = len(grad.shape) - len(target)
         kept = tuple(i + lead for i, d in enumerate(target) if d == 1 and grad.shape[i + lead] != 1)
         if kept:
-            grad = ng.sum(grad, axis=kept)
+            grad = ng.sum(grad, axis=kept, keepdims=True)
         if lead:
             grad = ng.sum(grad, axis=tuple(range(lead)), keepdims=False)
         return grad

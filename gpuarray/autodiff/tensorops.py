@@ -164,13 +164,13 @@ def transpose(a, axes=None):
 
 
 def _softmax(ng, x):
-    e = ng.exp(x - ng.max(x, axis=-1))
-    return e / ng.sum(e, axis=-1)
+    e = ng.exp(x - ng.max(x, axis=-1, keepdims=True))
+    return e / ng.sum(e, axis=-1, keepdims=True)
 
 
 def _logsumexp(ng, x):
-    top = ng.max(x, axis=-1)
-    return top + ng.log(ng.sum(ng.exp(x - top), axis=-1))
+    top = ng.max(x, axis=-1, keepdims=True)
+    return top + ng.log(ng.sum(ng.exp(x - top), axis=-1, keepdims=True))
 
 
 class SoftmaxOp(Op):
@@ -235,7 +235,7 @@ class SoftmaxCrossEntropyGradientOp(Op):
         shape = shapes[node.inputs[0]]
         scale = 1.0 / core_shapes.size_of(shape[:-1]) if node.attrs["scaled"] else 1.0
         if node.attrs["wrt"] == 0:
-            value = _softmax(ng, x) * ng.sum(y, axis=-1) - y
+            value = _softmax(ng, x) * ng.sum(y, axis=-1, keepdims=True) - y
         else:
             value = _logsumexp(ng, x) - x
         return value * grad * scale

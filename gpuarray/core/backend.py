@@ -196,13 +196,19 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
 
     def _finish(self, node, out, casting="same_kind"):
         """Return the lazy node, or evaluate it into ``out`` (numpy's out= rules:
-        ``casting`` is "same_kind" for ufuncs, "unsafe" for reductions)."""
+        ``casting`` is "same_kind" for ufuncs, whose ``out`` may broadcast, and
+        "unsafe" for reductions, whose ``out`` must have the result's shape)."""
         if out is None:
             return node
         if not isinstance(out, Tensor):
             raise TypeError(f"out must be a tensor, not {type(out).__name__}")
         if out.backend is not self:
             raise ValueError("out belongs to a different factory (backend) than the operands")
+        if casting == "unsafe" and out.shape != tuple(node.shape):
+            # numpy's reductions take an out of exactly their result's shape
+            raise ValueError(
+                f"output parameter for reduction operation has the wrong shape: found "
+                f"{shapes.shape_str(out.shape)} but expected {shapes.shape_str(node.shape)}")
         try:
             shapes.check_assignable(node.shape, out.shape)
         except ValueError:

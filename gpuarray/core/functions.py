@@ -10,9 +10,10 @@ A reduction over no axes (``axis=()``, a 0-d operand, a scalar) gives each
 value on its own in the reduction's dtype, as numpy's; for a scalar that is
 a 0-d result.
 
-Reductions keep the reduced axes by default (``keepdims=True``), a
-documented difference from numpy kept from nervanagpu, so that
-``A - ng.mean(A, axis=1)`` broadcasts.
+Reductions drop the reduced axes unless ``keepdims=True`` is asked for, as
+numpy's do (nervanagpu kept them): ``A - ng.mean(A, axis=1, keepdims=True)``
+broadcasts.  Composite functions build on keepdims nodes and drop the axes
+last, with one ``squeeze`` view the fusion compiler sees through.
 """
 import numpy as np
 
@@ -86,35 +87,35 @@ class MathFunctions:
         shape = tuple(d for i, d in enumerate(node.shape) if i not in axes)
         return optree.squeeze(self, node, shape)
 
-    def sum(self, a, axis=None, keepdims=True, out=None):
+    def sum(self, a, axis=None, keepdims=False, out=None):
         """Sum over ``axis`` (None, an int or a tuple)."""
         return self._reduction("sum", a, axis, keepdims, out)
 
-    def prod(self, a, axis=None, keepdims=True, out=None):
+    def prod(self, a, axis=None, keepdims=False, out=None):
         """Product over ``axis``."""
         return self._reduction("prod", a, axis, keepdims, out)
 
-    def max(self, a, axis=None, keepdims=True, out=None):
+    def max(self, a, axis=None, keepdims=False, out=None):
         """Maximum over ``axis`` (NaN propagates, as numpy's)."""
         return self._reduction("max", a, axis, keepdims, out)
 
-    def min(self, a, axis=None, keepdims=True, out=None):
+    def min(self, a, axis=None, keepdims=False, out=None):
         """Minimum over ``axis`` (NaN propagates, as numpy's)."""
         return self._reduction("min", a, axis, keepdims, out)
 
-    def any(self, a, axis=None, keepdims=True, out=None):
+    def any(self, a, axis=None, keepdims=False, out=None):
         """True where any element over ``axis`` is nonzero."""
         return self._reduction("any", a, axis, keepdims, out)
 
-    def all(self, a, axis=None, keepdims=True, out=None):
+    def all(self, a, axis=None, keepdims=False, out=None):
         """True where every element over ``axis`` is nonzero."""
         return self._reduction("all", a, axis, keepdims, out)
 
-    def argmax(self, a, axis=None, keepdims=True, out=None):
+    def argmax(self, a, axis=None, keepdims=False, out=None):
         """Index of the first maximum along ``axis`` (flat index for None)."""
         return self._arg_reduction("argmax", a, axis, keepdims, out)
 
-    def argmin(self, a, axis=None, keepdims=True, out=None):
+    def argmin(self, a, axis=None, keepdims=False, out=None):
         """Index of the first minimum along ``axis`` (flat index for None)."""
         return self._arg_reduction("argmin", a, axis, keepdims, out)
 
@@ -123,31 +124,31 @@ class MathFunctions:
             raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer")
         return self._reduction(name, a, axis, keepdims, out)
 
-    def mean(self, a, axis=None, keepdims=True, out=None):
+    def mean(self, a, axis=None, keepdims=False, out=None):
         """Arithmetic mean over ``axis`` (float64 for integer input)."""
         a = self._float_operand(a)
-        total = self.sum(a, axis)
+        total = self.sum(a, axis, keepdims=True)
         node = self.divide(total, self._count(a, axis))
         return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
-    def var(self, a, axis=None, keepdims=True, out=None, ddof=0):
+    def var(self, a, axis=None, keepdims=False, out=None, ddof=0):
         """Variance over ``axis`` with ``ddof`` delta degrees of freedom."""
         a = self._float_operand(a)
-        centred = self.subtract(a, self.mean(a, axis))
-        squares = self.sum(self.multiply(centred, centred), axis)
+        centred = self.subtract(a, self.mean(a, axis, keepdims=True))
+        squares = self.sum(self.multiply(centred, centred), axis, keepdims=True)
         node = self.divide(squares, max(self._count(a, axis) - ddof, 0))
         return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
-    def std(self, a, axis=None, keepdims=True, out=None, ddof=0):
+    def std(self, a, axis=None, keepdims=False, out=None, ddof=0):
         """Standard deviation over ``axis``."""
         a = self.operand(a)
-        node = self.sqrt(self.var(a, axis, ddof=ddof))
+        node = self.sqrt(self.var(a, axis, keepdims=True, ddof=ddof))
         return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
-    def ptp(self, a, axis=None, keepdims=True, out=None):
+    def ptp(self, a, axis=None, keepdims=False, out=None):
         """Range (max - min) over ``axis``."""
         a = self.operand(a)
-        node = self.subtract(self.max(a, axis), self.min(a, axis))
+        node = self.subtract(self.max(a, axis, keepdims=True), self.min(a, axis, keepdims=True))
         return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
     def _float_operand(self, a):

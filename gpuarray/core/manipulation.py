@@ -99,11 +99,11 @@ class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFun
             return False
         return self._all_equal(x, y, False)
 
-    def amax(self, a, axis=None, keepdims=True, out=None):
+    def amax(self, a, axis=None, keepdims=False, out=None):
         """As :meth:`max` (``numpy.amax``)."""
         return self.max(a, axis, keepdims, out)
 
-    def amin(self, a, axis=None, keepdims=True, out=None):
+    def amin(self, a, axis=None, keepdims=False, out=None):
         """As :meth:`min` (``numpy.amin``)."""
         return self.min(a, axis, keepdims, out)
 

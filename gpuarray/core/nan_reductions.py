@@ -10,8 +10,7 @@ which read one bool back to raise numpy's ValueError for an all-NaN slice
 (numpy's answer depends on the data).
 
 As every reduction of this library (:mod:`gpuarray.core.functions`), these
-keep the reduced axes by default (``keepdims=True``, nervanagpu's choice,
-where numpy's default is False); pass ``keepdims=False`` for numpy's shapes.
+drop the reduced axes unless ``keepdims=True`` is asked for, as numpy's.
 Dtypes are numpy's: integer and bool inputs (which hold no NaN) give what
 the plain reductions give (``nanmean`` of integers is float64), fp16/bf16
 results stay fp16/bf16, ``count_nonzero`` counts in int64.  An all-NaN
@@ -28,7 +27,7 @@ from . import dtypes, shapes
 class NanReductionFunctions:
     """Mixin: numpy's NaN-ignoring reductions and ``count_nonzero``."""
 
-    def nansum(self, a, axis=None, keepdims=True, out=None):
+    def nansum(self, a, axis=None, keepdims=False, out=None):
         """Sum over ``axis``, NaN taken as 0, as ``numpy.nansum``.
 
         Parameters
@@ -38,7 +37,7 @@ class NanReductionFunctions:
         axis : None, int or tuple of ints
             Axes to reduce (None: all).
         keepdims : bool
-            Keep the reduced axes with length one (default True, unlike numpy).
+            Keep the reduced axes with length one (default False, as numpy's).
         out : Tensor, optional
             Where to evaluate the result.
 
@@ -54,14 +53,14 @@ class NanReductionFunctions:
         """
         return self.sum(self._nan_to(a, 0), axis, keepdims, out)
 
-    def nanprod(self, a, axis=None, keepdims=True, out=None):
+    def nanprod(self, a, axis=None, keepdims=False, out=None):
         """Product over ``axis``, NaN taken as 1, as ``numpy.nanprod``.
 
         Parameters and errors as :meth:`nansum`'s; 1 for an all-NaN slice.
         """
         return self.prod(self._nan_to(a, 1), axis, keepdims, out)
 
-    def nanmean(self, a, axis=None, keepdims=True, out=None):
+    def nanmean(self, a, axis=None, keepdims=False, out=None):
         """Mean of the non-NaN values over ``axis``, as ``numpy.nanmean``.
 
         Parameters and errors as :meth:`nansum`'s.
@@ -74,10 +73,10 @@ class NanReductionFunctions:
         x = self.operand(a)
         if not dtypes.is_float(x.dtype):
             return self.mean(x, axis, keepdims, out)
-        total, count = self.sum(self._nan_to(x, 0), axis), self._not_nan_count(x, axis)
+        total, count = self.sum(self._nan_to(x, 0), axis, keepdims=True), self._not_nan_count(x, axis)
         return self._reduced(self.astype(total / count, x.dtype), x, axis, keepdims, out)
 
-    def nanvar(self, a, axis=None, keepdims=True, out=None, ddof=0):
+    def nanvar(self, a, axis=None, keepdims=False, out=None, ddof=0):
         """Variance of the non-NaN values over ``axis``, as ``numpy.nanvar``.
 
         Parameters
@@ -98,7 +97,7 @@ class NanReductionFunctions:
             return self.var(x, axis, keepdims, out, ddof)
         return self._reduced(self._nan_variance(x, axis, ddof), x, axis, keepdims, out)
 
-    def nanstd(self, a, axis=None, keepdims=True, out=None, ddof=0):
+    def nanstd(self, a, axis=None, keepdims=False, out=None, ddof=0):
         """Standard deviation of the non-NaN values, as ``numpy.nanstd``.
 
         Parameters, result and errors as :meth:`nanvar`'s (its square root).
@@ -109,7 +108,7 @@ class NanReductionFunctions:
         node = self.sqrt(self._nan_variance(x, axis, ddof))
         return self._reduced(node, x, axis, keepdims, out)
 
-    def nanmax(self, a, axis=None, keepdims=True, out=None):
+    def nanmax(self, a, axis=None, keepdims=False, out=None):
         """Maximum over ``axis`` ignoring NaN, as ``numpy.nanmax``.
 
         Parameters as :meth:`nansum`'s.
@@ -128,14 +127,14 @@ class NanReductionFunctions:
         """
         return self._nan_extreme("max", a, axis, keepdims, out)
 
-    def nanmin(self, a, axis=None, keepdims=True, out=None):
+    def nanmin(self, a, axis=None, keepdims=False, out=None):
         """Minimum over ``axis`` ignoring NaN, as ``numpy.nanmin``.
 
         Parameters, result and errors as :meth:`nanmax`'s (``fmin``).
         """
         return self._nan_extreme("min", a, axis, keepdims, out)
 
-    def nanargmax(self, a, axis=None, keepdims=True, out=None):
+    def nanargmax(self, a, axis=None, keepdims=False, out=None):
         """Index of the first maximum ignoring NaN, as ``numpy.nanargmax``.
 
         Parameters
@@ -162,14 +161,14 @@ class NanReductionFunctions:
         """
         return self._nan_arg("argmax", -np.inf, a, axis, keepdims, out)
 
-    def nanargmin(self, a, axis=None, keepdims=True, out=None):
+    def nanargmin(self, a, axis=None, keepdims=False, out=None):
         """Index of the first minimum ignoring NaN, as ``numpy.nanargmin``.
 
         Parameters, result and errors as :meth:`nanargmax`'s (NaN counts as +inf).
         """
         return self._nan_arg("argmin", np.inf, a, axis, keepdims, out)
 
-    def count_nonzero(self, a, axis=None, keepdims=True, out=None):
+    def count_nonzero(self, a, axis=None, keepdims=False, out=None):
         """Number of nonzero elements over ``axis``, as ``numpy.count_nonzero``.
 
         Parameters as :meth:`nansum`'s (NaN is nonzero).
@@ -193,17 +192,17 @@ class NanReductionFunctions:
 
     def _not_nan_count(self, x, axis):
         """Non-NaN elements over ``axis`` (keepdims), in the dtype ``x`` is computed in."""
-        count = self.sum(self.logical_not(self.isnan(x)), axis)
+        count = self.sum(self.logical_not(self.isnan(x)), axis, keepdims=True)
         return self.astype(count, _compute_float(x.dtype))
 
     def _nan_variance(self, x, axis, ddof):
         """numpy's nanvar of a float operand, keepdims, in ``x``'s dtype."""
         missing = self.isnan(x)
         count = self._not_nan_count(x, axis)
-        mean = self.sum(self.where(missing, 0, x), axis) / count
+        mean = self.sum(self.where(missing, 0, x), axis, keepdims=True) / count
         centred = self.where(missing, 0, self.subtract(x, mean))
         dof = count - ddof
-        squares = self.sum(centred * centred, axis)
+        squares = self.sum(centred * centred, axis, keepdims=True)
         return self.astype(self.where(dof <= 0, np.nan, squares / dof), x.dtype)
 
     def _nan_extreme(self, name, a, axis, keepdims, out):
@@ -217,8 +216,8 @@ class NanReductionFunctions:
             return getattr(self, name)(x, axis, keepdims, out)
         missing = self.isnan(x)
         identity = -np.inf if name == "max" else np.inf
-        extreme = getattr(self, name)(self.where(missing, identity, x), axis)
-        node = self.where(self.all(missing, axis), np.nan, extreme)
+        extreme = getattr(self, name)(self.where(missing, identity, x), axis, keepdims=True)
+        node = self.where(self.all(missing, axis, keepdims=True), np.nan, extreme)
         return self._reduced(node, x, axis, keepdims, out)
 
     def _nan_arg(self, name, identity, a, axis, keepdims, out):

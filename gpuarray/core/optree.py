@@ -27,11 +27,11 @@ _PYTHON_SCALARS = frozenset((int, float, bool))
 
 
 def _reduction_method(name):
-    """A method running ``ng.<name>`` on its expression (keepdims=True by default)."""
-    def method(self, axis=None, keepdims=True, out=None, **kwargs):
+    """A method running ``ng.<name>`` on its expression (numpy's keepdims=False by default)."""
+    def method(self, axis=None, keepdims=False, out=None, **kwargs):
         return getattr(self.backend, name)(self, axis=axis, keepdims=keepdims, out=out, **kwargs)
     method.__name__ = name
-    method.__doc__ = f"``ng.{name}`` of this expression (keepdims=True by default)."
+    method.__doc__ = f"``ng.{name}`` of this expression (keepdims=False by default, as numpy's)."
     return method
 
 

@@ -21,7 +21,7 @@ F64 = np.dtype(np.float64)
 class StatisticsFunctions:
     """Mixin: ``average``, ``cov``, ``corrcoef``, ``trapezoid``, ``ediff1d``."""
 
-    def average(self, a, axis=None, weights=None, returned=False, *, keepdims=True):
+    def average(self, a, axis=None, weights=None, returned=False, *, keepdims=False):
         """The weighted mean over ``axis``, as ``numpy.average``.
 
         Parameters
@@ -33,7 +33,7 @@ class StatisticsFunctions:
         returned : bool
             Also return the sum of the weights.
         keepdims : bool
-            Keep the reduced axes (default True, unlike numpy).
+            Keep the reduced axes (default False, as numpy's).
 
         Raises
         ------

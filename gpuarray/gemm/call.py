@@ -237,5 +237,5 @@ def stats_by_reduction(backend, c, stats):
     """Fill ``stats`` from ``c`` with reductions: ``[max abs(C) over finite values, non-finite count]``."""
     flat = c.reshape(-1)
     finite = backend.isfinite(flat)
-    stats[0:1] = backend.max(backend.where(finite, backend.absolute(flat), 0), axis=0)
-    stats[1:2] = backend.sum(backend.logical_not(finite), axis=0)
+    stats[0:1] = backend.max(backend.where(finite, backend.absolute(flat), 0), axis=0, keepdims=True)
+    stats[1:2] = backend.sum(backend.logical_not(finite), axis=0, keepdims=True)

@@ -74,7 +74,7 @@ class FullyConnected(Layer):
         if self.relu:
             grad[:] = grad * (self.output > 0)
         if self.b is not None:
-            self.b.grad.reshape(1, self.nout)[:] = ng.sum(grad, axis=0)
+            self.b.grad.reshape(1, self.nout)[:] = ng.sum(grad, axis=0, keepdims=True)
         ng.dot(grad.T, self._flat(self.x), self.W.grad)
         if self.input_grad is None:
             return None
@@ -122,7 +122,7 @@ class Bias(Layer):
         return self.output
 
     def _bprop(self, grad):
-        self.b.grad.reshape(1, self.in_shape[-1])[:] = self.ng.sum(rows(grad), axis=0)
+        self.b.grad.reshape(1, self.in_shape[-1])[:] = self.ng.sum(rows(grad), axis=0, keepdims=True)
         return grad if self.needs_input_grad else None
 
 

@@ -42,8 +42,8 @@ class SoftmaxCrossEntropy(Layer):
     def _fprop(self, x):
         ng = self.ng
         z = ng.astype(x, F32)
-        e = ng.exp(z - ng.max(z, axis=1))
-        self.output[:] = e / ng.sum(e, axis=1)
+        e = ng.exp(z - ng.max(z, axis=1, keepdims=True))
+        self.output[:] = e / ng.sum(e, axis=1, keepdims=True)
         return self.output
 
     def _target(self, targets):

@@ -77,8 +77,8 @@ class BatchNorm(Layer):
         ng = self.ng
         x2 = rows(x)
         if self.training:
-            self.stats[0:1] = ng.mean(ng.astype(x2, F32), axis=0)
-            self.stats[1:2] = ng.mean(ng.square(ng.astype(x2, F32) - self.stats[0:1]), axis=0)
+            self.stats[0:1] = ng.mean(ng.astype(x2, F32), axis=0, keepdims=True)
+            self.stats[1:2] = ng.mean(ng.square(ng.astype(x2, F32) - self.stats[0:1]), axis=0, keepdims=True)
             self.running[:] = self.running * (1.0 - self.momentum) + self.stats * self._blend
             stats = self.stats
         else:
@@ -94,8 +94,8 @@ class BatchNorm(Layer):
             g = g * (rows(self.output) > 0)
         stats = self.stats if self.training else self.running
         xhat = self._normalised(rows(self.x), stats)
-        self.sums[0:1] = ng.sum(ng.astype(g, F32), axis=0)
-        self.sums[1:2] = ng.sum(ng.astype(g, F32) * xhat, axis=0)
+        self.sums[0:1] = ng.sum(ng.astype(g, F32), axis=0, keepdims=True)
+        self.sums[1:2] = ng.sum(ng.astype(g, F32) * xhat, axis=0, keepdims=True)
         self.beta.grad[:] = self.sums[0]
         self.gamma.grad[:] = self.sums[1]
         if not self.needs_input_grad:

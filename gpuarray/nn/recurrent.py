@@ -87,7 +87,7 @@ class Recurrent(Layer):
         ng.update_rnn(L, self.projected, self.output, self.W_hh.grad, reserve=self.reserve)
         d2 = rows(self.dprojected)
         ng.dot(d2.T, rows(self.x), self.W_ih.grad)
-        self.b_ih.grad.reshape(1, L.gates * self.hidden)[:] = ng.sum(d2, axis=0)
+        self.b_ih.grad.reshape(1, L.gates * self.hidden)[:] = ng.sum(d2, axis=0, keepdims=True)
         if self.input_grad is None:
             return None
         ng.dot(d2, self.W_ih.value, rows(self.input_grad))

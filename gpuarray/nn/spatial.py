@@ -81,7 +81,7 @@ class Conv(Layer):
         if self.relu:
             grad[:] = grad * (self.output > 0)
         if self.b is not None:
-            self.b.grad.reshape(1, self.K)[:] = ng.sum(rows(grad), axis=0)
+            self.b.grad.reshape(1, self.K)[:] = ng.sum(rows(grad), axis=0, keepdims=True)
         ng.update_conv(self.layer, self.x, grad, self.W.grad)
         if self.input_grad is None:
             return None

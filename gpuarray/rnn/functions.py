@@ -226,7 +226,7 @@ class RNNFunctions:
         dR = self.empty((GH, H), F32)
         self.dot(rows.T, previous, dR)
         dW[:, :H] = dR
-        dW[:, H].reshape((1, GH))[:] = self.sum(rows, axis=0)
+        dW[:, H].reshape((1, GH))[:] = self.sum(rows, axis=0, keepdims=True)
         return dW
 
 
