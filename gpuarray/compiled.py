@@ -34,6 +34,7 @@ import warnings
 
 #: modules on the host path of every call, compiled by setup.py
 MODULES = (
+    "gpuarray.core.arraylike",
     "gpuarray.core.optree",
     "gpuarray.core.scalars",
     "gpuarray.core.array",

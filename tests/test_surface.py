@@ -212,12 +212,16 @@ def test_repr_and_str_show_values_as_numpy(ng, host):
         assert str(t[..., ::-1]) == str(np.asarray(host)[..., ::-1])
 
 
-def test_lazy_repr_does_not_evaluate(ng):
+def test_lazy_repr_shows_values_and_describe_shows_the_tree(ng):
     t = ng.ones(3, np.float32)
+    y = t * 2 + 1
     before = ng.stats()["kernels_launched"]
-    text = repr(t * 2 + 1)
+    text = y.describe()
     assert text.startswith("add(multiply(") and "Tensor" in text
-    assert ng.stats()["kernels_launched"] == before
+    assert ng.stats()["kernels_launched"] == before  # describing evaluates nothing
+    name = type(t).__name__
+    assert repr(y) == f"{name}([3., 3., 3.], dtype=float32, lazy=True)"
+    assert str(y) == "[3. 3. 3.]"
 
 
 @pytest.mark.parametrize("host", [np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(4),

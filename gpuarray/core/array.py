@@ -9,7 +9,6 @@ view and the value to the factory, which evaluates and stores it.  ``repr``,
 ``str``, ``item`` and ``tolist`` copy the values to the host and format or
 convert them as numpy does.
 """
-import operator
 
 import numpy as np
 
@@ -27,10 +26,6 @@ def _inplace_method(name):
         return self
     method.__name__ = f"__i{name}__"
     return method
-
-
-#: array API standard versions ``__array_namespace__`` accepts (conformance: docs/usage.rst)
-API_VERSIONS = ("2023.12", "2024.12")
 
 
 class Tensor(Expression):
@@ -74,16 +69,6 @@ class Tensor(Expression):
         return ptr if ptr is not None else self.buffer.ctypes.data
 
     @property
-    def itemsize(self):
-        """Bytes per element."""
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self):
-        """Bytes the elements of this view occupy."""
-        return self.size * self.itemsize
-
-    @property
     def is_contiguous(self):
         """True when the view is C-contiguous."""
         return shapes.is_contiguous(self.shape, self.strides, self.itemsize)
@@ -111,21 +96,6 @@ class Tensor(Expression):
             raise ValueError(f"rounding must keep between 1 and {full} mantissa bits for {self.dtype}, got {nbits}")
         self._rounding = bits
 
-    @property
-    def T(self):
-        """View with the axes reversed."""
-        return self.transpose()
-
-    def __len__(self):
-        if not self.shape:
-            raise TypeError("len() of unsized object")
-        return self.shape[0]
-
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
-
     def __repr__(self):
         """numpy's repr of the values, named after the tensor class:
         ``GPUTensor([1., 2.], dtype=float32)`` (dtype shown where numpy shows it)."""
@@ -136,42 +106,6 @@ class Tensor(Expression):
 
     def __str__(self):
         return str(self.get())
-
-    def item(self, *args):
-        """The element at ``args`` (none: the only one) as a Python scalar, as numpy's.
-
-        Raises
-        ------
-        ValueError
-            No index given and the size is not 1.
-        IndexError
-            An index out of range.
-        """
-        # numpy checks the arguments on a stand-in of this shape, so its
-        # messages come out unchanged and nothing is copied first
-        np.broadcast_to(np.zeros((), np.bool_), self.shape).item(*args)
-        if len(args) == 1 and not isinstance(args[0], tuple):
-            index = np.unravel_index(operator.index(args[0]) % max(self.size, 1), self.shape)
-        else:
-            index = args[0] if len(args) == 1 else args
-        return self[tuple(index)].get().item()
-
-    def tolist(self):
-        """The values as nested Python lists of Python scalars, as numpy's."""
-        return self.get().tolist()
-
-    def __array_namespace__(self, api_version=None):
-        """The factory that made this tensor: its functions are the array namespace.
-
-        Raises
-        ------
-        ValueError
-            An ``api_version`` other than None or one of ``API_VERSIONS``.
-        """
-        if api_version is not None and api_version not in API_VERSIONS:
-            raise ValueError(f"unsupported array API version {api_version!r}; "
-                             f"gpuarray knows {', '.join(API_VERSIONS)}")
-        return self.backend
 
     # -- views ----------------------------------------------------------
     def _view(self, shape, strides, offset):

@@ -16,7 +16,7 @@ from .array import Tensor
 from .creation import CreationFunctions
 from .functions import MathFunctions
 from .manipulation import ManipulationFunctions
-from .optree import Expression, Scalar
+from .optree import Expression, Scalar, settled
 from .streams import StreamFunctions
 
 
@@ -157,7 +157,7 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         if not isinstance(target, Tensor) or target.backend is not self:
             raise ValueError("assignment target must be a tensor of this factory")
         if getattr(value, "backend", None) is self:
-            tree = value  # a tensor or tree of this factory: the common case
+            tree = settled(value)  # a tensor or tree of this factory: the common case
         elif isinstance(value, (np.ndarray, list, tuple)) and np.ndim(value) > 0:
             host = np.asarray(value)
             shapes.check_assignable(host.shape, target.shape)

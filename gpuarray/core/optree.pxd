@@ -4,11 +4,13 @@
 # in an expression -- skips the instance dictionary and descriptor lookups.
 # Python subclasses (Tensor) keep their own attributes.
 
-cdef class Expression:
+from gpuarray.core.arraylike cimport ArrayLike
+
+cdef class Expression(ArrayLike):
     pass
 
 cdef class OpTreeNode(Expression):
     cdef public object op, args, attrs, shape, dtype, backend, sig, leaves
-    cdef public object operand_type, has_gemm
+    cdef public object operand_type, has_gemm, value
 
 cpdef _binary_node(backend, name, tuple args)

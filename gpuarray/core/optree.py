@@ -16,6 +16,7 @@ import itertools
 import numpy as np
 
 from . import dtypes, ops, shapes
+from .arraylike import ArrayLike
 from .scalars import Scalar, check_scalars
 
 _rand_serial = itertools.count()
@@ -35,7 +36,7 @@ def _reduction_method(name):
     return method
 
 
-class Expression:
+class Expression(ArrayLike):
     """Operators shared by tensors and op-tree nodes; each builds a node.
 
     Subclasses provide ``backend``, ``shape``, ``dtype`` and ``operand_type``
@@ -50,16 +51,6 @@ class Expression:
     def __hash__(self):
         # __eq__ builds an expression, so hashing stays by identity
         return id(self)
-
-    @property
-    def ndim(self):
-        """Number of dimensions."""
-        return len(self.shape)
-
-    @property
-    def size(self):
-        """Number of elements."""
-        return shapes.size_of(self.shape)
 
     def _binary(self, name, other, reflected=False):
         # the hot path of expression building: no out=, so straight to the node
@@ -143,40 +134,6 @@ class Expression:
         """``ng.searchsorted`` of ``v`` in this 1-D expression."""
         return self.backend.searchsorted(self, v, side, sorter)
 
-    def get(self):
-        """Evaluate and copy the result to a new numpy array."""
-        return self.backend.evaluate(self).get()
-
-    def __array__(self, dtype=None, copy=None):
-        host = self.get()
-        return host if dtype is None else host.astype(dtype)
-
-    def __bool__(self):
-        if self.size == 0:
-            raise ValueError("The truth value of an empty array is ambiguous. Use "
-                             "`array.size > 0` to check that an array is not empty.")
-        if self.size != 1:
-            raise ValueError("The truth value of an array with more than one element "
-                             "is ambiguous. Use a.any() or a.all()")
-        return bool(self.get().reshape(()))
-
-    def __float__(self):
-        return float(self._only_value())
-
-    def __int__(self):
-        return int(self._only_value())
-
-    def __index__(self):
-        if self.ndim or self.dtype.kind not in "iu":
-            raise TypeError("only integer scalar arrays can be converted to a scalar index")
-        return int(self._only_value())
-
-    def _only_value(self):
-        # numpy 2.4 ended the deprecated conversion of size-1 arrays of any ndim
-        if self.ndim:
-            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
-        return self.get()[()]
-
     sum = _reduction_method("sum")
     prod = _reduction_method("prod")
     mean = _reduction_method("mean")
@@ -207,14 +164,25 @@ class OpTreeNode(Expression):
         Hashable op parameters: reduced axes, target dtype, target shape.
     shape, dtype
         Result shape and dtype, computed when the node is built.
+    value : Tensor or None
+        The node as a lazy array: its value once something needed it
+        (indexing, printing, ``get()``, a host conversion, a view), then
+        kept, so a tree evaluated twice runs once, and a node built on it
+        afterwards reads the value instead of running the tree again.
     """
 
     __slots__ = ("op", "args", "attrs", "shape", "dtype", "backend", "sig", "leaves",
-                 "operand_type", "has_gemm")
+                 "operand_type", "has_gemm", "value")
 
     def __init__(self, backend, op, args, attrs, shape, dtype):
         self.backend, self.op, self.attrs, self.dtype = backend, op, attrs, dtype
-        self.args = args = args if type(args) is tuple else tuple(args)
+        self.value = None
+        args = args if type(args) is tuple else tuple(args)
+        for a in args:
+            if type(a) is OpTreeNode and a.value is not None:
+                args = _settled(args)
+                break
+        self.args = args
         self.shape = shape if type(shape) is tuple else tuple(shape)
         self.operand_type = dtype
         # Built here, once per node and from the children's, so dispatching a
@@ -240,14 +208,86 @@ class OpTreeNode(Expression):
         """True for reduction nodes (sum, max, argmax...)."""
         return self.op in ops.REDUCTIONS
 
-    def __repr__(self):
+    def describe(self):
+        """The tree as text, ``add(multiply(<GPUTensor (3,) float32>, 2), 1)``; evaluates nothing."""
         inner = ", ".join(repr(a) if not isinstance(a, Expression) else _short(a) for a in self.args)
         return f"{self.op}({inner}{', ' if self.attrs and inner else ''}{_attrs(self.attrs)})"
+
+    # -- the lazy array: what needs values evaluates the tree once ---------
+    def _evaluated(self):
+        """The tree's value: evaluated on first use, then kept."""
+        if self.value is None:
+            self.value = self.backend.evaluate(self)
+        return self.value
+
+    def __repr__(self):
+        """The values as the tensor's repr shows them, marked lazy:
+        ``GPUTensor([3., 3.], dtype=float32, lazy=True)``."""
+        text = repr(self._evaluated())
+        return text[:-1] + ", lazy=True)"
+
+    def __str__(self):
+        return str(self._evaluated())
+
+    def get(self):
+        """The values, copied into a new numpy array."""
+        return self._evaluated().get()
+
+    def __getitem__(self, key):
+        return self._evaluated()[key]
+
+    def __setitem__(self, key, value):
+        self._evaluated()[key] = value
+
+    def transpose(self, *axes):
+        """The value's view with permuted axes (``Tensor.transpose``)."""
+        return self._evaluated().transpose(*axes)
+
+    def reshape(self, *shape):
+        """The value's view with a new shape (``Tensor.reshape``)."""
+        return self._evaluated().reshape(*shape)
+
+    def ravel(self):
+        """The value, 1-D (``Tensor.ravel``)."""
+        return self._evaluated().ravel()
+
+    def copy(self):
+        """A new tensor with the values."""
+        return self.backend.evaluate(self.value if self.value is not None else self)
+
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        """Sort the value in place (``Tensor.sort``)."""
+        self._evaluated().sort(axis, kind, order, stable=stable)
+
+    def fill(self, value):
+        """Set every element of the value; returns self (``Tensor.fill``)."""
+        self._evaluated().fill(value)
+        return self
+
+    def __dlpack__(self, **kwargs):
+        return self._evaluated().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._evaluated().__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        return self._evaluated().__cuda_array_interface__
+
+
+def _settled(args):
+    """Operands with each evaluated lazy array replaced by its kept value."""
+    return tuple(a.value if type(a) is OpTreeNode and a.value is not None else a for a in args)
+
+
+def settled(value):
+    """An operand as a tree reads it: an evaluated lazy array's kept value, else itself."""
+    return value.value if type(value) is OpTreeNode and value.value is not None else value
 
 
 def _short(arg):
     if isinstance(arg, OpTreeNode):
-        return repr(arg)
+        return arg.describe()
     return f"<{type(arg).__name__} {shapes.shape_str(arg.shape)} {arg.dtype}>"
 
 
