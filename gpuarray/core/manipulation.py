@@ -151,17 +151,17 @@ class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFun
 
     def _as_tensor(self, a):
         """``a`` as a tensor of this factory, for functions that need stored values:
-        its tensors pass, its op-trees are evaluated, host data (any array_like)
-        is copied in; another factory's arrays raise, as operands do."""
+        its tensors pass, its lazy arrays give their value (run once, then kept),
+        host data (any array_like) is copied in; another factory's arrays
+        raise, as operands do.  Read-only: the result may be the caller's."""
         if isinstance(a, Expression):
-            x = self.operand(a)
-            return x if isinstance(x, Tensor) else self.evaluate(x)
+            return self._tensor(a)
         return self.array(np.asarray(a))
 
     def _tensor(self, a):
         x = self.operand(a)
-        return x if isinstance(x, Tensor) else self.evaluate(x)
+        return x if isinstance(x, Tensor) else x._evaluated()
 
     def _flat(self, x):
-        x = x if isinstance(x, Tensor) else self.evaluate(x)
+        x = x if isinstance(x, Tensor) else x._evaluated()
         return x.reshape(-1)
