@@ -6,8 +6,11 @@ Issue 15's cases: sort and argsort of 1e8 random float32 keys, a batch of
 1e4 rows of 1e4 sorted along the last axis, cumsum of 1e8 float32, a
 boolean-mask get of 1e8 float32 (half true), an integer gather of 1e7
 random positions out of 1e8, unique of 1e7 int32 drawn from 1e5 values,
-a histogram of the 1e8 keys in 100 bins, and searchsorted of 1e7 needles
-in 1e6 sorted keys (``--quick``: sizes / 10).  Each case is validated against CuPy's result first (exactly:
+a histogram of the 1e8 keys in 100 bins, searchsorted of 1e7 needles
+in 1e6 sorted keys, and the lazy chain ``float(sum(exp(-x * x) * sin(3 * x)
++ 0.5 * x))`` over 1e7 and 1e8 of the keys -- numpy-style code, the same
+source for every library, no ``out[:]`` (``--quick``: sizes / 10).  The
+chain also runs under ``torch.compile``.  Each case is validated against CuPy's result first (exactly:
 these functions have one right answer; the running sum within 1e-5 of
 its largest value), then timed with CUDA events as
 the user calls it (host work and the result's allocation included; the
@@ -16,8 +19,9 @@ scan also report their effective bandwidth (their input read and their
 result written once, over the time) as a fraction of a device-to-device
 copy's (torch ``copy_`` into a buffer made beforehand) in the same run.
 
-Targets (issue 15): sort and scan at least CuPy's speed (CUB); the rest
-reported as measured.
+Targets (issue 15): sort and scan at least CuPy's speed (CUB); the lazy
+chain at least 3x CuPy's speed (it runs a kernel per operation) and at
+least torch.compile's; the rest reported as measured.
 
 Writes benchmarks/results/numpy.json and .png.
 """
@@ -31,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import device_timer, load_peers, new_row, print_table, set_target  # noqa: E402
 from common import table_cells, write_results  # noqa: E402
 
-IMPLS = ("gpuarray", "cupy", "torch")
+IMPLS = ("gpuarray", "cupy", "torch", "torch.compile")
 
 
 def inputs(cp, n):
@@ -73,11 +77,39 @@ def cases(ng, cp, torch, data):
         "searchsorted": (lambda: ng.searchsorted(o["sorted"], o["needles"]),
                          lambda: cp.searchsorted(data["sorted"], data["needles"]),
                          lambda: torch.searchsorted(t["sorted"], t["needles"]), None),
+        **chain_cases(ng, cp, torch, o, data, t),
     }
 
 
+def chain(xp, x):
+    """The lazy chain: numpy-style code, run as written by every library."""
+    y = xp.exp(-x * x) * xp.sin(3 * x) + 0.5 * x
+    return float(xp.sum(y))
+
+
+def chain_cases(ng, cp, torch, o, data, t):
+    """The chain over the first tenth of the keys and over all of them."""
+    n = data["keys"].size
+    compiled = torch.compile(lambda x: chain_sum(torch, x))
+    cases = {}
+    for size, label in ((n // 10, "1e7" if n >= 10**8 else "1e6"), (n, "1e8" if n >= 10**8 else "1e7")):
+        ours, theirs, torchs = o["keys"][:size], data["keys"][:size], t["keys"][:size]
+        cases[f"lazy chain {label}"] = (
+            lambda x=ours: chain(ng, x), lambda x=theirs: chain(cp, x),
+            lambda x=torchs: chain(torch, x), None, lambda x=torchs: float(compiled(x)))
+    return cases
+
+
+def chain_sum(xp, x):
+    """The chain's sum, left on the device (what torch.compile compiles)."""
+    return xp.sum(xp.exp(-x * x) * xp.sin(3 * x) + 0.5 * x)
+
+
 def to_numpy(x):
-    """A host copy of a torch tensor, or of an array of ours or CuPy's."""
+    """A host copy of a torch tensor, or of an array of ours or CuPy's (a
+    Python number stays one)."""
+    if isinstance(x, float):
+        return x
     return x.cpu().numpy() if hasattr(x, "cpu") else x.get()
 
 
@@ -90,9 +122,14 @@ def copy_seconds(torch, data):
 
 
 def validate(name, got, expected, data):
-    """Exact, except the running sum (float rounding differs with the order of the
-    additions: within 1e-5 of the largest partial sum); the histogram against
-    numpy's on the host (CuPy bins values at the edges its own way)."""
+    """Exact, except the running sum and the chain (float rounding differs with
+    the order of the additions: within 1e-5 of the largest partial sum, the
+    chain's sums within 1e-5 of each other); the histogram against numpy's on
+    the host (CuPy bins values at the edges its own way)."""
+    if name.startswith("lazy chain"):
+        if abs(got - expected) > 1e-5 * abs(expected):
+            raise AssertionError(f"{name}: ours {got}, CuPy's {expected}")
+        return
     if name.startswith("histogram"):
         expected = np.histogram(to_numpy(data["keys"]), 100, (0.0, 1.0))[0]
     if got.shape != expected.shape:
@@ -109,10 +146,12 @@ def run(ng, cp, torch, data, repeats):
     copy = copy_seconds(torch, data)
     copy_bytes = 2 * data["keys"].nbytes
     rows = []
-    for name, (ours, theirs, torchs, moved) in cases(ng, cp, torch, data).items():
+    for name, (ours, theirs, torchs, moved, *compiled) in cases(ng, cp, torch, data).items():
         validate(name, to_numpy(ours()), to_numpy(theirs()), data)
+        if compiled:
+            validate(name, compiled[0](), theirs(), data)
         row = new_row(name, "ms per call", IMPLS, unit="ms")
-        for impl, fn in zip(IMPLS, (ours, theirs, torchs)):
+        for impl, fn in zip(IMPLS, (ours, theirs, torchs, *compiled)):
             seconds = device_timer(fn, repeats, 2, sync=ng.synchronize)
             row["values"][impl] = seconds * 1e3
             row["times_us"][impl] = seconds * 1e6
@@ -121,6 +160,9 @@ def run(ng, cp, torch, data, repeats):
             row["extra"] = {"fraction_of_copy_bandwidth": fraction}
         if name.startswith(("sort", "argsort", "cumsum")):
             set_target(row, row["values"]["cupy"], ">= CuPy")
+        if compiled:
+            set_target(row, min(row["values"]["cupy"] / 3, row["values"]["torch.compile"]),
+                       ">= 3x CuPy, >= compile")
         rows.append(row)
         ratio = row["values"]["cupy"] / row["values"]["gpuarray"]
         note = f", {row['extra']['fraction_of_copy_bandwidth']:.0%} of copy bandwidth" \
