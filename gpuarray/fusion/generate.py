@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .elementwise import ElementwiseWriter
-from .layout import CLUSTER, EW_THREADS, MAX_THREADS, MIN_BLOCKS
+from .layout import CLUSTER, EW_THREADS, MAX_THREADS, MIN_BLOCKS, PARTIAL_BLOCKS
 from .reduce import ReductionWriter
 from .writer import KernelWriter
 
@@ -45,7 +45,8 @@ def generate(program, layout):
     body = writer(gen).body()
     bounds = f"__cluster_dims__({CLUSTER}, 1, 1) " if layout.cluster else ""
     threads = EW_THREADS if program.mode == "ew" else MAX_THREADS
-    bounds += f"__launch_bounds__({threads}, {MIN_BLOCKS})"
+    blocks = PARTIAL_BLOCKS if program.mode == "partial" else MIN_BLOCKS
+    bounds += f"__launch_bounds__({threads}, {blocks})"
     text = "\n".join([
         '#include "prelude.cuh"',
         f"typedef {'long long' if layout.wide else 'int'} ga_idx;",

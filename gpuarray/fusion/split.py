@@ -19,11 +19,13 @@ import numpy as np
 from ..core import dtypes, shapes
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, walk
+from .layout import PARTIAL_BLOCKS
 
 SPLITTABLE = ("sum", "prod", "max", "min", "any", "all")
 #: rows at least this long are split when there are fewer rows than SMs
 MIN_LENGTH = 1 << 18
-#: blocks aimed at per multiprocessor, over all rows
+#: blocks aimed at per multiprocessor, over all rows, by column partials
+#: (and the split decision); row partials fill a wave of PARTIAL_BLOCKS
 BLOCKS_PER_SM = 4
 #: elements a block's 256 threads should at least have to reduce
 MIN_BLOCK_WORK = 256 * 16
@@ -94,7 +96,7 @@ class SplitMixin:
         if is_columnar(operand, shape, axes):  # 32 rows a block, 8 lanes a row
             chunks = min(-(-self.sms * BLOCKS_PER_SM // -(-rows // 32)), length // 64)
         else:
-            chunks = min(-(-self.sms * BLOCKS_PER_SM // rows), length // MIN_BLOCK_WORK)
+            chunks = min(-(-self.sms * PARTIAL_BLOCKS // rows), length // MIN_BLOCK_WORK)
         chunks = max(1, chunks)
         storage = np.dtype(np.float32) if dtypes.is_low_precision(red.dtype) else red.dtype
         partial = self.backend.empty((rows * chunks,), storage)
