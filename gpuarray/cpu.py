@@ -22,6 +22,7 @@ from .conv.functions import ConvFunctions
 from .cuda import interop
 from .gemm.functions import ProductFunctions
 from .rnn.functions import RNNFunctions
+from .userkernels.functions import UserKernelFunctions
 
 
 class CPUTensor(Tensor):
@@ -33,7 +34,8 @@ class CPUTensor(Tensor):
                           strides=self.strides)
 
 
-class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Backend):
+class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, UserKernelFunctions,
+          Backend):
     """Factory of host tensors evaluated with numpy.
 
     Parameters

@@ -45,6 +45,7 @@ from .gemm import catalogue, plan as gemm_plan
 from .gemm.functions import ProductFunctions
 from .rnn import persistent as rnn_persistent
 from .rnn.functions import RNNFunctions
+from .userkernels.functions import UserKernelFunctions
 
 _UNAVAILABLE = []
 #: the process that initialised CUDA; a forked child inherits a copy of the
@@ -196,7 +197,7 @@ def _check_rounding_capturable(c):
 
 
 class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions,
-          Backend):
+          UserKernelFunctions, Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
     Parameters
@@ -434,6 +435,27 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
             self._stats["kernels_compiled"] += 1
         self.last_kernel = kernel
         return kernel
+
+    @_device_call
+    def _load_user_kernel(self, cubin, name):
+        """Kernel ``name`` of a user's compiled module (RawKernel).
+
+        Raises
+        ------
+        ValueError
+            The module has no such kernel.
+        """
+        module = self._drv.module_from_buffer(cubin)
+        try:
+            return module.get_function(name)
+        except self._drv.LogicError:
+            raise ValueError(f"no kernel named {name!r} in the source (is it declared "
+                             'extern "C" __global__?)') from None
+
+    @_device_call
+    def _launch_user_kernel(self, function, fmt, grid, block, values, shared):
+        """Queue a user kernel on the current stream (RawKernel)."""
+        function.prepared_async_call(grid, block, stream.current(), *values, shared_size=shared)
 
     def last_kernel_source(self):
         """CUDA C source of the most recently launched kernel."""

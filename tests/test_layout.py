@@ -28,6 +28,7 @@ ALLOWED = {
     "rnn": {"core", "cuda", "rnn"},
     "algorithms": {"core", "cuda", "algorithms"},
     "datasets": {"datasets"},
+    "userkernels": {"core", "cuda", "fusion", "userkernels"},
 }
 
 

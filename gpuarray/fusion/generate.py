@@ -47,8 +47,11 @@ def generate(program, layout):
     threads = EW_THREADS if program.mode == "ew" else MAX_THREADS
     blocks = PARTIAL_BLOCKS if program.mode == "partial" else MIN_BLOCKS
     bounds += f"__launch_bounds__({threads}, {blocks})"
+    # user elementwise functions (ng.ElementwiseKernel), each defined once
+    users = dict.fromkeys(ins.arg for ins in program.instrs if ins.op == "user")
     text = "\n".join([
         '#include "prelude.cuh"',
+        *(fn.definition() for fn in users),
         f"typedef {'long long' if layout.wide else 'int'} ga_idx;",
         f'extern "C" __global__ void {bounds} {name}(',
         "    " + ",\n    ".join(params) + ") {",

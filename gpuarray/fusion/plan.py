@@ -343,10 +343,14 @@ class _ProgramBuilder:
 def _attr(node):
     if node.op == "astype":
         return str(node.attrs[0])
+    if node.op == "user":  # the user's function (gpuarray.userkernels): part of the key
+        return node.attrs[0]
     return None
 
 
 def _in_ctypes(node):
+    if node.op == "user":
+        return node.attrs[0].in_ctypes
     if node.op == "astype":
         return (dtypes.compute_type(node.args[0].dtype),)
     if node.op == "where":

@@ -73,6 +73,8 @@ class KernelWriter:
             return _cast(args[0], ins.dtype, ins.ctype)
         if ins.op == "where":
             return f"({args[0]} ? {args[1]} : {args[2]})"
+        if ins.op == "user":
+            return f"({ins.ctype}){ins.arg.c_name}({', '.join(args)})"
         return f"({ins.ctype})ga_{ins.op}({', '.join(args)})"
 
     def element(self, leaf, level):

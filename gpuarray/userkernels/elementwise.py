@@ -1,0 +1,167 @@
+"""``ng.ElementwiseKernel``: a CuPy-style elementwise kernel that fuses.
+
+In: CuPy's arguments -- input and output parameter strings
+(:mod:`.params`), the C code of one element (``z = (x - y) * (x - y)``)
+and a name -- and, at each call, the operands (tensors, op-trees, Python
+or numpy scalars) and optionally ``out``.  Out: a lazy op-tree node of op
+``user`` whose attribute is a :class:`UserFunction`, so the call fuses
+with the operations around it into one generated kernel (the fusion
+compiler emits the function beside its own, ``gpuarray.fusion``), or
+``out`` evaluated.
+
+Operands broadcast as numpy's; each is converted to its parameter's dtype
+(numpy's "same_kind" rule); a placeholder (``T``) takes the dtype of the
+arrays bound to it; Python scalars take their parameter's type.  float16
+and bfloat16 parameters are ``float`` in the code, as everywhere in the
+fused kernels, and the output is rounded when stored.  The output
+parameter is write-only (it starts undefined), and the code sees one
+element: ``raw`` parameters and the index ``i`` are not supported
+(NotImplementedError for ``raw``).  The code is compiled when a call
+first meets a new set of dtypes, so a syntax error is raised at the call
+with the compiler's message, its line numbered within the code.
+"""
+import hashlib
+import re
+from dataclasses import dataclass
+
+from ..core import dtypes, optree, shapes
+from ..core.optree import Expression
+from ..cuda import compiler
+from ..fusion import generate
+from . import params as parsing
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class UserFunction:
+    """One elementwise user operation at one set of dtypes, as a device function.
+
+    Part of the fused kernels' cache key: the code and the C types are
+    structure, so equal functions share compiled kernels.
+    """
+
+    name: str
+    operation: str
+    in_names: tuple
+    in_ctypes: tuple
+    out_name: str
+    out_ctype: str
+    typedefs: tuple
+
+    @property
+    def c_name(self):
+        """The device function's name: the kernel's, made unique by its code and types."""
+        digest = hashlib.sha1(repr(self).encode()).hexdigest()[:10]
+        return f"ga_user_{self.name}_{digest}"
+
+    def definition(self):
+        """The device function's CUDA C; ``#line`` numbers the user's code from 1."""
+        typedefs = "".join(f"typedef {c} {p}; " for p, c in self.typedefs)
+        args = ", ".join(f"{c} {n}" for c, n in zip(self.in_ctypes, self.in_names))
+        return (f"__device__ __forceinline__ {self.out_ctype} {self.c_name}({args}) {{\n"
+                f"  {typedefs}{self.out_ctype} {self.out_name};\n"
+                f'#line 1 "{self.name}"\n{self.operation}\n;\n'
+                f"  return {self.out_name};\n}}\n")
+
+    def __repr__(self):
+        return f"user:{self.name}"
+
+
+class ElementwiseKernel:
+    """An elementwise kernel in CuPy's syntax, bound to a factory.
+
+    Parameters
+    ----------
+    backend : GPU
+        The factory whose tensors it runs on.
+    in_params, out_params : str
+        ``"float32 x, T y"``: ``[type] [name]`` items; one output.
+    operation : str
+        C code computing the output parameter from the inputs, per element.
+    name : str
+        A C identifier naming the kernel.
+
+    Raises
+    ------
+    ValueError
+        Malformed parameters or name, or not exactly one output.
+    NotImplementedError
+        ``raw`` parameters.
+    """
+
+    def __init__(self, backend, in_params, out_params, operation, name="kernel"):
+        if not isinstance(name, str) or not _IDENTIFIER.match(name):
+            raise ValueError(f"kernel name must be a C identifier, not {name!r}")
+        if not isinstance(operation, str):
+            raise TypeError(f"operation must be a string, not {type(operation).__name__}")
+        self.backend, self.name, self.operation = backend, name, operation
+        self.in_params = parsing.parse(in_params, "in_params")
+        outs = parsing.parse(out_params, "out_params")
+        if len(outs) != 1:
+            raise ValueError(f"ElementwiseKernel {name}: exactly one output parameter is "
+                             f"supported, not {len(outs)}")
+        if any(p.raw for p in self.in_params + outs):
+            raise NotImplementedError("raw parameters are not supported by ElementwiseKernel "
+                                      "(use RawKernel)")
+        if outs[0].name in {p.name for p in self.in_params}:
+            raise ValueError(f"Duplicate parameter name: {outs[0].name}")
+        self.out_param = outs[0]
+        self._checked = set()
+
+    def __repr__(self):
+        return f"<ElementwiseKernel {self.name}>"
+
+    def __call__(self, *args, out=None):
+        """The kernel over ``args`` (lazy, fusing), or evaluated into ``out``.
+
+        ``out`` may also be passed as the last positional argument, as CuPy's.
+
+        Raises
+        ------
+        TypeError
+            A wrong number of arguments, or operands that do not fit the
+            parameters' types.
+        ValueError
+            Operands that do not broadcast.
+        gpuarray.cuda.compiler.CompileError
+            Code that does not compile (the compiler's message).
+        """
+        n = len(self.in_params)
+        if len(args) == n + 1 and out is None:
+            args, out = args[:n], args[n]
+        if len(args) != n:
+            raise TypeError(f"Wrong number of arguments for {self.name!r}. "
+                            f"It must be either {n} or {n + 1} (with outputs), but given {len(args)}.")
+        operands = self.backend.operands(args)
+        fn, cast, out_dtype = self._function(operands)
+        shape = shapes.broadcast_shapes(*(a.shape for a in cast))
+        node = optree.OpTreeNode(self.backend, "user", cast, (fn,), shape, out_dtype)
+        return self.backend._finish(node, out)
+
+    def _function(self, operands):
+        """The UserFunction for these operands' dtypes, the operands cast to
+        them, and the output dtype."""
+        types = [a.operand_type for a in operands]
+        resolved, bound = parsing.bind(self.in_params, types)
+        out_dtype = parsing.output_dtype(self.out_param, bound)
+        cast = tuple(a if not isinstance(a, Expression) or a.dtype == dt
+                     else self.backend.astype(a, dt) for a, dt in zip(operands, resolved))
+        fn = UserFunction(
+            self.name, self.operation, tuple(p.name for p in self.in_params),
+            tuple(dtypes.compute_type(dt) for dt in resolved), self.out_param.name,
+            dtypes.compute_type(out_dtype),
+            tuple(sorted((p, dtypes.compute_type(dt)) for p, dt in bound.items())))
+        if fn not in self._checked:
+            _check_compiles(fn, self.backend.arch)
+            self._checked.add(fn)
+        return fn, cast, out_dtype
+
+
+def _check_compiles(fn, arch):
+    """Compile the function alone, so bad code raises at the call that brought it."""
+    zeros = ", ".join(f"({c})0" for c in fn.in_ctypes)
+    text = ('#include "prelude.cuh"\n' + fn.definition()
+            + f'#line 1 "gpuarray check"\nextern "C" __global__ void ga_check({fn.out_ctype}* o) '
+            f"{{ o[0] = {fn.c_name}({zeros}); }}\n")
+    compiler.compile_source(text, arch, generate.HEADERS)
