@@ -1,0 +1,290 @@
+"""Array API conformance: the public suite data-apis/array-api-tests against ``gpuarray.numpy``.
+
+    python3 benchmarks/conformance.py [--device cpu|gpu] [--max-examples 5]
+        [--baseline numpy] [--suite ../shared/array-api-tests] [--api-version V]
+
+In: the suite (read-only, ``--suite``; default ``../shared/array-api-tests``
+beside the checkout, see its SOURCE.md), pytest, hypothesis >= 6.151 and
+ndindex.  The suite is copied to a temporary folder and run there once per
+namespace -- ``gpuarray.numpy`` with ``GPUARRAY_DEVICE=<device>``, then each
+``--baseline`` module (numpy here; ``cupy`` or ``array_api_compat.cupy`` on
+a GPU machine) -- with ``--max-examples`` Hypothesis examples per test and
+the standard's version each module reports (``--api-version`` pins one for
+all).  Three things are done to the copy so that a namespace without complex
+dtypes can be collected at all, each recorded in the result file:
+``ARRAY_API_TESTS_SKIP_DTYPES`` names the complex dtypes the namespace lacks
+(the suite's own knob), ``dtype_helpers.widest_complex_dtype`` becomes None
+when no complex dtype is left (upstream calls ``max()`` of an empty list),
+and a stand-in for pytest-json-report (a ``json_metadata`` fixture that
+records nothing) is put on the path where the plugin is not installed.
+
+Out: a table of passed/failed/error/skipped per namespace and, per namespace,
+the failures grouped by cause (exception type and first message line, with
+numbers and shapes blanked so that like failures collapse), each with its
+count and example test ids; all of it in
+benchmarks/results/conformance_<device>.json.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import RESULTS_DIR, device_info, print_table  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO.parent / "shared" / "array-api-tests"
+OURS = "gpuarray.numpy"
+COMPLEX = ("complex64", "complex128")
+#: upstream's line, and the guard that lets a namespace without complex dtypes import the suite
+WIDEST_COMPLEX = ("    [(dt, dtype_nbits[dt]) for dt in complex_dtypes], key=lambda x: x[1]\n)[0]\n",
+                  "    [(dt, dtype_nbits[dt]) for dt in complex_dtypes], key=lambda x: x[1]\n"
+                  ")[0] if complex_dtypes else None\n")
+JSON_REPORT_STANDIN = ('"""Stand-in for pytest-json-report: its json_metadata fixture, recording nothing."""\n'
+                       "import pytest\n\n\n@pytest.fixture\ndef json_metadata():\n    return {}\n")
+PROBE = ("import json, sys; from importlib import import_module; name = sys.argv[1]; "
+         "top, _, sub = name.partition('.'); m = import_module(top)\n"
+         "m = (getattr(m, sub, None) or import_module(name)) if sub else m\n"
+         "print(json.dumps({'api_version': getattr(m, '__array_api_version__', None), "
+         "'version': str(getattr(m, '__version__', '')) or None, "
+         "'missing_complex': [d for d in %r if not hasattr(m, d)]}))" % (COMPLEX,))
+
+
+def stage_suite(source, workdir):
+    """Copy the suite into ``workdir`` and make it importable without complex dtypes.
+
+    Returns
+    -------
+    (Path, list of str)
+        The copy and the changes made to it (empty where none were needed).
+    """
+    suite = Path(workdir) / "array-api-tests"
+    shutil.copytree(source, suite, ignore=shutil.ignore_patterns(".git", ".hypothesis", "__pycache__"))
+    changes = []
+    helpers = suite / "array_api_tests" / "dtype_helpers.py"
+    text = helpers.read_text()
+    if WIDEST_COMPLEX[0] in text:
+        helpers.write_text(text.replace(*WIDEST_COMPLEX))
+        changes.append("dtype_helpers.widest_complex_dtype: None when no complex dtype is present")
+    try:
+        import pytest_jsonreport  # noqa: F401  (the suite's conftest imports it)
+    except ImportError:
+        standin = Path(workdir) / "standin" / "pytest_jsonreport"
+        standin.mkdir(parents=True)
+        (standin / "__init__.py").write_text(JSON_REPORT_STANDIN)
+        changes.append("pytest-json-report missing: stand-in json_metadata fixture (-p pytest_jsonreport)")
+    return suite, changes
+
+
+def module_env(module, device, workdir, api_version=None):
+    """Environment for one run: the checkout and stand-in on the path, a fresh
+    Hypothesis database (so no earlier run's failures are replayed), the device."""
+    env = dict(os.environ, ARRAY_API_TESTS_MODULE=module, GPUARRAY_DEVICE=device,
+               HYPOTHESIS_STORAGE_DIRECTORY=str(Path(workdir) / f"hypothesis-{module}"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), str(Path(workdir) / "standin"),
+                                                      env.get("PYTHONPATH")]))
+    if api_version:
+        env["ARRAY_API_TESTS_VERSION"] = api_version
+    return env
+
+
+def probe(module, env):
+    """``__array_api_version__``, ``__version__`` and the complex dtypes ``module`` lacks.
+
+    Returns
+    -------
+    dict
+        Those three, or ``{"error": ...}`` where the module does not import.
+    """
+    done = subprocess.run([sys.executable, "-c", PROBE, module], env=env,
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode:
+        return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_suite(suite, module, env, max_examples, timeout):
+    """Run the suite on ``module``; JUnit XML and the log land next to the copy.
+
+    Returns
+    -------
+    dict
+        ``rc``, ``wall_s``, the pytest summary line, the standard version the
+        suite reported in its header, and the paths of the XML and the log.
+    """
+    xml, log = suite.parent / f"{module}.xml", suite.parent / f"{module}.log"
+    cmd = [sys.executable, "-m", "pytest", "array_api_tests/", "-q", "-p", "no:cacheprovider",
+           f"--max-examples={max_examples}", "--continue-on-collection-errors",
+           f"--junitxml={xml}", "-W", "ignore::UserWarning"]
+    if (suite.parent / "standin").is_dir():
+        cmd[3:3] = ["-p", "pytest_jsonreport"]
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        try:
+            rc = subprocess.run(cmd, cwd=suite, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+    text = log.read_text(errors="replace")
+    version = re.search(r"API Version: ([\w.]+)", text)
+    summary = re.findall(r"^=*\s*(\d+ (?:passed|failed|error|skipped).*?) in [\d.]+s", text, re.M)
+    return {"rc": rc, "wall_s": round(time.perf_counter() - start, 1), "xml": str(xml), "log": str(log),
+            "api_version_tested": version.group(1) if version else None,
+            "pytest_summary": summary[-1] if summary else None}
+
+
+def read_junit(path):
+    """One ``(test id, outcome, exception type, message)`` per test case of a JUnit file.
+
+    Collection errors appear as an ``error`` case named after the file.
+    """
+    cases = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        test_id = node_id(case.get("classname", ""), case.get("name", ""))
+        outcome, kind, message = "passed", None, ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed"}.get(child.tag, child.tag)
+                if outcome != "skipped":
+                    kind, message = exception_of(child.get("message") or "", child.text or "")
+        cases.append((test_id, outcome, kind, message))
+    return cases
+
+
+def node_id(classname, name):
+    """pytest's id from JUnit's dotted class name (``pkg.test_mod.Class``) and test name."""
+    parts = classname.split(".") if classname else name.split(".")
+    module = next((i for i, p in enumerate(parts) if p.startswith("test_")), len(parts) - 1)
+    path = "/".join(parts[:module + 1]) + ".py"
+    return "::".join([path, *parts[module + 1:], name] if classname else [path])
+
+
+def exception_of(message, text):
+    """Exception type and message, from the report's message or else its ``E`` lines.
+
+    pytest puts ``Type: message`` in the attribute of a failing test but only
+    "collection failure" for a file that did not import: there the traceback's
+    first ``E   Type: ...`` line says why.
+    """
+    for candidate in [message] + [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]:
+        found = re.match(r"([A-Za-z_][\w.]*(?:Error|Exception|Argument|Failure|Group|Exit|Warning)): ?(.*)",
+                         candidate, re.S)
+        if found:
+            return found.group(1), found.group(2)
+    return ("AssertionError" if message.startswith("assert") else "?"), message
+
+
+def normalize(message, limit=160):
+    """The first line of ``message`` with addresses, shapes and numbers blanked.
+
+    Digits inside names (int64, log1p) stay: they tell one dtype or
+    function from another.
+    """
+    line = message.strip().splitlines()[0] if message.strip() else ""
+    line = re.sub(r"0x[0-9a-fA-F]+", "0x?", line)
+    line = re.sub(r"(?<![\w.])[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?![\w])", "N", line)
+    line = re.sub(r"\((?:N, )*N,?\)|\(\)(?=[,\s\]]|$)", "(shape)", line)
+    return line[:limit]
+
+
+def group_failures(cases, examples=3):
+    """Failed and errored cases grouped by (type, normalized message), largest group first.
+
+    Returns
+    -------
+    list of dict
+        ``type``, ``message``, ``count`` and up to ``examples`` test ids.
+    """
+    counts, ids = Counter(), {}
+    for test_id, outcome, kind, message in cases:
+        if outcome in ("failed", "error"):
+            key = (kind, normalize(message))
+            counts[key] += 1
+            ids.setdefault(key, []).append(test_id)
+    return [{"type": kind, "message": text, "count": n, "examples": ids[(kind, text)][:examples]}
+            for (kind, text), n in counts.most_common()]
+
+
+def measure(source, module, device, args):
+    """Stage, probe and run the suite for one namespace; return its result record."""
+    workdir = tempfile.mkdtemp(prefix="conformance-")
+    try:
+        suite, changes = stage_suite(source, workdir)
+        env = module_env(module, device, workdir, args.api_version)
+        info = probe(module, env)
+        if info.get("missing_complex"):
+            skip = [d for d in os.environ.get("ARRAY_API_TESTS_SKIP_DTYPES", "").split(",") if d]
+            env["ARRAY_API_TESTS_SKIP_DTYPES"] = ",".join(skip + info["missing_complex"])
+            changes.append(f"ARRAY_API_TESTS_SKIP_DTYPES={env['ARRAY_API_TESTS_SKIP_DTYPES']}")
+        print(f"{module}: running the suite (max examples {args.max_examples}) ...", flush=True)
+        run = run_suite(suite, module, env, args.max_examples, args.timeout)
+        cases = read_junit(run["xml"]) if Path(run["xml"]).exists() else []
+        if args.keep:
+            print(f"  kept {workdir}")
+        else:
+            del run["xml"], run["log"]
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    counts = Counter(outcome for _, outcome, _, _ in cases)
+    return {"module": module, "probe": info, "suite_changes": changes, **run,
+            "counts": {k: counts.get(k, 0) for k in ("passed", "failed", "error", "skipped")},
+            "total": len(cases), "groups": group_failures(cases)}
+
+
+def report(records):
+    """Print the counts side by side, then each namespace's failure groups."""
+    print_table([{"namespace": r["module"], "standard": r["api_version_tested"], **r["counts"],
+                  "total": r["total"], "time": f"{r['wall_s']:.0f} s"} for r in records], left=2)
+    for r in records:
+        print(f"\n{r['module']}: {len(r['groups'])} failure groups")
+        print_table([{"count": g["count"], "type": g["type"], "message": g["message"][:90],
+                      "example": g["examples"][0]} for g in r["groups"]],
+                    columns=["count", "type", "message", "example"], left=0)
+
+
+def git_state():
+    """HEAD and whether the working tree differs from it (read-only git calls)."""
+    def git(*a):
+        return subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", "gpuarray"))}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="GPUARRAY_DEVICE")
+    parser.add_argument("--max-examples", type=int, default=5, help="Hypothesis examples per test")
+    parser.add_argument("--baseline", nargs="*", default=[], help="modules run beside ours (numpy, cupy)")
+    parser.add_argument("--suite", type=Path, default=SUITE, help="the suite's folder (read-only)")
+    parser.add_argument("--api-version", help="ARRAY_API_TESTS_VERSION for every module (default: its own)")
+    parser.add_argument("--timeout", type=int, default=3600, help="seconds per module")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary copy, logs and XML")
+    args = parser.parse_args()
+    if not (args.suite / "array_api_tests").is_dir():
+        parser.error(f"no suite at {args.suite} (see --suite)")
+    started = time.perf_counter()
+    records = [measure(args.suite, module, args.device, args) for module in [OURS, *args.baseline]]
+    report(records)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"conformance_{args.device}.json"
+    data = {"name": f"conformance_{args.device}",
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            **device_info(), "gpuarray": git_state(), "argv": sys.argv[1:],
+            "max_examples": args.max_examples, "wall_s": round(time.perf_counter() - started, 1),
+            "records": records}
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()
