@@ -69,6 +69,8 @@ def stage_suite(source, workdir):
     """
     suite = Path(workdir) / "array-api-tests"
     shutil.copytree(source, suite, ignore=shutil.ignore_patterns(".git", ".hypothesis", "__pycache__"))
+    for path in [suite, *suite.rglob("*")]:  # the shared copy is read-only; ours is patched and written to
+        path.chmod(path.stat().st_mode | 0o200)
     changes = []
     helpers = suite / "array_api_tests" / "dtype_helpers.py"
     text = helpers.read_text()
@@ -184,33 +186,49 @@ def exception_of(message, text):
 
 
 def normalize(message, limit=160):
-    """The first line of ``message`` with addresses, shapes and numbers blanked.
+    """The first line of ``message`` with addresses, numbers, shapes and names blanked.
 
-    Digits inside names (int64, log1p) stay: they tell one dtype or
-    function from another.
+    Names are blanked in quotes ('linalg') and in the suite's "X is not
+    defined" / "X not found" / "missing the ... X()" sentences, so one kind
+    of gap is one group; digits inside names (int64, log1p) stay.
     """
-    line = message.strip().splitlines()[0] if message.strip() else ""
+    line = first_line(message)
     line = re.sub(r"0x[0-9a-fA-F]+", "0x?", line)
     line = re.sub(r"(?<![\w.])[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?![\w])", "N", line)
-    line = re.sub(r"\((?:N, )*N,?\)|\(\)(?=[,\s\]]|$)", "(shape)", line)
+    line = re.sub(r"\((?:N, )*N,?\)", "(shape)", line)
+    line = re.sub(r"\[(?:N, )*N\]", "[...]", line)
+    line = re.sub(r"'[\w.]+'", "'<name>'", line)
+    line = re.sub(r"\[[\w.]+\(\)\]$", "[<function>()]", line)
+    line = re.sub(r"in array object .*$", "in array object <array>", line)
+    line = re.sub(r"^\w+ (is not defined in|not found in)", r"<name> \1", line)
+    line = re.sub(r"(missing the (?:\w+ function|method|attribute)) \w+", r"\1 <name>", line)
     return line[:limit]
 
 
-def group_failures(cases, examples=3):
+def first_line(message):
+    """The message's first non-blank line."""
+    return next((line.strip() for line in message.splitlines() if line.strip()), "")
+
+
+def group_failures(cases, examples=3, variants=12):
     """Failed and errored cases grouped by (type, normalized message), largest group first.
 
     Returns
     -------
     list of dict
-        ``type``, ``message``, ``count`` and up to ``examples`` test ids.
+        ``type``, ``message``, ``count``, up to ``examples`` test ids and the
+        commonest ``variants`` of the unblanked first line with their counts
+        (which names a group covers).
     """
-    counts, ids = Counter(), {}
+    counts, ids, lines = Counter(), {}, {}
     for test_id, outcome, kind, message in cases:
         if outcome in ("failed", "error"):
             key = (kind, normalize(message))
             counts[key] += 1
             ids.setdefault(key, []).append(test_id)
-    return [{"type": kind, "message": text, "count": n, "examples": ids[(kind, text)][:examples]}
+            lines.setdefault(key, Counter())[first_line(message)[:120]] += 1
+    return [{"type": kind, "message": text, "count": n, "examples": ids[(kind, text)][:examples],
+             "variants": dict(lines[(kind, text)].most_common(variants))}
             for (kind, text), n in counts.most_common()]
 
 
@@ -272,14 +290,14 @@ def main():
     args = parser.parse_args()
     if not (args.suite / "array_api_tests").is_dir():
         parser.error(f"no suite at {args.suite} (see --suite)")
-    started = time.perf_counter()
+    started, state = time.perf_counter(), git_state()  # the tree the run imports
     records = [measure(args.suite, module, args.device, args) for module in [OURS, *args.baseline]]
     report(records)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"conformance_{args.device}.json"
     data = {"name": f"conformance_{args.device}",
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            **device_info(), "gpuarray": git_state(), "argv": sys.argv[1:],
+            **device_info(), "gpuarray": state, "argv": sys.argv[1:],
             "max_examples": args.max_examples, "wall_s": round(time.perf_counter() - started, 1),
             "records": records}
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")

@@ -1,4 +1,4 @@
-"""User kernels in CuPy's syntax: ng.ElementwiseKernel and ng.RawKernel.
+"""User kernels in CuPy's syntax: ng.ElementwiseKernel, ng.ReductionKernel and ng.RawKernel.
 
 On the GPU, numpy as the oracle: values for several dtypes, broadcasting,
 Python scalars, placeholders and fixed types; an elementwise kernel used
@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 import gpuarray
-from gpuarray.core import optree
+from gpuarray.core import ops, optree
 from gpuarray.cuda.compiler import CompileError
 from gpuarray.fusion import generate, launch, plan
 from gpuarray.userkernels.elementwise import UserFunction
+from gpuarray.userkernels.reduction import UserReduction
 
 SQDIFF = ("T x, T y", "T z", "z = (x - y) * (x - y)", "sqdiff")
 
@@ -86,6 +87,57 @@ def test_elementwise_kernel_errors(gpu_ng):
         bad(ng.ones(3))
 
 
+L2 = ("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)], ids=str)
+def test_reduction_kernel_values(gpu_ng, axis):
+    ng = gpu_ng
+    k = ng.ReductionKernel(*L2)
+    x = np.random.default_rng(1).standard_normal((37, 300)).astype(np.float32)
+    got = k(ng.array(x), axis=axis)
+    want = np.sqrt(np.sum(x.astype(np.float64) ** 2, axis=axis))
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(to_np(got), want, rtol=1e-5)
+    kept = k(ng.array(x), axis=axis, keepdims=True)
+    assert kept.shape == np.sum(x, axis=axis, keepdims=True).shape
+
+
+def to_np(t):
+    return np.asarray(t.get())
+
+
+def test_reduction_kernel_max_fuses_and_splits(gpu_ng):
+    ng = gpu_ng
+    absmax = ng.ReductionKernel("T x", "T y", "fabs(x)", "a > b ? a : b", "y = a", "0", "absmax")
+    host = np.random.default_rng(2).standard_normal(1 << 21).astype(np.float64)
+    host[12345] = -9.5
+    x = ng.array(host)
+    assert float(absmax(x * 2)) == 19.0  # a long row: split into partials, as sum is
+    out = ng.empty((64, 1), np.float64)
+    before = ng.stats()["kernels_launched"]
+    out[:] = absmax(x.reshape(64, -1), axis=1, keepdims=True) + 1
+    assert ng.stats()["kernels_launched"] - before == 1
+    np.testing.assert_array_equal(out.get(), np.abs(host.reshape(64, -1)).max(1, keepdims=True) + 1)
+    count = ng.ReductionKernel("T x", "int64 n", "x > 0", "a + b", "n = a", "0", "positives",
+                               reduce_type=np.int64)
+    assert int(count(x)) == int((host > 0).sum())
+
+
+def test_reduction_kernel_errors(gpu_ng):
+    ng = gpu_ng
+    with pytest.raises(ValueError, match="identity"):
+        ng.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "", "k")
+    k = ng.ReductionKernel(*L2)
+    with pytest.raises(np.exceptions.AxisError):
+        k(ng.ones((2, 3)), axis=2)
+    with pytest.raises(ValueError, match="wrong shape"):
+        k(ng.ones((2, 3)), axis=1, out=ng.empty((2, 1)))
+    bad = ng.ReductionKernel("T x", "T y", "x", "a +* b", "y = a", "0", "badreduce")
+    with pytest.raises(CompileError, match=r"badreduce\(1\)"):
+        bad(ng.ones(3))
+
+
 ADD = r'''
 extern "C" __global__ void add(const float* a, const float* b, float* c, int n, float s) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -120,6 +172,8 @@ def test_the_cpu_factory_refuses_user_kernels():
         ng.ElementwiseKernel(*SQDIFF)
     with pytest.raises(NotImplementedError, match="needs the GPU factory"):
         ng.RawKernel(ADD, "add")
+    with pytest.raises(NotImplementedError, match="needs the GPU factory"):
+        ng.ReductionKernel(*L2)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -129,14 +183,22 @@ def test_a_fused_user_function_compiles_for_sm90(tmp_path):
     fn = UserFunction("sqdiff", "z = (x - y) * (x - y)", ("x", "y"), ("float", "float"), "z",
                       "float", (("T", "float"),))
     node = optree.OpTreeNode(ng, "user", (x, y), (fn,), (64, 32), np.dtype(np.float32))
+    combiner = UserReduction("absmax", "a > b ? a : b", "0", "float", ())
+    ops.USER_REDUCTIONS.setdefault(combiner.op, combiner)
+    reduced = optree.OpTreeNode(ng, combiner.op, (node,), (1,), (64, 1), np.dtype(np.float32))
+    long = ng.empty((1 << 20,), np.float32)
+    whole = optree.OpTreeNode(ng, combiner.op, (long * 2,), (0,), (1,), np.dtype(np.float32))
     texts = set()
     for out, expr in ((ng.empty((64, 32), np.float16), ng.exp(node) * 2),
-                      (ng.empty((64,), np.float32), ng.sum(node, axis=1))):
+                      (ng.empty((64,), np.float32), ng.sum(node, axis=1)),
+                      (ng.empty((64, 32), np.float32), node - reduced),
+                      (ng.empty((1,), np.float32), whole)):
         steps, _ = plan.plan(ng, out, expr)
         texts |= {generate.generate(s.program, launch.prepare(s, 132, 0, 1).layout).text
                   for s in steps}
+    assert any(combiner.c_name in text for text in texts)
     for n, text in enumerate(sorted(texts)):
-        assert fn.c_name in text
+        assert fn.c_name in text or combiner.c_name in text
         unit = tmp_path / f"k{n}.cu"
         unit.write_text(text)
         result = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", "-I",

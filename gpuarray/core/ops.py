@@ -118,6 +118,10 @@ for _name, _impl in _REDUCTIONS.items():
 
 ELEMENTWISE = tuple(name for name, spec in OPS.items() if spec.kind == "ew")
 REDUCTIONS = tuple(_REDUCTIONS)
+#: reductions users define (``ng.ReductionKernel``): op name -> its combiner,
+#: which the fusion compiler emits (``c_name``, ``identity_c``,
+#: ``definition()``); one entry per code and types, added by gpuarray.userkernels
+USER_REDUCTIONS = {}
 
 
 def operand_type(dtype_or_scalar):

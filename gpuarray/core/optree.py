@@ -205,8 +205,8 @@ class OpTreeNode(Expression):
 
     @property
     def is_reduction(self):
-        """True for reduction nodes (sum, max, argmax...)."""
-        return self.op in ops.REDUCTIONS
+        """True for reduction nodes (sum, max, argmax... and users' reductions)."""
+        return self.op in ops.REDUCTIONS or self.op in ops.USER_REDUCTIONS
 
     def describe(self):
         """The tree as text, ``add(multiply(<GPUTensor (3,) float32>, 2), 1)``; evaluates nothing."""

@@ -15,6 +15,7 @@ which holds the device functions of the op table.
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core import ops
 from .elementwise import ElementwiseWriter
 from .layout import CLUSTER, EW_THREADS, MAX_THREADS, MIN_BLOCKS, PARTIAL_BLOCKS
 from .reduce import ReductionWriter
@@ -47,8 +48,10 @@ def generate(program, layout):
     threads = EW_THREADS if program.mode == "ew" else MAX_THREADS
     blocks = PARTIAL_BLOCKS if program.mode == "partial" else MIN_BLOCKS
     bounds += f"__launch_bounds__({threads}, {blocks})"
-    # user elementwise functions (ng.ElementwiseKernel), each defined once
-    users = dict.fromkeys(ins.arg for ins in program.instrs if ins.op == "user")
+    # user functions (ng.ElementwiseKernel, ng.ReductionKernel), each defined once
+    users = dict.fromkeys(ins.arg if ins.op == "user" else ops.USER_REDUCTIONS[ins.op]
+                          for ins in program.instrs
+                          if ins.op == "user" or ins.op in ops.USER_REDUCTIONS)
     text = "\n".join([
         '#include "prelude.cuh"',
         *(fn.definition() for fn in users),

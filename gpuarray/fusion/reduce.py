@@ -18,6 +18,7 @@ max) never overwrites partials still being read.  Last, ``bcast`` loops
 over the row again storing every element, ``reduce`` stores one value per
 row.
 """
+from ..core import ops
 from .layout import CLUSTER, MAX_THREADS
 from .writer import identity
 
@@ -27,7 +28,8 @@ class ReductionWriter:
 
     def __init__(self, gen):
         self.g, self.p, self.lay = gen, gen.p, gen.lay
-        self.reductions = [i for i, ins in enumerate(self.p.instrs) if ins.op in _COMBINE]
+        self.reductions = [i for i, ins in enumerate(self.p.instrs)
+                           if ins.op in _COMBINE or ins.op in ops.USER_REDUCTIONS]
 
     def body(self):
         """The kernel body: prologue, row offsets, passes, final stores."""
@@ -119,7 +121,7 @@ class ReductionWriter:
     def emit_row_level(self, stage):
         """Row-level values that become computable after pass ``stage``."""
         chosen = [i for i, ins in enumerate(self.p.instrs)
-                  if ins.level == "row" and ins.stage == stage and ins.op not in _COMBINE]
+                  if ins.level == "row" and ins.stage == stage and i not in self.reductions]
         self.g.emit(chosen, "row", "    ")
 
     def inner_offsets(self, with_out, with_leaves=True):
@@ -206,7 +208,7 @@ class ReductionWriter:
             return f"if ({better}) {{ acc{r} = {x}; idx{r} = i; }}"
         if ins.op in ("any", "all"):
             return f"acc{r} = ga_red_{ins.op}(acc{r}, {x} != 0);"
-        return f"acc{r} = ga_red_{ins.op}(acc{r}, ({ins.ctype}){x});"
+        return f"acc{r} = {_combiner(ins.op)}(acc{r}, ({ins.ctype}){x});"
 
     def merge(self, r, value, index):
         """C statement merging a partial (``value``, ``index``) into acc r."""
@@ -215,7 +217,7 @@ class ReductionWriter:
             want = str(ins.op == "argmax").lower()
             return (f"{{ {self.acc_type(r)} ov = {value}; long long oi = {index}; "
                     f"if (ga_arg_better(ov, oi, acc{r}, idx{r}, {want})) {{ acc{r} = ov; idx{r} = oi; }} }}")
-        return f"acc{r} = {_COMBINE[ins.op]}(acc{r}, {value});"
+        return f"acc{r} = {_combiner(ins.op)}(acc{r}, {value});"
 
     def combine_group(self, members):
         """Combine the accumulators of a row's threads (shuffles, shared memory)."""
@@ -332,3 +334,9 @@ _COMBINE = {
     "sum": "ga_red_sum", "prod": "ga_red_prod", "max": "ga_red_max", "min": "ga_red_min",
     "any": "ga_red_any", "all": "ga_red_all", "argmax": None, "argmin": None,
 }
+
+
+def _combiner(op):
+    """The device function combining two values of reduction ``op``."""
+    user = ops.USER_REDUCTIONS.get(op)
+    return user.c_name if user is not None else _COMBINE[op]

@@ -16,7 +16,7 @@ max, min, any, all); mean, var and std are built from sums.
 """
 import numpy as np
 
-from ..core import dtypes, shapes
+from ..core import dtypes, ops, shapes
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, walk
 from .layout import PARTIAL_BLOCKS
@@ -71,7 +71,8 @@ class SplitMixin:
             return memo[id(node)]
         args = tuple(self.split_reductions(a, shape, axes, memo) for a in node.args)
         result = self.rebuild(node, args)
-        if (result.is_reduction and result.op in SPLITTABLE and result.attrs == axes
+        splittable = result.op in SPLITTABLE or result.op in ops.USER_REDUCTIONS
+        if (result.is_reduction and splittable and result.attrs == axes
                 and result.args[0].shape == shape):
             operand = self._materialize_reductions(result.args[0], {})
             result = self._split_one(result, operand, shape, axes)

@@ -14,7 +14,7 @@ sizes, the strides (in elements) of out then of each leaf over the outer
 and inner dimensions, scalars, the replay counter's address, seed, call
 counter, rounding bits, and threads per row.
 """
-from ..core import dtypes
+from ..core import dtypes, ops
 
 _IDENTITY = {
     "sum": "0", "prod": "1", "any": "false", "all": "true",
@@ -161,6 +161,8 @@ def _cast(arg, dtype, ctype):
 
 def identity(op, ctype):
     """Identity element of a reduction in C."""
+    if op in ops.USER_REDUCTIONS:
+        return f"({ctype}){ops.USER_REDUCTIONS[op].identity_c}"
     if op in _IDENTITY:
         return f"({ctype}){_IDENTITY[op]}"
     want_max = op in ("max", "argmax")

@@ -31,6 +31,8 @@ from ..fusion import generate
 from . import params as parsing
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: after a user's code, the compiler's line numbers name the generated code again
+GENERATED_LINE = '#line 1 "gpuarray generated"'
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class UserFunction:
         return (f"__device__ __forceinline__ {self.out_ctype} {self.c_name}({args}) {{\n"
                 f"  {typedefs}{self.out_ctype} {self.out_name};\n"
                 f'#line 1 "{self.name}"\n{self.operation}\n;\n'
-                f"  return {self.out_name};\n}}\n")
+                f"  return {self.out_name};\n}}\n{GENERATED_LINE}\n")
 
     def __repr__(self):
         return f"user:{self.name}"
@@ -153,15 +155,12 @@ class ElementwiseKernel:
             dtypes.compute_type(out_dtype),
             tuple(sorted((p, dtypes.compute_type(dt)) for p, dt in bound.items())))
         if fn not in self._checked:
-            _check_compiles(fn, self.backend.arch)
+            check_source(fn, self.backend.arch)
             self._checked.add(fn)
         return fn, cast, out_dtype
 
 
-def _check_compiles(fn, arch):
-    """Compile the function alone, so bad code raises at the call that brought it."""
-    zeros = ", ".join(f"({c})0" for c in fn.in_ctypes)
-    text = ('#include "prelude.cuh"\n' + fn.definition()
-            + f'#line 1 "gpuarray check"\nextern "C" __global__ void ga_check({fn.out_ctype}* o) '
-            f"{{ o[0] = {fn.c_name}({zeros}); }}\n")
-    compiler.compile_source(text, arch, generate.HEADERS)
+def check_source(fn, arch):
+    """Compile a user function (or combiner) alone, so that bad code raises at
+    the call that brought it rather than when its tree is evaluated."""
+    compiler.compile_source('#include "prelude.cuh"\n' + fn.definition(), arch, generate.HEADERS)

@@ -1,12 +1,15 @@
-"""The factories' user-kernel constructors: ``ng.ElementwiseKernel`` and ``ng.RawKernel``.
+"""The factories' user-kernel constructors: ``ng.ElementwiseKernel``,
+``ng.ReductionKernel`` and ``ng.RawKernel``.
 
 In: CuPy's arguments.  Out: kernel objects bound to the factory
 (:class:`~gpuarray.userkernels.elementwise.ElementwiseKernel`,
+:class:`~gpuarray.userkernels.reduction.ReductionKernel`,
 :class:`~gpuarray.userkernels.raw.RawKernel`).  They run CUDA C, so the
-CPU factory raises NotImplementedError for both.
+CPU factory raises NotImplementedError for each.
 """
 from .elementwise import ElementwiseKernel
 from .raw import RawKernel
+from .reduction import ReductionKernel
 
 
 class UserKernelFunctions:
@@ -31,6 +34,30 @@ class UserKernelFunctions:
         """
         self._check_cuda("ElementwiseKernel")
         return ElementwiseKernel(self, in_params, out_params, operation, name)
+
+    def ReductionKernel(self, in_params, out_params, map_expr, reduce_expr,  # noqa: N802
+                        post_map_expr, identity, name="reduce_kernel", reduce_type=None):
+        """A reduction of C expressions that fuses into op-trees: ``k(x, axis=, keepdims=, out=)``.
+
+        Parameters
+        ----------
+        in_params, out_params : str
+            CuPy's parameter lists; one output.
+        map_expr : str
+            Each element's contribution (``"x * x"``).
+        reduce_expr : str
+            ``a`` and ``b`` combined (``"a + b"``): associative and commutative.
+        post_map_expr : str
+            The output from the reduced ``a`` (``"y = sqrt(a)"``).
+        identity : str
+            The combination's identity (``"0"``).
+        name : str
+        reduce_type : dtype, optional
+            The type of ``a`` and ``b`` (default: the output's).
+        """
+        self._check_cuda("ReductionKernel")
+        return ReductionKernel(self, in_params, out_params, map_expr, reduce_expr, post_map_expr,
+                               identity, name, reduce_type)
 
     def RawKernel(self, code, name):  # noqa: N802
         """A CUDA C kernel launched as written: ``k(grid, block, args, shared_mem=0)``."""
