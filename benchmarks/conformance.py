@@ -1,31 +1,28 @@
 """Array API conformance: the public suite data-apis/array-api-tests against ``gpuarray.numpy``.
 
     python3 benchmarks/conformance.py [--device cpu|gpu] [--max-examples 5]
-        [--baseline numpy] [--suite ../shared/array-api-tests] [--api-version V]
+        [--baseline numpy] [--suite ../shared/array-api-tests] [--source DIR]
+        [--api-version V] [--keep]
 
-In: the suite (read-only, ``--suite``; default ``../shared/array-api-tests``
-beside the checkout, see its SOURCE.md), pytest, hypothesis >= 6.151 and
-ndindex.  The suite is copied to a temporary folder and run there once per
-namespace -- ``gpuarray.numpy`` with ``GPUARRAY_DEVICE=<device>``, then each
-``--baseline`` module (numpy here; ``cupy`` or ``array_api_compat.cupy`` on
-a GPU machine) -- with ``--max-examples`` Hypothesis examples per test and
-the standard's version each module reports (``--api-version`` pins one for
-all).  Three things are done to the copy so that a namespace without complex
-dtypes can be collected at all, each recorded in the result file:
-``ARRAY_API_TESTS_SKIP_DTYPES`` names the complex dtypes the namespace lacks
-(the suite's own knob), ``dtype_helpers.widest_complex_dtype`` becomes None
-when no complex dtype is left (upstream calls ``max()`` of an empty list),
-and a stand-in for pytest-json-report (a ``json_metadata`` fixture that
-records nothing) is put on the path where the plugin is not installed.
+In: the suite (read-only; see its SOURCE.md), pytest, hypothesis >= 6.151, ndindex.
+It is copied to a temporary folder and run there once per namespace: ``gpuarray.numpy``
+with ``GPUARRAY_DEVICE=<device>``, then each ``--baseline`` module (numpy; ``cupy``
+or ``array_api_compat.cupy`` on a GPU machine), at the standard's version each
+reports (``--api-version`` pins one).  So that a namespace without complex dtypes
+can be collected at all, the copy gets ``ARRAY_API_TESTS_SKIP_DTYPES`` naming the
+complex dtypes it lacks (the suite's own knob) and ``widest_complex_dtype = None``
+when none is left (upstream takes ``max()`` of an empty list; no-op for numpy);
+where pytest-json-report is not installed a stand-in ``json_metadata`` fixture
+that records nothing is put on the path.  Each change is recorded in the results.
 
-Out: a table of passed/failed/error/skipped per namespace and, per namespace,
-the failures grouped by cause (exception type and first message line, with
-numbers and shapes blanked so that like failures collapse), each with its
-count and example test ids; all of it in
-benchmarks/results/conformance_<device>.json.
+Out: passed/failed/error/skipped per namespace, and the failures grouped by cause
+(exception type and first message line with numbers, shapes and names blanked),
+each with its count, example test ids and the unblanked variants; printed, and
+written to benchmarks/results/conformance_<device>.json.
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import re
@@ -45,18 +42,19 @@ REPO = Path(__file__).resolve().parent.parent
 SUITE = REPO.parent / "shared" / "array-api-tests"
 OURS = "gpuarray.numpy"
 COMPLEX = ("complex64", "complex128")
+OUTCOMES = ("passed", "failed", "error", "skipped")
+_WIDEST = "    [(dt, dtype_nbits[dt]) for dt in complex_dtypes], key=lambda x: x[1]\n)[0]\n"
 #: upstream's line, and the guard that lets a namespace without complex dtypes import the suite
-WIDEST_COMPLEX = ("    [(dt, dtype_nbits[dt]) for dt in complex_dtypes], key=lambda x: x[1]\n)[0]\n",
-                  "    [(dt, dtype_nbits[dt]) for dt in complex_dtypes], key=lambda x: x[1]\n"
-                  ")[0] if complex_dtypes else None\n")
-JSON_REPORT_STANDIN = ('"""Stand-in for pytest-json-report: its json_metadata fixture, recording nothing."""\n'
+WIDEST_COMPLEX = (_WIDEST, _WIDEST[:-1] + " if complex_dtypes else None\n")
+JSON_REPORT_STANDIN = ('"""Stand-in for pytest-json-report: a json_metadata fixture recording nothing."""\n'
                        "import pytest\n\n\n@pytest.fixture\ndef json_metadata():\n    return {}\n")
-PROBE = ("import json, sys; from importlib import import_module; name = sys.argv[1]; "
-         "top, _, sub = name.partition('.'); m = import_module(top)\n"
-         "m = (getattr(m, sub, None) or import_module(name)) if sub else m\n"
-         "print(json.dumps({'api_version': getattr(m, '__array_api_version__', None), "
-         "'version': str(getattr(m, '__version__', '')) or None, "
-         "'missing_complex': [d for d in %r if not hasattr(m, d)]}))" % (COMPLEX,))
+#: run in the suite's folder: the namespace as the suite resolves it, and the version it will test
+PROBE = """import json
+from array_api_tests import api_version, xp
+print(json.dumps({"api_version": getattr(xp, "__array_api_version__", None),
+                  "version": str(getattr(xp, "__version__", "")) or None,
+                  "missing_complex": [d for d in %r if not hasattr(xp, d)],
+                  "suite_api_version": api_version}))""" % (COMPLEX,)
 
 
 def stage_suite(source, workdir):
@@ -77,9 +75,7 @@ def stage_suite(source, workdir):
     if WIDEST_COMPLEX[0] in text:
         helpers.write_text(text.replace(*WIDEST_COMPLEX))
         changes.append("dtype_helpers.widest_complex_dtype: None when no complex dtype is present")
-    try:
-        import pytest_jsonreport  # noqa: F401  (the suite's conftest imports it)
-    except ImportError:
+    if importlib.util.find_spec("pytest_jsonreport") is None:  # the suite's conftest imports it
         standin = Path(workdir) / "standin" / "pytest_jsonreport"
         standin.mkdir(parents=True)
         (standin / "__init__.py").write_text(JSON_REPORT_STANDIN)
@@ -87,27 +83,28 @@ def stage_suite(source, workdir):
     return suite, changes
 
 
-def module_env(module, device, workdir, api_version=None):
-    """Environment for one run: the checkout and stand-in on the path, a fresh
-    Hypothesis database (so no earlier run's failures are replayed), the device."""
+def module_env(module, device, workdir, source=REPO, api_version=None):
+    """Environment for one run: the gpuarray ``source`` and stand-in on the path, a
+    fresh Hypothesis database (so no earlier run's failures are replayed), the device."""
     env = dict(os.environ, ARRAY_API_TESTS_MODULE=module, GPUARRAY_DEVICE=device,
                HYPOTHESIS_STORAGE_DIRECTORY=str(Path(workdir) / f"hypothesis-{module}"))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), str(Path(workdir) / "standin"),
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), str(Path(workdir) / "standin"),
                                                       env.get("PYTHONPATH")]))
     if api_version:
         env["ARRAY_API_TESTS_VERSION"] = api_version
     return env
 
 
-def probe(module, env):
-    """``__array_api_version__``, ``__version__`` and the complex dtypes ``module`` lacks.
+def probe(env, suite):
+    """The namespace's ``__array_api_version__``, ``__version__`` and missing
+    complex dtypes, and the standard's version the suite will test.
 
     Returns
     -------
     dict
-        Those three, or ``{"error": ...}`` where the module does not import.
+        Those four, or ``{"error": ...}`` where the namespace does not import.
     """
-    done = subprocess.run([sys.executable, "-c", PROBE, module], env=env,
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=suite,
                           capture_output=True, text=True, timeout=300)
     if done.returncode:
         return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
@@ -120,8 +117,8 @@ def run_suite(suite, module, env, max_examples, timeout):
     Returns
     -------
     dict
-        ``rc``, ``wall_s``, the pytest summary line, the standard version the
-        suite reported in its header, and the paths of the XML and the log.
+        ``rc``, ``wall_s``, the pytest summary line and the paths of the XML
+        and the log.
     """
     xml, log = suite.parent / f"{module}.xml", suite.parent / f"{module}.log"
     cmd = [sys.executable, "-m", "pytest", "array_api_tests/", "-q", "-p", "no:cacheprovider",
@@ -137,10 +134,8 @@ def run_suite(suite, module, env, max_examples, timeout):
         except subprocess.TimeoutExpired:
             rc = "timeout"
     text = log.read_text(errors="replace")
-    version = re.search(r"API Version: ([\w.]+)", text)
     summary = re.findall(r"^=*\s*(\d+ (?:passed|failed|error|skipped).*?) in [\d.]+s", text, re.M)
     return {"rc": rc, "wall_s": round(time.perf_counter() - start, 1), "xml": str(xml), "log": str(log),
-            "api_version_tested": version.group(1) if version else None,
             "pytest_summary": summary[-1] if summary else None}
 
 
@@ -233,48 +228,59 @@ def group_failures(cases, examples=3, variants=12):
 
 
 def measure(source, module, device, args):
-    """Stage, probe and run the suite for one namespace; return its result record."""
-    workdir = tempfile.mkdtemp(prefix="conformance-")
+    """Stage, probe and run the suite for one namespace in a temporary folder;
+    return its result record."""
+    workdir = Path(tempfile.mkdtemp(prefix="conformance-"))
     try:
-        suite, changes = stage_suite(source, workdir)
-        env = module_env(module, device, workdir, args.api_version)
-        info = probe(module, env)
-        if info.get("missing_complex"):
-            skip = [d for d in os.environ.get("ARRAY_API_TESTS_SKIP_DTYPES", "").split(",") if d]
-            env["ARRAY_API_TESTS_SKIP_DTYPES"] = ",".join(skip + info["missing_complex"])
-            changes.append(f"ARRAY_API_TESTS_SKIP_DTYPES={env['ARRAY_API_TESTS_SKIP_DTYPES']}")
-        print(f"{module}: running the suite (max examples {args.max_examples}) ...", flush=True)
-        run = run_suite(suite, module, env, args.max_examples, args.timeout)
-        cases = read_junit(run["xml"]) if Path(run["xml"]).exists() else []
+        return run_in(workdir, source, module, device, args)
+    finally:
         if args.keep:
             print(f"  kept {workdir}")
         else:
-            del run["xml"], run["log"]
-    finally:
-        if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_in(workdir, source, module, device, args):
+    """:func:`measure`'s work, in ``workdir``: a record with the counts and groups."""
+    suite, changes = stage_suite(source, workdir)
+    env = module_env(module, device, workdir, args.source, args.api_version)
+    info = probe(env, suite)
+    record = {"module": module, "probe": info, "suite_changes": changes, "wall_s": 0.0}
+    if "error" in info:  # e.g. --device gpu without a GPU: say so rather than count nothing
+        print(f"{module}: not run, it does not import: {info['error']}")
+        return {**record, "counts": dict.fromkeys(OUTCOMES, 0), "total": 0, "groups": []}
+    if info["missing_complex"]:
+        skip = [d for d in os.environ.get("ARRAY_API_TESTS_SKIP_DTYPES", "").split(",") if d]
+        env["ARRAY_API_TESTS_SKIP_DTYPES"] = ",".join(skip + info["missing_complex"])
+        changes.append(f"ARRAY_API_TESTS_SKIP_DTYPES={env['ARRAY_API_TESTS_SKIP_DTYPES']}")
+    print(f"{module}: running the suite (max examples {args.max_examples}) ...", flush=True)
+    run = run_suite(suite, module, env, args.max_examples, args.timeout)
+    cases = read_junit(run["xml"]) if Path(run["xml"]).exists() else []
+    if not args.keep:
+        del run["xml"], run["log"]
     counts = Counter(outcome for _, outcome, _, _ in cases)
-    return {"module": module, "probe": info, "suite_changes": changes, **run,
-            "counts": {k: counts.get(k, 0) for k in ("passed", "failed", "error", "skipped")},
+    return {**record, **run, "counts": {k: counts.get(k, 0) for k in OUTCOMES},
             "total": len(cases), "groups": group_failures(cases)}
 
 
 def report(records):
     """Print the counts side by side, then each namespace's failure groups."""
-    print_table([{"namespace": r["module"], "standard": r["api_version_tested"], **r["counts"],
-                  "total": r["total"], "time": f"{r['wall_s']:.0f} s"} for r in records], left=2)
+    print_table([{"namespace": r["module"], "standard": r["probe"].get("suite_api_version"),
+                  **r["counts"], "total": r["total"], "time": f"{r['wall_s']:.0f} s"}
+                 for r in records], left=2)
     for r in records:
         print(f"\n{r['module']}: {len(r['groups'])} failure groups")
-        print_table([{"count": g["count"], "type": g["type"], "message": g["message"][:90],
-                      "example": g["examples"][0]} for g in r["groups"]],
-                    columns=["count", "type", "message", "example"], left=0)
+        print_table([{"type": g["type"], "message": g["message"][:90], "example": g["examples"][0],
+                      "count": g["count"]} for g in r["groups"]], left=3)
 
 
-def git_state():
-    """HEAD and whether the working tree differs from it (read-only git calls)."""
+def git_state(source):
+    """The source's path, HEAD and whether its gpuarray/ differs from HEAD (read-only
+    git calls; empty for an exported tree)."""
     def git(*a):
-        return subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", "gpuarray"))}
+        return subprocess.run(["git", *a], cwd=source, capture_output=True, text=True).stdout.strip()
+    return {"source": str(source), "commit": git("rev-parse", "HEAD"),
+            "gpuarray_dirty": bool(git("status", "--porcelain", "--", "gpuarray"))}
 
 
 def main():
@@ -284,13 +290,15 @@ def main():
     parser.add_argument("--max-examples", type=int, default=5, help="Hypothesis examples per test")
     parser.add_argument("--baseline", nargs="*", default=[], help="modules run beside ours (numpy, cupy)")
     parser.add_argument("--suite", type=Path, default=SUITE, help="the suite's folder (read-only)")
+    parser.add_argument("--source", type=Path, default=REPO,
+                        help="gpuarray tree to import (default: this checkout; e.g. a git archive)")
     parser.add_argument("--api-version", help="ARRAY_API_TESTS_VERSION for every module (default: its own)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per module")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy, logs and XML")
     args = parser.parse_args()
     if not (args.suite / "array_api_tests").is_dir():
         parser.error(f"no suite at {args.suite} (see --suite)")
-    started, state = time.perf_counter(), git_state()  # the tree the run imports
+    started, state = time.perf_counter(), git_state(args.source)  # the tree the run imports
     records = [measure(args.suite, module, args.device, args) for module in [OURS, *args.baseline]]
     report(records)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)

@@ -80,6 +80,29 @@ class ArrayLike:
         """The values as nested Python lists of Python scalars, as numpy's."""
         return self.get().tolist()
 
+    @property
+    def device(self):
+        """The device the array lives on (``"cpu"`` or ``"cuda:N"``), as the array API names it."""
+        return self.backend.array_api_device
+
+    def to_device(self, device, /, *, stream=None):
+        """The array on ``device``: itself, its only device.
+
+        Raises
+        ------
+        ValueError
+            Another device (moving between factories goes through DLPack).
+        """
+        if device != self.device:
+            raise ValueError(f"an array on {self.device} cannot move to {device!r}; "
+                             "use the other factory's from_dlpack or asarray")
+        return self
+
+    @property
+    def mT(self):  # noqa: N802 - the standard's name
+        """The last two axes swapped (a view)."""
+        return self.backend.matrix_transpose(self)
+
     def __array_namespace__(self, api_version=None):
         """The factory that made this array: its functions are the array namespace.
 

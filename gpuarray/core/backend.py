@@ -13,6 +13,7 @@ import numpy as np
 
 from . import dtypes, shapes
 from .array import Tensor
+from .array_api import ArrayAPIFunctions
 from .creation import CreationFunctions
 from .functions import MathFunctions
 from .manipulation import ManipulationFunctions
@@ -20,7 +21,8 @@ from .optree import Expression, Scalar, settled
 from .streams import StreamFunctions
 
 
-class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFunctions):
+class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFunctions,
+              ArrayAPIFunctions):
     """Base class of the factories; see :class:`gpuarray.GPU`."""
 
     tensor_class = Tensor

@@ -357,12 +357,12 @@ class ShapingFunctions:
 
     # -- helpers --------------------------------------------------------
     def _view_source(self, a):
-        """``a`` as a tensor of this factory to take views of: a tree is
-        evaluated (one kernel), host data copied in, another factory's
-        tensor refused."""
+        """``a`` as a tensor of this factory to take views of: a lazy array
+        gives its value (evaluated once, then kept), host data is copied in,
+        another factory's tensor refused."""
         if isinstance(a, Expression):
             a = self.operand(a)
-            return a if isinstance(a, Tensor) else self.evaluate(a)
+            return a if isinstance(a, Tensor) else a._evaluated()
         return self.asarray(a)
 
     def _at_least(self, a, ndim):
