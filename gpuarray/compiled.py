@@ -16,9 +16,12 @@ the one definition and the fallback wherever the extension is not built.
 The Python source is loaded instead of the extension when
 
 * ``GPUARRAY_PURE_PYTHON=1`` is set (to compare, or to debug with pdb), or
-* the source is newer than its extension: an edited module in a
+* any module's source is newer than its extension: an edited module in a
   development checkout runs as edited, with a warning to rebuild
-  (``make python``), never as the stale compiled copy.
+  (``make python``), never as the stale compiled copy -- and then every
+  module of the list does, since their extension types derive from each
+  other's (``Tensor`` from ``Expression`` from ``ArrayLike``) and a
+  compiled subclass of a class loaded from source does not work.
 
 It sits at the top of the package, not in a subpackage, because it
 covers modules of every subpackage and must act before any of them is
@@ -93,23 +96,42 @@ def choose(source, extensions, pure_python=False):
     return built[0], None
 
 
+def _paths(name):
+    """(source, candidate extensions) of a module of :data:`MODULES`."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    stem = os.path.join(root, *name.split("."))
+    return stem + ".py", [stem + suffix for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+
+
+def edited_module():
+    """The first module of :data:`MODULES` edited since its build, or None."""
+    for name in MODULES:
+        source, extensions = _paths(name)
+        if os.path.exists(source) and choose(source, extensions)[1] is not None:
+            return name
+    return None
+
+
 class _Finder:
     """Meta-path finder for :data:`MODULES` applying :func:`choose`."""
 
     def __init__(self, pure_python):
         self.pure_python = pure_python
+        self.edited = None if pure_python else edited_module()
+        self.warned = False
 
     def find_spec(self, name, path=None, target=None):
         if name not in MODULES or not path:
             return None
-        leaf = name.rpartition(".")[2]
-        folder = path[0]
-        source = os.path.join(folder, leaf + ".py")
+        source, extensions = _paths(name)
         if not os.path.exists(source):
             return None  # an installation without sources: the default import
-        extensions = [os.path.join(folder, leaf + suffix)
-                      for suffix in importlib.machinery.EXTENSION_SUFFIXES]
-        chosen, why = choose(source, extensions, self.pure_python)
+        chosen, why = choose(source, extensions, self.pure_python or self.edited is not None)
+        if self.edited is not None and why is not None:
+            why = None if self.warned else (
+                f"{self.edited}'s source is newer than its compiled module, so every "
+                "compiled module runs from source (rebuild: make python)")
+            self.warned = True  # said once, for the first of them imported
         if why is not None and not self.pure_python:
             warnings.warn(f"{name}: running the Python source: {why}", RuntimeWarning,
                           stacklevel=2)

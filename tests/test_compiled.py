@@ -135,3 +135,18 @@ def test_compiled_functions_keep_their_signatures_and_docstrings():
     assert inspect.signature(gpuarray.core.optree.elementwise).parameters.keys() == {
         "backend", "name", "args"}
     assert gpuarray.core.optree.elementwise.__doc__.startswith("Build an elementwise node")
+
+
+def test_one_edited_module_loads_every_one_from_source():
+    # extension types derive from each other's: a compiled Tensor cannot
+    # build on an Expression loaded from source, so all go to source together
+    import warnings
+    finder = compiled._Finder(False)
+    finder.edited = "gpuarray.core.arraylike"
+    folder = [str(Path(gpuarray.__file__).parent / "core")]
+    with pytest.warns(RuntimeWarning, match="every compiled module runs from source"):
+        first = finder.find_spec("gpuarray.core.optree", folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        second = finder.find_spec("gpuarray.core.array", folder)
+    assert first.origin.endswith("optree.py") and second.origin.endswith("array.py")
