@@ -17,7 +17,11 @@ and :mod:`gpuarray.core.special_values` (signbit, fmax, logaddexp...),
 stacks, splits and flips from :mod:`gpuarray.core.stacking`, index
 helpers from :mod:`gpuarray.core.index_tricks`, statistics from
 :mod:`gpuarray.core.statistics` (average, cov, corrcoef...), ``gradient``
-from :mod:`gpuarray.core.calculus`, the
+from :mod:`gpuarray.core.calculus`, inspection (``ndim``, ``shares_memory``...)
+from :mod:`gpuarray.core.inspection`, sequences and windows (``logspace``,
+``hamming``, ``vander``...) from :mod:`gpuarray.core.sequences`,
+``apply_along_axis``, ``fromfunction`` and ``copyto`` from
+:mod:`gpuarray.core.functional`, the
 NaN-ignoring reductions and ``count_nonzero`` from
 :mod:`gpuarray.core.nan_reductions`, ``pad`` from :mod:`gpuarray.core.padding`,
 and ``default_rng`` from :mod:`gpuarray.core.random`; the product functions
@@ -32,6 +36,8 @@ import numpy as np
 from . import dtypes, shapes
 from .arrangement import ArrangementFunctions
 from .calculus import CalculusFunctions
+from .functional import FunctionalFunctions
+from .inspection import InspectionFunctions
 from .array import Tensor
 from .index_tricks import IndexTrickFunctions
 from .nan_reductions import NanReductionFunctions
@@ -42,6 +48,7 @@ from .products import TensorProductFunctions
 from .random import RandomFunctions
 from .rounding import RoundingFunctions
 from .scans import ScanFunctions
+from .sequences import SequenceFunctions
 from .shaping import ShapingFunctions
 from .special_values import SpecialValueFunctions
 from .stacking import StackingFunctions
@@ -52,7 +59,8 @@ class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFun
                             NanReductionFunctions, PaddingFunctions, RandomFunctions,
                             TensorProductFunctions, ScanFunctions, RoundingFunctions,
                             SpecialValueFunctions, StackingFunctions, IndexTrickFunctions,
-                            StatisticsFunctions, CalculusFunctions):
+                            StatisticsFunctions, CalculusFunctions, InspectionFunctions,
+                            SequenceFunctions, FunctionalFunctions):
     """Mixin: numpy functions composed of views and elementwise operations
     (those of :mod:`gpuarray.core.shaping`, :mod:`gpuarray.core.arrangement`,
     :mod:`gpuarray.core.numpy_math`, :mod:`gpuarray.core.nan_reductions` and

@@ -1,5 +1,6 @@
 """numpy's elementwise functions that the op table lacks, composed of its
-operations: divmod, modf, frexp, ldexp, fmod, heaviside, sinc and polyval.
+operations: divmod, modf, frexp, ldexp, fmod, heaviside, sinc, polyval,
+deg2rad/radians, rad2deg/degrees, fabs and float_power.
 
 In: tensors, op-trees and scalars of one factory (host data is refused as
 for any operation), and numpy's arguments.  Out: lazy op-trees -- a pair
@@ -224,7 +225,35 @@ class NumpyMathFunctions:
             y = y * x + c
         return self._finish(y, out)
 
+    def deg2rad(self, x, out=None):
+        """Degrees to radians (``numpy.deg2rad``; integers give float64)."""
+        return self._finish(self._angle(np.deg2rad, x), out)
+
+    def rad2deg(self, x, out=None):
+        """Radians to degrees (``numpy.rad2deg``)."""
+        return self._finish(self._angle(np.rad2deg, x), out)
+
+    radians = deg2rad
+    degrees = rad2deg
+
+    def fabs(self, x, out=None):
+        """Absolute values as floats (``numpy.fabs``; integers give float64)."""
+        (x,), _ = self._ufunc_operands(np.fabs, (x,))
+        return self._finish(self.absolute(x), out)
+
+    def float_power(self, x1, x2, out=None):
+        """``x1 ** x2`` computed in float64 at least (``numpy.float_power``)."""
+        (x1, x2), _ = self._ufunc_operands(np.float_power, (x1, x2))
+        return self._finish(self.power(x1, x2), out)
+
     # -- helpers --------------------------------------------------------
+    def _angle(self, ufunc, x):
+        """``x`` times the factor numpy's loop uses: its C constant in float32
+        (float16 and bfloat16 run in float32) or float64, exactly."""
+        (x,), _ = self._ufunc_operands(ufunc, (x,))
+        single = np.float32 if dtypes.is_low_precision(x.dtype) else x.dtype
+        return self.multiply(x, float(ufunc(np.ones((), single))))
+
     def _ufunc_operands(self, ufunc, args):
         """``args`` as operands cast to the loop dtypes numpy's ``ufunc`` picks
         for them, and the loop's output dtypes (numpy's TypeError where it

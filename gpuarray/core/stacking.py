@@ -1,5 +1,6 @@
 """numpy's stacking, splitting and flipping helpers: ``column_stack``, ``dstack``,
-``hsplit``, ``vsplit``, ``dsplit``, ``fliplr``, ``flipud``, ``rot90``.
+``hsplit``, ``vsplit``, ``dsplit``, ``fliplr``, ``flipud``, ``rot90``, and the
+``rollaxis`` view.
 
 In: tensors, op-trees or array_likes of one factory and numpy's
 arguments.  Out: numpy's results -- new tensors for the stacks, lists of
@@ -11,10 +12,32 @@ Mixed into both factories through
 """
 import operator
 
+from numpy.exceptions import AxisError
+from numpy.lib.array_utils import normalize_axis_index
+
 
 class StackingFunctions:
     """Mixin: ``column_stack``, ``dstack``, ``hsplit``, ``vsplit``, ``dsplit``,
     ``fliplr``, ``flipud``, ``rot90``."""
+
+    def rollaxis(self, a, axis, start=0):
+        """A view with ``axis`` moved to before ``start``, as ``numpy.rollaxis``.
+
+        Raises
+        ------
+        numpy.exceptions.AxisError
+            ``axis`` or ``start`` out of range (numpy's messages).
+        """
+        x = self._view_source(a)
+        axis = normalize_axis_index(operator.index(axis), x.ndim)
+        start = operator.index(start)
+        if not -x.ndim <= start <= x.ndim:
+            raise AxisError(f"'start' arg requires {-x.ndim} <= start < {x.ndim + 1}, "
+                            f"but {start} was passed in")
+        start += x.ndim if start < 0 else 0
+        if axis < start:
+            start -= 1
+        return x if axis == start else self.moveaxis(x, axis, start)
 
     def column_stack(self, tup):
         """1-D arrays as columns, 2-D ones as they are, side by side (``numpy.column_stack``)."""
