@@ -41,7 +41,7 @@ def _assignments(ng):
     x = ng.array(rng.random((8, 64)), dtype=np.float32)
     cases += [(ng.empty((8, 64), np.float32), getattr(ng, name)(x)) for name in FLOAT_UNARY]
     i = ng.array(rng.integers(0, 9, (8, 64)), dtype=np.int32)
-    for name in ("floor_divide", "mod", "power", "left_shift", "right_shift", "bitwise_xor"):
+    for name in ("floor_divide", "mod", "power", "left_shift", "right_shift", "bitwise_xor", "gcd", "lcm"):
         cases.append((ng.empty((8, 64), np.int32), getattr(ng, name)(i, 3)))
     eps = 1e-5
     cases.append((ng.empty((8, 64), np.float16),

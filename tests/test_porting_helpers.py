@@ -116,3 +116,18 @@ def test_fromfunction_and_copyto(ng):
     _same(ints, np.ones(3, np.int32))
     with pytest.raises(TypeError, match="argument 1"):
         ng.copyto([0, 0], 1)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64])
+def test_gcd_and_lcm(ng, dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(7)
+    a = rng.integers(max(info.min, -1000), min(info.max, 1000), 200).astype(dtype)
+    b = rng.integers(max(info.min, -1000), min(info.max, 1000), 200).astype(dtype)
+    a[:4], b[:4] = [0, info.min, 0, 12], [0, 0, 5, 18]
+    for name in ("gcd", "lcm"):
+        want = getattr(np, name)(a, b)
+        _same(ng.evaluate(getattr(ng, name)(ng.asarray(a), ng.asarray(b))), want)
+        _same(ng.evaluate(getattr(ng, name)(ng.asarray(a), 6)), getattr(np, name)(a, 6))
+    with pytest.raises(TypeError):
+        ng.gcd(ng.ones(2, np.float32), 2)

@@ -90,7 +90,7 @@ _UFUNC_OPS = {
     "logical_or": np.logical_or, "logical_xor": np.logical_xor,
     "logical_not": np.logical_not, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "invert": np.invert,
-    "left_shift": np.left_shift, "right_shift": np.right_shift,
+    "left_shift": np.left_shift, "right_shift": np.right_shift, "gcd": np.gcd, "lcm": np.lcm,
 }
 
 #: functions numpy lacks: (type resolution borrowed from, implementation)

@@ -147,6 +147,20 @@ template <class T> GA_D T ga_invert(T a) { return (T)~a; }
 template <class T> GA_D T ga_left_shift(T a, T b) {
     return (b < (T)0 || b >= (T)(8 * sizeof(T))) ? (T)0 : (T)((GA_U(T))a << b);
 }
+// numpy's gcd and lcm of integers: Euclid on the magnitudes, taken unsigned
+// so that the most negative value wraps as numpy's does (gcd(-128, 0) = -128)
+template <class T> GA_D GA_U(T) ga_magnitude(T a) {
+    return a < (T)0 ? (GA_U(T))0 - (GA_U(T))a : (GA_U(T))a;
+}
+template <class T> GA_D T ga_gcd(T a, T b) {
+    GA_U(T) x = ga_magnitude(a), y = ga_magnitude(b);
+    while (y != 0) { GA_U(T) t = x % y; x = y; y = t; }
+    return (T)x;
+}
+template <class T> GA_D T ga_lcm(T a, T b) {
+    GA_U(T) g = (GA_U(T))ga_gcd(a, b);
+    return g == 0 ? (T)0 : (T)(ga_magnitude(a) / g * ga_magnitude(b));
+}
 template <class T> GA_D T ga_right_shift(T a, T b) {
     if (b < (T)0 || b >= (T)(8 * sizeof(T))) return a < (T)0 ? (T)-1 : (T)0;
     return (T)(a >> b);
