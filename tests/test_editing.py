@@ -102,3 +102,52 @@ def test_convolve_and_correlate(ng, sizes):
             assert got.shape == expected.shape and got.dtype == expected.dtype
             np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
     _same(ng.convolve(np.arange(5), np.array([1, 2, 3])), np.convolve(np.arange(5), [1, 2, 3]))
+
+
+def test_choose(ng):
+    index = np.array([[0, 1, 2], [2, 1, 0]])
+    choices = [np.arange(3), np.full((2, 3), 10.5), 7]
+    _same(ng.evaluate(ng.choose(index, choices)), np.choose(index, choices))
+    _same(ng.evaluate(ng.choose(ng.array(index), [ng.array(np.arange(3)), 2, 3])),
+          np.choose(index, [np.arange(3), 2, 3]))
+    for mode in ("wrap", "clip"):
+        _same(ng.evaluate(ng.choose([5, -1, 2], [[1, 2, 3], [4, 5, 6]], mode=mode)),
+              np.choose([5, -1, 2], [[1, 2, 3], [4, 5, 6]], mode=mode))
+    _same(ng.evaluate(ng.choose(np.array([True, False]), [[1, 2], [3, 4]])),
+          np.choose(np.array([True, False]), [[1, 2], [3, 4]]))
+    with pytest.raises(ValueError, match="invalid entry in choice array"):
+        ng.choose([0, 2], [[1, 2], [3, 4]])
+    with pytest.raises(TypeError, match="rule 'safe'"):
+        ng.choose(np.array([0.0, 1.0]), [[1, 2], [3, 4]])
+    with pytest.raises(ValueError, match="0-length sequence"):
+        ng.choose([0], [])
+    with pytest.raises(ValueError, match="clipmode"):
+        ng.choose([0], [[1]], mode="bad")
+
+
+def test_putmask(ng):
+    host = np.arange(12.0).reshape(3, 4)
+    t = ng.array(host)
+    ng.putmask(t, t > 4, [100.0, 200.0, 300.0])
+    np.putmask(host, host > 4, [100.0, 200.0, 300.0])
+    _same(t, host)
+    ng.putmask(t, np.zeros(12, bool), 1.0)
+    ng.putmask(t, t < 3, [])
+    _same(t, host)
+    with pytest.raises(ValueError, match="same size"):
+        ng.putmask(t, np.ones(5, bool), 1.0)
+    with pytest.raises(TypeError, match="first argument"):
+        ng.putmask(host, host > 1, 0)
+
+
+def test_block(ng):
+    a, b, c = np.eye(2), np.zeros((2, 3)), np.ones((1, 5))
+    for arrays in ([[a, b], [c]], [1, 2, 3], [[1, 2], [3, 4]], [a, a], [[[a]]]):
+        _same(ng.block(arrays), np.block(arrays))
+    _same(ng.block([[ng.array(a), b], [c]]), np.block([[a, b], [c]]))
+    with pytest.raises(ValueError, match="List depths are mismatched"):
+        ng.block([[1], [[2]]])
+    with pytest.raises(ValueError, match="cannot be empty"):
+        ng.block([])
+    with pytest.raises(TypeError, match="is a tuple"):
+        ng.block(([1], [2]))

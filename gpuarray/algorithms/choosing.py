@@ -1,9 +1,11 @@
-"""Choosing and reshaping by value: ``select``, ``piecewise``, ``resize``, ``trim_zeros``.
+"""Choosing and reshaping by value: ``select``, ``choose``, ``piecewise``, ``resize``,
+``trim_zeros``.
 
 In: tensors, op-trees or array_likes of one factory and numpy's arguments
 (``piecewise`` takes Python callables or constants).  Out: new tensors (a
 view for ``trim_zeros``), numpy's values and errors.  ``select`` is one
-fused chain of ``where`` (the first true condition wins); ``piecewise``
+fused chain of ``where`` (the first true condition wins), ``choose`` one
+too (its "raise" mode reads one bool back for the bounds); ``piecewise``
 applies each function to the elements its condition selects, through the
 boolean-mask gather and assignment; ``resize`` repeats the flattened array
 with one gather; ``trim_zeros`` finds the first and last non-zero element
@@ -12,6 +14,7 @@ with one gather; ``trim_zeros`` finds the first and last non-zero element
 import numpy as np
 
 from ..core import ops
+from ..core.index_tricks import check_clip_mode
 from ..core.optree import Expression
 
 
@@ -42,6 +45,39 @@ class ChoosingFunctions:
         for condition, choice in zip(reversed(conditions), reversed(choices)):
             result = self.where(condition, choice, result)
         return self.evaluate(self.astype(result, kind))
+
+    def choose(self, a, choices, out=None, mode="raise"):
+        """``choices[a[i]][i]`` at each position (all broadcast), as ``numpy.choose``.
+
+        Raises
+        ------
+        TypeError
+            ``a`` not integer or bool (numpy's 'safe' casting message).
+        ValueError
+            No choices, a bad ``mode``, or with mode "raise" an index out of
+            range (one bool read back).
+        """
+        check_clip_mode(mode)
+        index = self._choice_operand(a)
+        if index.dtype.kind not in "biu":
+            raise TypeError(f"Cannot cast array data from {index.dtype!r} to dtype('int64') "
+                            "according to the rule 'safe'")
+        options = [self._choice_operand(c) for c in choices]
+        if not options:
+            raise ValueError("0-length sequence.")
+        n = len(options)
+        index = self.astype(index, np.int64)
+        if mode == "wrap":
+            index = self.mod(index, n)
+        elif mode == "clip":
+            index = self.clip(index, 0, n - 1)
+        elif self._any_true(self.logical_or(self.less(index, 0), self.greater_equal(index, n))):
+            raise ValueError("invalid entry in choice array")
+        kind = ops.promote(*(c.operand_type for c in options))
+        result = self.astype(options[-1], kind)
+        for k in range(n - 2, -1, -1):
+            result = self.where(self.equal(index, k), options[k], result)
+        return self._finish(self.astype(result, kind), out)
 
     def piecewise(self, x, condlist, funclist, *args, **kw):
         """``funclist[k]`` of the elements where ``condlist[k]`` holds (a constant

@@ -1,4 +1,4 @@
-"""Editing by position: ``append``, ``insert``, ``delete``, ``fill_diagonal``.
+"""Editing by position: ``append``, ``insert``, ``delete``, ``fill_diagonal``, ``putmask``.
 
 In: tensors, op-trees or array_likes of one factory and numpy's ``obj``
 (an int, a slice, a sequence of ints, or for ``delete`` a boolean mask),
@@ -11,7 +11,9 @@ axis): ``numpy.delete`` of ``arange(n)`` gives the positions kept, and
 ``numpy.insert`` of ``arange(n)`` with the placeholders ``n, n + 1...``
 gives each output position's source in ``arr`` followed by the new values.
 One gather along the axis then builds the result; numpy's own errors
-(naming the axis) come from that host step.
+(naming the axis) come from that host step.  ``putmask`` gathers the
+values repeated over ``a``'s flat positions and writes them with one fused
+``where``.
 """
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -21,7 +23,7 @@ from ..core.optree import Expression
 
 
 class EditingFunctions:
-    """Mixin: ``append``, ``insert``, ``delete``, ``fill_diagonal``."""
+    """Mixin: ``append``, ``insert``, ``delete``, ``fill_diagonal``, ``putmask``."""
 
     def append(self, arr, values, axis=None):
         """``values`` appended to ``arr`` along ``axis`` (both flattened for None),
@@ -79,6 +81,27 @@ class EditingFunctions:
                           np.arange(n, n + count).reshape(marker), axis=axis).reshape(-1)
         joined = self.concatenate([x, block], axis=axis)
         return self.take(joined, order, axis=axis, mode="wrap")
+
+    def putmask(self, a, mask, values):
+        """``a.flat[n] = values[n % len(values)]`` where ``mask.flat[n]``, as
+        ``numpy.putmask`` (in place).
+
+        Raises
+        ------
+        TypeError
+            ``a`` not a tensor of this factory.
+        ValueError
+            ``mask`` of another size than ``a`` (numpy's message).
+        """
+        if not (isinstance(a, Expression) and hasattr(a, "strides")) or a.backend is not self:
+            raise TypeError("putmask: first argument must be a tensor of this factory")
+        chosen = self.astype(self._as_tensor(mask), np.bool_)
+        if chosen.size != a.size:
+            raise ValueError("putmask: mask and data must be the same size")
+        flat = self._as_tensor(values).reshape(-1)
+        if a.size and flat.size:
+            repeated = self.take(flat, self.arange(a.size), mode="wrap").reshape(a.shape)
+            a[...] = self.where(chosen.reshape(a.shape), repeated, a)
 
     def fill_diagonal(self, a, val, wrap=False):
         """The main diagonal of ``a`` set to ``val`` (repeated when shorter), in

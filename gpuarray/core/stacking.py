@@ -1,6 +1,6 @@
 """numpy's stacking, splitting and flipping helpers: ``column_stack``, ``dstack``,
-``hsplit``, ``vsplit``, ``dsplit``, ``fliplr``, ``flipud``, ``rot90``, and the
-``rollaxis`` view.
+``hsplit``, ``vsplit``, ``dsplit``, ``fliplr``, ``flipud``, ``rot90``, ``block``,
+and the ``rollaxis`` view.
 
 In: tensors, op-trees or array_likes of one factory and numpy's
 arguments.  Out: numpy's results -- new tensors for the stacks, lists of
@@ -38,6 +38,30 @@ class StackingFunctions:
         if axis < start:
             start -= 1
         return x if axis == start else self.moveaxis(x, axis, start)
+
+    def block(self, arrays):
+        """Arrays assembled from nested lists of blocks, as ``numpy.block``: the
+        innermost lists join along the last axis, the next along the one before.
+
+        Raises
+        ------
+        TypeError
+            A tuple where a list is expected (numpy's message).
+        ValueError
+            An empty list, or lists nested to different depths.
+        """
+        depth = _block_depth(arrays, "arrays")
+        leaves = []
+        _block_leaves(arrays, leaves)
+        ndim = max([depth] + [self._as_tensor(x).ndim for x in leaves])
+        return self._block(arrays, depth, ndim)
+
+    def _block(self, arrays, depth, ndim):
+        if not isinstance(arrays, list):
+            x = self._as_tensor(arrays)
+            return x.reshape((1,) * (ndim - x.ndim) + tuple(x.shape))
+        parts = [self._block(a, depth - 1, ndim) for a in arrays]
+        return self.concatenate(parts, axis=-depth)
 
     def column_stack(self, tup):
         """1-D arrays as columns, 2-D ones as they are, side by side (``numpy.column_stack``)."""
@@ -107,3 +131,30 @@ class StackingFunctions:
         if k == 1:
             return self.flip(x, axes[1]).transpose(order)
         return self.flip(x.transpose(order), axes[1])
+
+
+def _block_depth(arrays, where):
+    """How deep ``arrays`` nests lists, with numpy's errors for tuples, empty
+    lists and uneven depths."""
+    if isinstance(arrays, tuple):
+        raise TypeError(f"{where} is a tuple. Only lists can be used to arrange blocks, and "
+                        "np.block does not allow implicit conversion from tuple to ndarray.")
+    if not isinstance(arrays, list):
+        return 0
+    if not arrays:
+        raise ValueError(f"List at {where} cannot be empty")
+    depths = [_block_depth(a, f"{where}[{k}]") for k, a in enumerate(arrays)]
+    if len(set(depths)) > 1:
+        raise ValueError(f"List depths are mismatched. First element was at depth "
+                         f"{depths[0] + 1}, but there is an element at depth "
+                         f"{max(depths) + 1} ({where}[{depths.index(max(depths))}]...)")
+    return depths[0] + 1
+
+
+def _block_leaves(arrays, leaves):
+    """The blocks of a nested list, in order."""
+    if isinstance(arrays, list):
+        for a in arrays:
+            _block_leaves(a, leaves)
+    else:
+        leaves.append(arrays)
