@@ -76,8 +76,8 @@ def train(ng, data, args, log=print):
     # the batches live on the device once; each step copies one into Xb, Yb,
     # so that a captured step sees the same tensors every time
     X, Y = ng.array(xt[: steps * batch]), ng.array(onehot[yt[: steps * batch]])
-    Xb, Yb = ng.empty((batch, data.features)), ng.empty((batch, 10))
-    total = ng.zeros((1,))
+    Xb, Yb = ng.empty((batch, data.features), np.float32), ng.empty((batch, 10), np.float32)
+    total = ng.zeros((1,), np.float32)
 
     def train_step(Xb, Yb, lr):
         out = step.run({x: Xb, y_: Yb, **dict(zip(params, values))})

@@ -187,9 +187,9 @@ def mlp_graph(n_in=64, n_hidden=32, n_out=10, scaled=True):
 
 def mlp_params(ng, rng, n_in=64, n_hidden=32, n_out=10):
     return [ng.array(rng.normal(0, 1 / np.sqrt(n_in), (n_in, n_hidden)).astype(np.float32)),
-            ng.zeros((n_hidden,)),
+            ng.zeros((n_hidden,), np.float32),
             ng.array(rng.normal(0, 1 / np.sqrt(n_hidden), (n_hidden, n_out)).astype(np.float32)),
-            ng.zeros((n_out,))]
+            ng.zeros((n_out,), np.float32)]
 
 
 def mlp_feed(ng, rng, x, y_, params, values, batch=16):

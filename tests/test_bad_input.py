@@ -660,7 +660,7 @@ MISC = [
     row("dot-mixed-dtypes", lambda m, a: m.dot(a.h, a.f.T), raises(TypeError)),
     row("dot-scalar", lambda m, a: m.dot(a.f, 2.0), raises(TypeError)),
     row("dot-bad-alpha", lambda m, a: m.dot(a.f, a.f.T, alpha="2"), raises(TypeError)),
-    row("dot-C-wrong-shape", lambda m, a: m.dot(a.f, a.f.T, C=m.empty((3, 4))), raises(ValueError)),
+    row("dot-C-wrong-shape", lambda m, a: m.dot(a.f, a.f.T, C=m.empty((3, 4), np.float32)), raises(ValueError)),
     row("dot-C-foreign", lambda m, a: m.dot(a.f, a.f.T, C=foreign(np.zeros((3, 3), np.float32))),
         raises(ValueError, "(?i)different")),
     row("batched-dot-batch-mismatch", lambda m, a: m.batched_dot(a.g, a.g[:1].transpose(0, 2, 1)),

@@ -122,6 +122,6 @@ def test_filter_gradient_is_bitwise_repeatable(ng, dtype, deterministic):
 
 def test_deterministic_must_be_a_bool(ng):
     layer = ng.conv_layer(F32, N=1, C=2, K=2, H=3, W=3)
-    I, E, G = (ng.zeros(d) for d in (layer.dimI, layer.dimO, layer.dimF))
+    I, E, G = (ng.zeros(d, F32) for d in (layer.dimI, layer.dimO, layer.dimF))
     with pytest.raises(TypeError, match="deterministic must be True or False"):
         ng.update_conv(layer, I, E, G, deterministic="yes")

@@ -132,9 +132,13 @@ def test_empty_zeros_ones_full(ng, dtype, shape_arg):
     assert_matches(f.get(), np.full(shape, value, dtype), dtype)
 
 
-def test_empty_default_dtype_is_float32(ng):
-    assert ng.empty((2, 3)).dtype == np.float32
+def test_default_dtypes_are_numpys(ng):
+    for make in (ng.empty, ng.zeros, ng.ones):
+        assert make((2, 3)).dtype == np.empty((2, 3)).dtype == np.float64
     assert ng.empty(4).shape == (4,)
+    for value in (1, 1.5, True, np.float32(2), np.uint8(3)):
+        assert ng.full(3, value).dtype == np.full(3, value).dtype
+    assert ng.full(2, ng.ones((), np.int16)).dtype == np.int16
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int8),

@@ -118,7 +118,7 @@ def test_zero_initial_states(ng):
     layer = ng.rnn_layer("float32", "lstm", 4, 2, 3)
     X = np.random.default_rng(0).standard_normal(layer.x_shape).astype(np.float32)
     W = np.random.default_rng(1).standard_normal(layer.weight_shape).astype(np.float32)
-    Y = ng.empty(layer.y_shape)
+    Y = ng.empty(layer.y_shape, np.float32)
     ng.fprop_rnn(layer, ng.array(X), ng.array(W), Y)
     zeros = np.zeros(layer.state_shape)
     close(Y, reference("lstm", X.astype(np.float64), W.astype(np.float64), zeros, zeros)[0],
@@ -202,9 +202,10 @@ def test_persistent_takes_strided_views(gpu_ng):
     case = Case(gpu_ng, "gru", F32, H=16, N=3, T=4, path="persistent")
     L, t = case.layer, case.t
     Y_ref, hy_ref, _ = case.forward()
-    wide = gpu_ng.zeros((L.seq_len, L.batch, 2 * L.x_shape[2]))
+    wide = gpu_ng.zeros((L.seq_len, L.batch, 2 * L.x_shape[2]), F32)
     wide[:, :, ::2] = t["X"]
-    Y, hy = gpu_ng.zeros((L.seq_len, L.batch, 2 * L.hidden)), gpu_ng.zeros((L.hidden, L.batch))
+    Y, hy = (gpu_ng.zeros((L.seq_len, L.batch, 2 * L.hidden), F32),
+             gpu_ng.zeros((L.hidden, L.batch), F32))
     h0 = gpu_ng.array(to_host(t["h0"]).T.copy()).T
     gpu_ng.fprop_rnn(L, wide[:, :, ::2], t["W"], Y[:, :, 1::2], h0=h0, hy=hy.T)
     assert np.array_equal(to_host(Y)[:, :, 1::2], to_host(Y_ref))
@@ -264,26 +265,26 @@ def test_bad_input(ng):
         ng.rnn_layer("float32", "relu", 8, 1, 1, path="fast")
     case = Case(ng, "tanh", F32)
     L, t = case.layer, case.t
-    Y = ng.empty(L.y_shape)
+    Y = ng.empty(L.y_shape, F32)
     with pytest.raises(TypeError, match="fprop_rnn needs an RNNLayer"):
         ng.fprop_rnn("layer", t["X"], t["W"], Y)
     with pytest.raises(ValueError, match=r"fprop_rnn: X has shape \(5,3,16\), but the layer "
                                          r"expects \(5,3,8\)"):
-        ng.fprop_rnn(L, ng.empty((5, 3, 16)), t["W"], Y)
+        ng.fprop_rnn(L, ng.empty((5, 3, 16), F32), t["W"], Y)
     with pytest.raises(TypeError, match="fprop_rnn: W must be float32, not float16"):
         ng.fprop_rnn(L, t["X"], ng.empty(L.weight_shape, F16), Y)
     with pytest.raises(TypeError, match="fprop_rnn: Y must be a tensor, not ndarray"):
         ng.fprop_rnn(L, t["X"], t["W"], np.empty(L.y_shape))
     with pytest.raises(ValueError, match="c0 is the LSTM's cell state; a 'tanh' layer has none"):
-        ng.fprop_rnn(L, t["X"], t["W"], Y, c0=ng.empty(L.state_shape))
+        ng.fprop_rnn(L, t["X"], t["W"], Y, c0=ng.empty(L.state_shape, F32))
     with pytest.raises(TypeError, match="reserve must be float32"):
         ng.fprop_rnn(L, t["X"], t["W"], Y, reserve=ng.empty(L.reserve_shape, F16))
     with pytest.raises(ValueError, match="reserve must be a contiguous tensor of its own"):
         ng.fprop_rnn(L, t["X"], t["W"], Y, reserve=ng.empty((5,) + L.reserve_shape, F32)[:, 0])
     with pytest.raises(ValueError, match="bprop_rnn needs the reserve that fprop_rnn filled"):
-        ng.bprop_rnn(L, t["W"], Y, Y, ng.empty(L.x_shape))
+        ng.bprop_rnn(L, t["W"], Y, Y, ng.empty(L.x_shape, F32))
     with pytest.raises(ValueError, match="update_rnn needs the reserve"):
-        ng.update_rnn(L, t["X"], Y, ng.empty(L.weight_shape))
+        ng.update_rnn(L, t["X"], Y, ng.empty(L.weight_shape, F32))
     other = get_factory("cpu", seed=11)
     with pytest.raises(ValueError, match="fprop_rnn: X belongs to a different factory"):
-        ng.fprop_rnn(L, other.empty(L.x_shape), t["W"], Y)
+        ng.fprop_rnn(L, other.empty(L.x_shape, F32), t["W"], Y)

@@ -145,7 +145,7 @@ def test_async_copies_through_pinned_arrays(ng):
     pinned = ng.pinned_empty((3, 5), np.float32)
     assert pinned.shape == (3, 5) and pinned.dtype == np.float32
     pinned[...] = np.arange(15).reshape(3, 5)
-    t = ng.empty((3, 5))
+    t = ng.empty((3, 5), np.float32)
     t.set_async(pinned)
     out = ng.pinned_empty((3, 5), np.float32)
     assert t.get_async(out=out) is out
@@ -154,7 +154,7 @@ def test_async_copies_through_pinned_arrays(ng):
 
 
 def test_set_async_casts_and_fills_views(ng):
-    t = ng.zeros((4, 6))
+    t = ng.zeros((4, 6), np.float32)
     view = t[:, ::2]
     view.set_async(np.full((4, 3), 2.5, np.float64))
     expected = np.zeros((4, 6), np.float32)
@@ -166,13 +166,13 @@ def test_set_async_casts_and_fills_views(ng):
 
 
 def test_async_copies_of_empty_tensors(ng):
-    t = ng.empty((0, 3))
+    t = ng.empty((0, 3), np.float32)
     t.set_async(np.empty((0, 3), np.float32))
     assert t.get_async().shape == (0, 3)
 
 
 def test_async_copy_misuse(ng):
-    t = ng.empty((4, 6))
+    t = ng.empty((4, 6), np.float32)
     with pytest.raises(ValueError, match="C-contiguous"):
         t.set_async(np.zeros((6, 4), np.float32).T)
     with pytest.raises(ValueError, match="does not match"):

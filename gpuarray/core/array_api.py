@@ -220,9 +220,7 @@ class NamespaceInfo:
         return [self._factory.array_api_device]
 
     def default_dtypes(self, *, device=None):
-        """float64 (what ``asarray``, ``arange`` and ``linspace`` make of Python
-        floats; ``empty``, ``zeros``, ``ones`` and ``full`` still default to
-        float32, nervanagpu's choice), int64, int64; no complex dtypes (None)."""
+        """float64, int64 and int64, as numpy's; no complex dtypes (None)."""
         return {"real floating": np.dtype(np.float64), "complex floating": None,
                 "integral": np.dtype(np.int64), "indexing": np.dtype(np.int64)}
 

@@ -65,23 +65,26 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         return dict(self._stats)
 
     # -- creation -------------------------------------------------------
-    def empty(self, shape, dtype=np.float32):
-        """New uninitialised tensor."""
+    def empty(self, shape, dtype=np.float64):
+        """New uninitialised tensor (float64 by default, as numpy's)."""
         shape, dtype = shapes.as_shape(shape), dtypes.as_dtype(dtype)
         buffer = self._allocate(shapes.nbytes_of(shape, dtype.itemsize))
         rounding = True if self.stochastic_round and dtypes.is_low_precision(dtype) else None
         return self.tensor_class(self, buffer, shape, dtype, rounding=rounding)
 
-    def zeros(self, shape, dtype=np.float32):
-        """New tensor of zeros."""
+    def zeros(self, shape, dtype=np.float64):
+        """New tensor of zeros (float64 by default, as numpy's)."""
         return self.full(shape, 0, dtype)
 
-    def ones(self, shape, dtype=np.float32):
-        """New tensor of ones."""
+    def ones(self, shape, dtype=np.float64):
+        """New tensor of ones (float64 by default, as numpy's)."""
         return self.full(shape, 1, dtype)
 
-    def full(self, shape, value, dtype=np.float32):
-        """New tensor with every element ``value``."""
+    def full(self, shape, value, dtype=None):
+        """New tensor with every element ``value``; by default of ``value``'s
+        dtype as numpy infers it (bool, int64, float64, a tensor's own)."""
+        if dtype is None:
+            dtype = value.dtype if hasattr(value, "dtype") else np.result_type(value)
         out = self.empty(shape, dtype)
         return out.fill(dtypes.assigned_scalar(value, out.dtype, created=True))
 

@@ -137,7 +137,7 @@ class StreamFunctions:
         """The stream this thread's work goes to (None: the default stream)."""
         return self._current_streams().stream
 
-    def pinned_empty(self, shape, dtype=np.float32):
+    def pinned_empty(self, shape, dtype=np.float64):
         """An uninitialised host array that asynchronous copies can read and write
         without staging (page-locked memory on the GPU factory)."""
         shape, dtype = shapes.as_shape(shape), dtypes.as_dtype(dtype)

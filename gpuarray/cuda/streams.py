@@ -134,7 +134,7 @@ class GPUStreamFunctions(StreamFunctions):
         (where ``_using_stream(None)`` means the default one)."""
         return contextlib.nullcontext() if stream_ is None else self._using_stream(stream_)
 
-    def pinned_empty(self, shape, dtype=np.float32):
+    def pinned_empty(self, shape, dtype=np.float64):
         """An uninitialised page-locked host array: asynchronous copies from and
         to it run without staging, while the host goes on."""
         shape, dtype = shapes.as_shape(shape), dtypes.as_dtype(dtype)
