@@ -75,7 +75,7 @@ class ElementwiseKernel:
 
     Parameters
     ----------
-    backend : GPU
+    backend : gpuarray.GPU
         The factory whose tensors it runs on.
     in_params, out_params : str
         ``"float32 x, T y"``: ``[type] [name]`` items; one output.

@@ -52,7 +52,7 @@ class UserKernelFunctions:
         identity : str
             The combination's identity (``"0"``).
         name : str
-        reduce_type : dtype, optional
+        reduce_type : numpy.dtype, optional
             The type of ``a`` and ``b`` (default: the output's).
         """
         self._check_cuda("ReductionKernel")

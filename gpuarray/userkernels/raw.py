@@ -29,7 +29,7 @@ class RawKernel:
 
     Parameters
     ----------
-    backend : GPU
+    backend : gpuarray.GPU
     code : str
         CUDA C source.
     name : str
