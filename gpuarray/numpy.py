@@ -31,6 +31,9 @@ _DTYPES = {name: np.dtype(name) for name in (
     "float16", "float32", "float64")}
 _DTYPES["bfloat16"] = bfloat16
 _CONSTANTS = {"e": np.e, "pi": np.pi, "inf": np.inf, "nan": np.nan, "newaxis": None}
+#: the array API's double-underscore names, forwarded to the factory (others
+#: stay the module's own: Python probes __path__, __file__... on modules)
+_NAMESPACE_DUNDERS = frozenset(("__array_api_version__", "__array_namespace_info__"))
 
 
 def default_factory():
@@ -81,7 +84,7 @@ def __getattr__(name):
         return _DTYPES[name]
     if name in _CONSTANTS:
         return _CONSTANTS[name]
-    if name.startswith("__"):
+    if name.startswith("__") and name not in _NAMESPACE_DUNDERS:
         raise AttributeError(name)
     try:
         return getattr(default_factory(), name)

@@ -139,6 +139,8 @@ def test_default_dtypes_are_numpys(ng):
     for value in (1, 1.5, True, np.float32(2), np.uint8(3)):
         assert ng.full(3, value).dtype == np.full(3, value).dtype
     assert ng.full(2, ng.ones((), np.int16)).dtype == np.int16
+    assert ng.full(2, fill_value=7, dtype=np.int8).dtype == np.int8  # numpy's keyword
+    assert ng.full_like(ng.ones(2), fill_value=3).get().tolist() == [3.0, 3.0]
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int8),

@@ -61,3 +61,11 @@ def test_default_factory_choice(fresh_default):
     fresh_default.setattr(gnp, "_DEFAULT", [])
     expected = gpuarray.GPU if gpu_skip_reason() is None else gpuarray.CPU
     assert isinstance(gnp.default_factory(), expected)
+
+
+def test_module_forwards_the_array_api_dunders(fresh_default):
+    fresh_default.setenv("GPUARRAY_DEVICE", "cpu")
+    assert gnp.__array_api_version__ == "2024.12"
+    assert gnp.__array_namespace_info__().devices() == ["cpu"]
+    with pytest.raises(AttributeError):
+        gnp.__not_a_name__

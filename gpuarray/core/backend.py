@@ -80,13 +80,13 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         """New tensor of ones (float64 by default, as numpy's)."""
         return self.full(shape, 1, dtype)
 
-    def full(self, shape, value, dtype=None):
-        """New tensor with every element ``value``; by default of ``value``'s
-        dtype as numpy infers it (bool, int64, float64, a tensor's own)."""
+    def full(self, shape, fill_value, dtype=None):
+        """New tensor with every element ``fill_value``; by default of its dtype
+        as numpy infers it (bool, int64, float64, a tensor's own)."""
         if dtype is None:
-            dtype = value.dtype if hasattr(value, "dtype") else np.result_type(value)
+            dtype = fill_value.dtype if hasattr(fill_value, "dtype") else np.result_type(fill_value)
         out = self.empty(shape, dtype)
-        return out.fill(dtypes.assigned_scalar(value, out.dtype, created=True))
+        return out.fill(dtypes.assigned_scalar(fill_value, out.dtype, created=True))
 
     def empty_like(self, t, dtype=None):
         """Uninitialised tensor of ``t``'s shape (and dtype unless given)."""
@@ -100,9 +100,9 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         """Ones of ``t``'s shape and dtype; ``t`` may be any array_like."""
         return self.full(*_like(t, dtype, 1))
 
-    def full_like(self, t, value, dtype=None):
-        """``value`` in ``t``'s shape and dtype (unless given); ``t`` may be any array_like."""
-        return self.full(*_like(t, dtype, value))
+    def full_like(self, t, fill_value, dtype=None):
+        """``fill_value`` in ``t``'s shape and dtype (unless given); ``t`` may be any array_like."""
+        return self.full(*_like(t, dtype, fill_value))
 
     def array(self, obj, dtype=None):
         """Copy a host array (or anything ``numpy.asarray`` takes) into a new tensor.
