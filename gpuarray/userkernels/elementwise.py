@@ -129,17 +129,22 @@ class ElementwiseKernel:
         gpuarray.cuda.compiler.CompileError
             Code that does not compile (the compiler's message).
         """
+        operands, out = self._operands(args, out)
+        fn, cast, out_dtype = self._function(operands)
+        shape = shapes.broadcast_shapes(*(a.shape for a in cast))
+        node = optree.OpTreeNode(self.backend, "user", cast, (fn,), shape, out_dtype)
+        return self.backend._finish(node, out)
+
+    def _operands(self, args, out):
+        """A call's operands, and ``out``, which CuPy also takes as the last
+        positional argument (TypeError for a wrong count, CuPy's message)."""
         n = len(self.in_params)
         if len(args) == n + 1 and out is None:
             args, out = args[:n], args[n]
         if len(args) != n:
             raise TypeError(f"Wrong number of arguments for {self.name!r}. "
                             f"It must be either {n} or {n + 1} (with outputs), but given {len(args)}.")
-        operands = self.backend.operands(args)
-        fn, cast, out_dtype = self._function(operands)
-        shape = shapes.broadcast_shapes(*(a.shape for a in cast))
-        node = optree.OpTreeNode(self.backend, "user", cast, (fn,), shape, out_dtype)
-        return self.backend._finish(node, out)
+        return self.backend.operands(args), out
 
     def _function(self, operands):
         """The UserFunction for these operands' dtypes, the operands cast to

@@ -98,13 +98,7 @@ class ReductionKernel(ElementwiseKernel):
         gpuarray.cuda.compiler.CompileError
             Code that does not compile (the compiler's message).
         """
-        n = len(self.in_params)
-        if len(args) == n + 1 and out is None:
-            args, out = args[:n], args[n]
-        if len(args) != n:
-            raise TypeError(f"Wrong number of arguments for {self.name!r}. "
-                            f"It must be either {n} or {n + 1} (with outputs), but given {len(args)}.")
-        operands = self.backend.operands(args)
+        operands, out = self._operands(args, out)
         resolved, bound = parsing.bind(self.in_params, [a.operand_type for a in operands])
         out_dtype = parsing.output_dtype(self.out_param, bound)
         reduce_dtype = self.reduce_type or out_dtype
