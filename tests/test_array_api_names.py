@@ -105,3 +105,25 @@ def test_device_and_namespace_info(ng):
     assert info.default_dtypes()["real floating"] == np.float64
     assert set(info.dtypes(kind="integral")) == {f"{s}int{n}" for s in ("", "u") for n in (8, 16, 32, 64)}
     assert "bfloat16" in info.dtypes(kind="real floating")
+
+
+def test_reduction_dtype_correction_and_clip_keywords(ng):
+    host = np.array([200, 100, 7], np.uint8)
+    x = ng.asarray(host)
+    for dtype in (np.uint8, np.int64, np.float32):
+        for name in ("sum", "prod"):
+            got = ng.evaluate(getattr(ng, name)(x, dtype=dtype))
+            want = getattr(np, name)(host, dtype=dtype)
+            assert got.dtype == want.dtype and to_host(got) == want
+    data = np.linspace(0, 1, 7)
+    y = ng.asarray(data)
+    for name in ("var", "std"):
+        np.testing.assert_allclose(to_host(getattr(ng, name)(y, correction=1)),
+                                   getattr(np, name)(data, correction=1), rtol=1e-12)
+        with pytest.raises(ValueError, match="can't be provided simultaneously"):
+            getattr(ng, name)(y, ddof=1, correction=1)
+    np.testing.assert_array_equal(to_host(ng.clip(y, min=0.2, max=0.5)), np.clip(data, min=0.2, max=0.5))
+    np.testing.assert_array_equal(to_host(ng.clip(y, max=0.5)), np.clip(data, max=0.5))
+    np.testing.assert_array_equal(to_host(ng.clip(y, 0.2, None)), np.clip(data, 0.2, None))
+    with pytest.raises(ValueError, match="is forbidden"):
+        ng.clip(y, 0.1, None, max=0.5)

@@ -20,6 +20,10 @@ import numpy as np
 from . import dtypes, ops, optree, shapes
 
 
+#: clip's "bound not passed" (None is a bound left open)
+_UNSET = object()
+
+
 class MathFunctions:
     """Mixin: the public math functions, built on ``self.elementwise``."""
 
@@ -37,9 +41,21 @@ class MathFunctions:
         args = self.operands((condition, x, y))
         return self._finish(optree.elementwise(self, "where", args), out)
 
-    def clip(self, a, a_min, a_max, out=None):
+    def clip(self, a, a_min=_UNSET, a_max=_UNSET, out=None, *, min=None, max=None):  # noqa: A002
         """Limit values to [a_min, a_max]; either bound may be None (both None:
-        a copy, as numpy 2 gives)."""
+        a copy, as numpy 2 gives); ``min``/``max`` are numpy 2's and the array
+        API's names for them.
+
+        Raises
+        ------
+        ValueError
+            ``min`` or ``max`` passed with ``a_min``/``a_max`` (numpy's message).
+        """
+        if (a_min is not _UNSET or a_max is not _UNSET) and (min is not None or max is not None):
+            raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` "
+                             "are provided is forbidden.")
+        a_min = min if a_min is _UNSET else a_min
+        a_max = max if a_max is _UNSET else a_max
         node = self.operand(a)
         dtype = node.dtype
         if a_min is not None and not dtypes.clip_bound_is_void(a_min, dtype, upper=False):
@@ -59,13 +75,16 @@ class MathFunctions:
         return optree.rand(self)
 
     # -- reductions -----------------------------------------------------
-    def _reduction(self, name, a, axis, keepdims, out):
-        a = self.operand(a)
+    def _reduction(self, name, a, axis, keepdims, out, dtype=None):
+        a = self.operand(a if dtype is None else self.astype(a, dtype))
         axes = shapes.reduction_axes(axis, a.ndim)
         if axes:
             node = optree.reduction(self, name, a, axes)
         else:
             node = self._reduce_no_axes(name, a)
+        if dtype is not None and node.dtype != dtypes.as_dtype(dtype):
+            # numpy accumulates in dtype; a wider sum cast back wraps alike
+            node = optree.astype(self, node, dtypes.as_dtype(dtype))
         return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
     def _reduce_no_axes(self, name, a):
@@ -87,13 +106,14 @@ class MathFunctions:
         shape = tuple(d for i, d in enumerate(node.shape) if i not in axes)
         return optree.squeeze(self, node, shape)
 
-    def sum(self, a, axis=None, keepdims=False, out=None):
-        """Sum over ``axis`` (None, an int or a tuple)."""
-        return self._reduction("sum", a, axis, keepdims, out)
+    def sum(self, a, axis=None, keepdims=False, out=None, *, dtype=None):
+        """Sum over ``axis`` (None, an int or a tuple), accumulated in ``dtype``
+        when given (numpy's and the array API's keyword)."""
+        return self._reduction("sum", a, axis, keepdims, out, dtype)
 
-    def prod(self, a, axis=None, keepdims=False, out=None):
-        """Product over ``axis``."""
-        return self._reduction("prod", a, axis, keepdims, out)
+    def prod(self, a, axis=None, keepdims=False, out=None, *, dtype=None):
+        """Product over ``axis``, accumulated in ``dtype`` when given."""
+        return self._reduction("prod", a, axis, keepdims, out, dtype)
 
     def max(self, a, axis=None, keepdims=False, out=None):
         """Maximum over ``axis`` (NaN propagates, as numpy's)."""
@@ -131,16 +151,25 @@ class MathFunctions:
         node = self.divide(total, self._count(a, axis))
         return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
-    def var(self, a, axis=None, keepdims=False, out=None, ddof=0):
-        """Variance over ``axis`` with ``ddof`` delta degrees of freedom."""
+    def var(self, a, axis=None, keepdims=False, out=None, ddof=0, *, correction=None):
+        """Variance over ``axis`` with ``ddof`` delta degrees of freedom
+        (``correction``, the array API's name for it, as numpy 2 takes it).
+
+        Raises
+        ------
+        ValueError
+            Both ``ddof`` and ``correction`` given (numpy's message).
+        """
+        ddof = _correction(ddof, correction)
         a = self._float_operand(a)
         centred = self.subtract(a, self.mean(a, axis, keepdims=True))
         squares = self.sum(self.multiply(centred, centred), axis, keepdims=True)
         node = self.divide(squares, max(self._count(a, axis) - ddof, 0))
         return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
-    def std(self, a, axis=None, keepdims=False, out=None, ddof=0):
-        """Standard deviation over ``axis``."""
+    def std(self, a, axis=None, keepdims=False, out=None, ddof=0, *, correction=None):
+        """Standard deviation over ``axis`` (``ddof`` or ``correction``, as :meth:`var`)."""
+        ddof = _correction(ddof, correction)
         a = self.operand(a)
         node = self.sqrt(self.var(a, axis, keepdims=True, ddof=ddof))
         return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
@@ -182,3 +211,12 @@ for _name in ops.ELEMENTWISE:
 MathFunctions.abs = MathFunctions.absolute
 MathFunctions.true_divide = MathFunctions.divide
 MathFunctions.remainder = MathFunctions.mod
+
+
+def _correction(ddof, correction):
+    """The delta degrees of freedom from numpy's ``ddof`` or the array API's ``correction``."""
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
