@@ -43,6 +43,7 @@ def test_dtype_functions(ng):
     assert ng.isdtype(ng.float32, "real floating") and ng.isdtype(ng.bfloat16, "real floating")
     assert ng.isdtype(ng.uint8, ("bool", "unsigned integer"))
     assert not ng.isdtype(ng.int8, "real floating") and not ng.isdtype(ng.float64, "complex floating")
+    assert ng.isdtype(ng.complex64, "complex floating") and not ng.isdtype(ng.complex64, "real floating")
     assert ng.isdtype(ng.int64, ng.int64) and ng.isdtype(ng.bool, "bool")
     with pytest.raises(ValueError, match="unknown dtype kind"):
         ng.isdtype(ng.int8, "integer")

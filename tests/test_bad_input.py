@@ -217,7 +217,7 @@ CREATION = [
     row("zeros_like-0d", lambda m, a: m.zeros_like(a.s)),
     row("ones_like-empty-dtype", lambda m, a: m.ones_like(a.e, np.int16)),
     row("full-like-view", lambda m, a: m.zeros_like(a.f.T[::2])),
-    row("empty_like-bad-dtype", lambda m, a: m.empty_like(a.f, "c8"), raises(TypeError)),
+    row("empty_like-bad-dtype", lambda m, a: m.empty_like(a.f, "c32"), raises(TypeError)),
     row("zeros_like-list", lambda m, a: m.zeros_like([1.0, 2.0])),
     row("array-ragged", lambda m, a: m.array([[1, 2], [3]]), msg=False),
     row("array-None", lambda m, a: m.array(None), raises(TypeError)),
@@ -367,7 +367,7 @@ OPERATORS = [
     row("equal-None", lambda m, a: a.f == None),  # noqa: E711 - the case under test
     row("not-equal-None", lambda m, a: None != a.i8),  # noqa: E711 - the case under test
     row("plus-str", lambda m, a: a.f + "a", msg=False),
-    row("plus-complex", lambda m, a: a.f * 1j, raises(TypeError)),
+    row("plus-complex", lambda m, a: a.f * 1j),
     # host data is copied to a factory explicitly (ng.array), never implicitly
     row("plus-list", lambda m, a: a.v + [1.0] * 5, raises(TypeError)),
     row("plus-host-array", lambda m, a: a.f + np.ones(4), raises(TypeError, "host numpy arrays")),

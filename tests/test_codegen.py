@@ -40,6 +40,7 @@ def _assignments(ng):
                           getattr(ng, red)(a, axis=1, keepdims=True)))
     x = ng.array(rng.random((8, 64)), dtype=np.float32)
     cases += [(ng.empty((8, 64), np.float32), getattr(ng, name)(x)) for name in FLOAT_UNARY]
+    cases += _complex_assignments(ng, rng)
     i = ng.array(rng.integers(0, 9, (8, 64)), dtype=np.int32)
     for name in ("floor_divide", "mod", "power", "left_shift", "right_shift", "bitwise_xor", "gcd", "lcm"):
         cases.append((ng.empty((8, 64), np.int32), getattr(ng, name)(i, 3)))
@@ -55,6 +56,37 @@ def _assignments(ng):
     cases.append((ng.empty((1, 64), np.int64), ng.argmax(tall, axis=0, keepdims=True)))
     cases.append((ng.empty((1, 64), np.float32), ng.var(tall, axis=0, keepdims=True)))
     cases.append((ng.empty((1 << 16, 64), np.float32), tall - ng.max(tall, axis=0, keepdims=True)))
+    return cases
+
+
+def _complex_unary(dtype):
+    """Unary ops with a complex loop, and their result dtypes."""
+    found = []
+    for name in ops.ELEMENTWISE:
+        if ops.OPS[name].arity == 1:
+            try:
+                found.append((name, ops.resolve(name, (np.dtype(dtype),))[1]))
+            except TypeError:
+                pass
+    return found
+
+
+def _complex_assignments(ng, rng):
+    """complex64/complex128: arithmetic with complex scalars, every complex
+    unary op, reductions (the cluster variant holds two words) and casts."""
+    cases = []
+    for dt in (np.complex64, np.complex128):
+        z = ng.array((rng.random((6, 40)) + 1j * rng.random((6, 40))).astype(dt))
+        w = ng.array((rng.random(40) - 1j).astype(dt))
+        expr = ng.where(z > w, ng.maximum(z, w), ng.minimum(z, w)) / w + 2j * z ** 3 - z ** w
+        cases.append((ng.empty((6, 40), dt), expr + ng.absolute(z) + (z == w) + ng.isnan(z)))
+        for red in ("sum", "prod", "max", "argmin", "any"):
+            cases.append((ng.empty((6, 1), ops.reduction_dtype(red, z.dtype)),
+                          getattr(ng, red)(z, axis=1, keepdims=True)))
+        cases += [(ng.empty((6, 40), result), ng.elementwise(name, z))
+                  for name, result in _complex_unary(dt)]
+        for target in (np.float16, np.bool_, np.int32, np.complex64):
+            cases.append((ng.empty((6, 40), target), ng.astype(z, target)))
     return cases
 
 

@@ -213,3 +213,17 @@ def test_patched_buffer_equals_a_full_pack(fmt):
     want = [later[k] if k in holes else first[k] for k in range(len(fmt))]
     assert log[0][2] == struct.unpack(fmt, struct.pack(fmt, *want))
     assert launcher.packed == struct.pack(fmt, *first)  # the recorded buffer stays as packed
+
+
+def test_complex_constants_fill_two_holes():
+    """A complex scalar is one kernel parameter packed as two doubles: a
+    replay with a new value patches both, as a fresh plan packs them."""
+    ng = RecordingGPU()
+    A, B, C = (ng.empty((16, 24), np.complex64) for _ in range(3))
+    C[:] = A * (2 + 3j) + B * 0.5 - 1j
+    got = _replayed_args(ng, C, A * (-1 + 0.25j) + B * 4 - 2j)
+    want = _fresh_args(ng, C, A * (-1 + 0.25j) + B * 4 - 2j)
+    assert got == want
+    # (-1 + 0.25j), 4 (an int, in a complex loop), 2j: real and imaginary parts
+    assert got[0][7:13] == [-1.0, 0.25, 4.0, 0.0, 0.0, 2.0]
+    assert ng.stats()["kernels_compiled"] == 1

@@ -109,7 +109,7 @@ def test_bad_axis_inside_expression(ng):
 # dtypes
 # --------------------------------------------------------------------------
 
-BAD_DTYPES = [np.complex64, np.complex128, object, "U3", "S2", "datetime64[s]"]
+BAD_DTYPES = [np.complex256, object, "U3", "S2", "datetime64[s]"]
 
 
 @pytest.mark.parametrize("dt", BAD_DTYPES, ids=[str(np.dtype(d)) for d in BAD_DTYPES])
@@ -137,7 +137,7 @@ def test_unsupported_dtype(ng, dt):
 def test_unsupported_python_values(ng):
     A = _t(ng, (3,))
     with pytest.raises(TypeError):
-        A + 1j
+        A + None
     with pytest.raises(TypeError):
         A * "abc"
     with pytest.raises(TypeError):

@@ -112,6 +112,36 @@ class Tensor(Expression):
         return type(self)(self.backend, self.buffer, shape, self.dtype, strides, offset,
                           self._rounding)
 
+    @property
+    def real(self):
+        """The real part: a view of a complex tensor (writes go through), the
+        tensor itself for a real dtype, as numpy's."""
+        return self._part(0) if self.dtype.kind == "c" else self
+
+    @real.setter
+    def real(self, value):
+        self.real[...] = value
+
+    @property
+    def imag(self):
+        """The imaginary part: a view of a complex tensor (writes go through),
+        zeros of the tensor's shape and dtype for a real dtype, as numpy's."""
+        if self.dtype.kind == "c":
+            return self._part(1)
+        return self.backend.zeros(self.shape, self.dtype)
+
+    @imag.setter
+    def imag(self, value):
+        if self.dtype.kind != "c":
+            raise TypeError("array does not have imaginary part to set")
+        self.imag[...] = value
+
+    def _part(self, k):
+        """View of the real (k=0) or imaginary (k=1) parts of a complex tensor."""
+        part = np.dtype(np.float32 if self.dtype == np.complex64 else np.float64)
+        return type(self)(self.backend, self.buffer, self.shape, part, self.strides,
+                          self.offset + k * part.itemsize)
+
     def __getitem__(self, key):
         if _check_index_types(key):
             return self.backend._index_with_array(self, key)

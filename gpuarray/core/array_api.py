@@ -6,25 +6,25 @@ objects and constants as factory attributes (``xp.float32``, ``xp.pi``),
 its names for numpy's functions (``acos``, ``pow``, ``concat``,
 ``bitwise_invert``, ``matrix_transpose``...), the dtype functions
 (``isdtype``, ``can_cast``, ``result_type``, ``finfo``, ``iinfo``), the
-numpy functions ``reshape`` and ``transpose``, the real-valued forms of
-``real``, ``imag``, ``conj`` (the library has no complex dtypes), and
-``__array_namespace_info__()``.  Mixed into both factories through
+numpy functions ``reshape`` and ``transpose``, ``real`` and ``imag`` (views
+of a complex tensor, as numpy's), and ``__array_namespace_info__()``.  Mixed into both factories through
 :class:`gpuarray.core.backend.Backend`.
 """
 import ml_dtypes
 import numpy as np
 
-from . import dtypes, ops
+from . import dtypes, ops, optree
+from .array import Tensor
 from .optree import Expression
 
 #: the dtypes of the namespace, by the standard's names (bfloat16 besides)
 DTYPES = {name: np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64")}
+    "float16", "float32", "float64", "complex64", "complex128")}
 DTYPES["bfloat16"] = dtypes.bfloat16
 #: isdtype's kinds
 _KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
-          "real floating": "f", "complex floating": "", "numeric": "iuf"}
+          "real floating": "f", "complex floating": "c", "numeric": "iufc"}
 
 
 class _Namespace:
@@ -36,6 +36,7 @@ class _Namespace:
     int8, int16, int32, int64 = (DTYPES[f"int{n}"] for n in (8, 16, 32, 64))
     uint8, uint16, uint32, uint64 = (DTYPES[f"uint{n}"] for n in (8, 16, 32, 64))
     float16, float32, float64 = (DTYPES[f"float{n}"] for n in (16, 32, 64))
+    complex64, complex128 = DTYPES["complex64"], DTYPES["complex128"]
     bfloat16 = DTYPES["bfloat16"]
 
     @property
@@ -130,19 +131,20 @@ class ArrayAPIFunctions(_Namespace):
         return self.permute_dims(a, axes)
 
     def real(self, x, /):
-        """The real part: ``x`` itself (the library has no complex dtypes)."""
-        return self.operand(x)
+        """The real part (``numpy.real``): of a complex tensor, a view that
+        writes go through; a real tensor itself; of an expression, lazy."""
+        x = self.operand(x)
+        if isinstance(x, Tensor):
+            return x.real
+        return optree.elementwise(self, "real", (x,))
 
     def imag(self, x, /):
-        """The imaginary part: zeros of ``x``'s shape and dtype."""
+        """The imaginary part (``numpy.imag``): of a complex tensor, a view
+        that writes go through; zeros for a real dtype; of an expression, lazy."""
         x = self.operand(x)
-        return self.zeros(x.shape, x.dtype)
-
-    def conj(self, x, /):
-        """The complex conjugate: ``x`` itself (no complex dtypes)."""
-        return self.operand(x)
-
-    conjugate = conj
+        if isinstance(x, Tensor):
+            return x.imag
+        return optree.elementwise(self, "imag", (x,))
 
     # -- dtypes ---------------------------------------------------------
     def isdtype(self, dtype, kind):
@@ -163,7 +165,7 @@ class ArrayAPIFunctions(_Namespace):
         if isinstance(kind, str):
             if kind not in _KINDS:
                 raise ValueError(f"unknown dtype kind {kind!r}")
-            return dtypes.kind(dtype) in _KINDS[kind] and _KINDS[kind] != ""
+            return dtypes.kind(dtype) in _KINDS[kind]
         return dtype == dtypes.as_dtype(kind)
 
     def can_cast(self, from_, to, /):
@@ -182,7 +184,7 @@ class ArrayAPIFunctions(_Namespace):
         if not arrays_and_dtypes:
             raise ValueError("at least one array or dtype is required")
         types = [a.dtype if isinstance(a, Expression) or isinstance(a, np.ndarray)
-                 else (type(a) if type(a) in (bool, int, float) else dtypes.as_dtype(a))
+                 else (type(a) if type(a) in (bool, int, float, complex) else dtypes.as_dtype(a))
                  for a in arrays_and_dtypes]
         return ops.promote(*types)
 
@@ -220,8 +222,8 @@ class NamespaceInfo:
         return [self._factory.array_api_device]
 
     def default_dtypes(self, *, device=None):
-        """float64, int64 and int64, as numpy's; no complex dtypes (None)."""
-        return {"real floating": np.dtype(np.float64), "complex floating": None,
+        """float64, complex128, int64 and int64, as numpy's."""
+        return {"real floating": np.dtype(np.float64), "complex floating": np.dtype(np.complex128),
                 "integral": np.dtype(np.int64), "indexing": np.dtype(np.int64)}
 
     def dtypes(self, *, device=None, kind=None):

@@ -5,7 +5,8 @@ In: an object with ``backend``, ``shape`` and ``dtype``, ``get()`` (its
 values as a numpy array), ``self[key]`` and ``transpose()`` -- a
 :class:`~gpuarray.core.array.Tensor` or an evaluated-on-demand
 :class:`~gpuarray.core.optree.OpTreeNode`.  Out: numpy's attributes
-(``ndim``, ``size``, ``itemsize``, ``nbytes``, ``T``), ``len``, iteration,
+(``ndim``, ``size``, ``itemsize``, ``nbytes``, ``T``, ``real``, ``imag``,
+``conj``), ``len``, iteration,
 ``item``, ``tolist``, ``bool``/``float``/``int``/``operator.index``,
 ``numpy.asarray`` and ``__array_namespace__``, each with numpy's errors.
 """
@@ -97,6 +98,22 @@ class ArrayLike:
             raise ValueError(f"an array on {self.device} cannot move to {device!r}; "
                              "use the other factory's from_dlpack or asarray")
         return self
+
+    @property
+    def real(self):
+        """The real part: a view of a complex tensor, as numpy's."""
+        return self.backend.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part: a view of a complex tensor, as numpy's."""
+        return self.backend.imag(self)
+
+    def conj(self):
+        """The complex conjugate, lazy (``numpy.conj``)."""
+        return self.backend.conjugate(self)
+
+    conjugate = conj
 
     @property
     def mT(self):  # noqa: N802 - the standard's name

@@ -45,7 +45,7 @@ class CalculusFunctions:
             spacings = list(varargs)
         else:
             raise TypeError("invalid number of arguments")
-        kind = x.dtype if dtypes.is_float(x.dtype) else F64
+        kind = x.dtype if dtypes.is_inexact(x.dtype) else F64
         results = tuple(self._gradient_along(x, a, s, edge_order, kind)
                         for a, s in zip(axes, spacings))
         return results[0] if len(results) == 1 else results

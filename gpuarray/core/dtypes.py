@@ -8,7 +8,11 @@ type, the C type its arithmetic runs in, and numpy's promotion result.
 float16 and bfloat16 are *storage* formats: arithmetic on them runs in
 float32 and is rounded when the result is stored.  bfloat16 comes from the
 ``ml_dtypes`` package, which also teaches numpy to convert and promote it.
+complex64 and complex128 are the prelude's ``ga_complex<float>`` and
+``ga_complex<double>`` (a real and an imaginary part, numpy's layout).
 """
+import warnings
+
 import numpy as np
 import ml_dtypes
 
@@ -29,6 +33,8 @@ _C_TYPES = {
     np.dtype(np.int64): ("long long", "long long"),
     np.dtype(np.uint64): ("unsigned long long", "unsigned long long"),
     np.dtype(np.bool_): ("bool", "bool"),
+    np.dtype(np.complex64): ("ga_complex64", "ga_complex64"),
+    np.dtype(np.complex128): ("ga_complex128", "ga_complex128"),
 }
 
 SUPPORTED = tuple(_C_TYPES)
@@ -50,7 +56,7 @@ def as_dtype(dtype):
     ------
     TypeError
         If numpy does not understand ``dtype`` or gpuarray does not store it
-        (complex, object, strings, datetimes...).
+        (object, strings, datetimes...).
     """
     try:
         dt = np.dtype(dtype)
@@ -85,6 +91,16 @@ def is_float(dtype):
     return dt == bfloat16 or dt.kind == "f"
 
 
+def is_inexact(dtype):
+    """True for the floating and complex dtypes (numpy's ``inexact``)."""
+    return is_float(dtype) or np.dtype(dtype).kind == "c"
+
+
+def is_complex(dtype):
+    """True for complex64 and complex128."""
+    return np.dtype(dtype).kind == "c"
+
+
 def kind(dtype):
     """numpy's kind letter, with bfloat16 counted as a float ('f')."""
     return "f" if is_float(dtype) else np.dtype(dtype).kind
@@ -93,11 +109,12 @@ def kind(dtype):
 def can_cast_same_kind(src, dst):
     """numpy's 'same_kind' casting rule, bfloat16 included as a float.
 
-    Kinds are ordered bool < unsigned < signed < float: a cast may move up
-    the order or stay within a kind (any size), never down (int16 to uint8
-    is refused, as numpy's ``np.can_cast(int16, uint8, 'same_kind')``).
+    Kinds are ordered bool < unsigned < signed < float < complex: a cast
+    may move up the order or stay within a kind (any size), never down
+    (int16 to uint8 is refused, as numpy's ``np.can_cast(int16, uint8,
+    'same_kind')``, and so is complex to float).
     """
-    order = "buif"
+    order = "buifc"
     return order.index(kind(src)) <= order.index(kind(dst))
 
 
@@ -117,8 +134,11 @@ def scalar_c_type(value):
     Decided by the scalar's type, never its value, so that a recorded
     program replays for any value: a Python int always travels as a
     ``long long`` (a uint64 above 2**63 as its two's-complement bit pattern,
-    which C converts back when it meets an unsigned operand).
+    which C converts back when it meets an unsigned operand), a complex
+    one as a ``ga_complex128``.
     """
+    if isinstance(value, (complex, np.complexfloating)):
+        return "ga_complex128"
     if isinstance(value, (bool, np.bool_)):
         return "bool"
     if isinstance(value, np.unsignedinteger):
@@ -130,6 +150,8 @@ def scalar_c_type(value):
 
 def scalar_arg_type(ctype):
     """C type a scalar is passed as when it feeds arithmetic in ``ctype``."""
+    if ctype.startswith("ga_complex"):
+        return "ga_complex128"
     if ctype in ("float", "double"):
         return "double"
     if ctype.startswith("unsigned"):
@@ -138,8 +160,9 @@ def scalar_arg_type(ctype):
 
 
 def check_scalar(value):
-    """Reject scalars gpuarray cannot put into an expression (complex, str...)."""
-    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+    """Reject scalars gpuarray cannot put into an expression (str, None...)."""
+    if isinstance(value, (bool, int, float, complex, np.bool_, np.integer, np.floating,
+                          np.complexfloating)):
         return value
     raise TypeError(f"unsupported scalar operand {value!r} of type {type(value).__name__}")
 
@@ -165,7 +188,7 @@ def check_weak_int(value, loop_dtype):
     OverflowError
         When ``value`` does not convert.
     """
-    if is_float(loop_dtype):
+    if is_float(loop_dtype) or is_complex(loop_dtype):
         float(value)
     elif loop_dtype.kind == "b":
         np.int64(value)
@@ -197,6 +220,8 @@ def assigned_scalar(value, dtype, created=False):
     int64's range).
     """
     value = _parsed(value, np.dtype(dtype), created)
+    if isinstance(value, (complex, np.complexfloating)) and not is_complex(dtype):
+        value = discard_imaginary(value)
     if not isinstance(value, int) or isinstance(value, bool):
         return value
     if is_float(dtype):
@@ -209,11 +234,31 @@ def assigned_scalar(value, dtype, created=False):
     return value
 
 
+def discard_imaginary(value):
+    """The real part of a complex scalar stored into a real dtype, as numpy takes it.
+
+    numpy refuses a Python complex (``float()``'s TypeError) and takes the
+    real part of a numpy complex scalar with a ``ComplexWarning``.
+    """
+    if not isinstance(value, np.complexfloating):
+        float(value)
+    warn_complex_cast()
+    return value.real
+
+
+def warn_complex_cast():
+    """numpy's warning for a complex to real cast."""
+    warnings.warn("Casting complex values to real discards the imaginary part",
+                  np.exceptions.ComplexWarning, stacklevel=3)
+
+
 def _parsed(value, dtype, created):
     """None, a string, or a float bound for an integer dtype, converted as numpy does."""
     if value is None or isinstance(value, (str, bytes)):
         if dtype.kind == "b":
             return bool(value)
+        if dtype.kind == "c":
+            return complex("nan") if value is None else complex(value)
         if is_float(dtype):
             return float("nan") if value is None else float(value)
         return int(value)

@@ -163,7 +163,11 @@ class MathFunctions:
         ddof = _correction(ddof, correction)
         a = self._float_operand(a)
         centred = self.subtract(a, self.mean(a, axis, keepdims=True))
-        squares = self.sum(self.multiply(centred, centred), axis, keepdims=True)
+        if dtypes.is_complex(a.dtype):  # |z|^2, real as numpy's
+            magnitude = self.add(self.square(self.real(centred)), self.square(self.imag(centred)))
+        else:
+            magnitude = self.multiply(centred, centred)
+        squares = self.sum(magnitude, axis, keepdims=True)
         node = self.divide(squares, max(self._count(a, axis) - ddof, 0))
         return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
 
@@ -182,7 +186,7 @@ class MathFunctions:
 
     def _float_operand(self, a):
         a = self.operand(a)
-        return a if dtypes.is_float(a.dtype) else self.astype(a, np.float64)
+        return a if dtypes.is_inexact(a.dtype) else self.astype(a, np.float64)
 
     @staticmethod
     def _count(a, axis):
@@ -206,9 +210,12 @@ def _add_elementwise(name):
 
 
 for _name in ops.ELEMENTWISE:
-    _add_elementwise(_name)
+    # real and imag of a tensor are views (array_api.py); conjugate is built here
+    if _name not in ("real", "imag"):
+        _add_elementwise(_name)
 
 MathFunctions.abs = MathFunctions.absolute
+MathFunctions.conj = MathFunctions.conjugate
 MathFunctions.true_divide = MathFunctions.divide
 MathFunctions.remainder = MathFunctions.mod
 

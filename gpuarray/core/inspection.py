@@ -7,8 +7,7 @@ In: tensors, op-trees, array_likes, shapes or dtypes.  Out: Python values
 (ints, tuples, bools, dtypes), as numpy's; nothing is evaluated or copied.
 Two tensors share memory when they view overlapping bytes of one buffer
 (the byte spans their strides reach; as ``may_share_memory``, a
-conservative answer).  The library has no complex dtypes: ``isrealobj``
-is true of its arrays.  Mixed into both factories through
+conservative answer).  Mixed into both factories through
 :class:`gpuarray.core.manipulation.ManipulationFunctions`.
 """
 import numpy as np
@@ -42,8 +41,10 @@ class InspectionFunctions:
         return not isinstance(element, Expression) and bool(np.isscalar(element))
 
     def iscomplexobj(self, x):
-        """Whether ``x`` has a complex dtype: never for this library's arrays."""
-        return False if isinstance(x, Expression) else bool(np.iscomplexobj(x))
+        """Whether ``x`` has a complex dtype (``numpy.iscomplexobj``)."""
+        if isinstance(x, Expression):
+            return x.dtype.kind == "c"
+        return bool(np.iscomplexobj(x))
 
     def isrealobj(self, x):
         """Whether ``x`` has no complex dtype (``numpy.isrealobj``)."""

@@ -120,7 +120,7 @@ class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFun
 
     def _all_equal(self, x, y, equal_nan):
         same = self.equal(x, y)
-        if equal_nan and dtypes.is_float(x.dtype) and dtypes.is_float(y.dtype):
+        if equal_nan and dtypes.is_inexact(x.dtype) and dtypes.is_inexact(y.dtype):
             same = self.logical_or(same, self.logical_and(self.isnan(x), self.isnan(y)))
         if 0 in tuple(same.shape):
             return True

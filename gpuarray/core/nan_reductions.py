@@ -71,7 +71,7 @@ class NanReductionFunctions:
             Lazy; NaN for an all-NaN slice, float64 for integer input.
         """
         x = self.operand(a)
-        if not dtypes.is_float(x.dtype):
+        if not dtypes.is_inexact(x.dtype):
             return self.mean(x, axis, keepdims, out)
         total, count = self.sum(self._nan_to(x, 0), axis, keepdims=True), self._not_nan_count(x, axis)
         return self._reduced(self.astype(total / count, x.dtype), x, axis, keepdims, out)
@@ -93,7 +93,7 @@ class NanReductionFunctions:
             degrees of freedom; integer input gives ``var``'s result.
         """
         x = self.operand(a)
-        if not dtypes.is_float(x.dtype):
+        if not dtypes.is_inexact(x.dtype):
             return self.var(x, axis, keepdims, out, ddof)
         return self._reduced(self._nan_variance(x, axis, ddof), x, axis, keepdims, out)
 
@@ -103,7 +103,7 @@ class NanReductionFunctions:
         Parameters, result and errors as :meth:`nanvar`'s (its square root).
         """
         x = self.operand(a)
-        if not dtypes.is_float(x.dtype):
+        if not dtypes.is_inexact(x.dtype):
             return self.std(x, axis, keepdims, out, ddof)
         node = self.sqrt(self._nan_variance(x, axis, ddof))
         return self._reduced(node, x, axis, keepdims, out)
@@ -186,7 +186,7 @@ class NanReductionFunctions:
     def _nan_to(self, a, value):
         """``a`` with NaN replaced by ``value`` (lazy); non-floats hold no NaN."""
         x = self.operand(a)
-        if not dtypes.is_float(x.dtype):
+        if not dtypes.is_inexact(x.dtype):
             return x
         return self.where(self.isnan(x), value, x)
 
@@ -212,7 +212,7 @@ class NanReductionFunctions:
         if any(x.shape[i] == 0 for i in axes):
             what = "fmax" if name == "max" else "fmin"
             raise ValueError(f"zero-size array to reduction operation {what} which has no identity")
-        if not dtypes.is_float(x.dtype):
+        if not dtypes.is_inexact(x.dtype):
             return getattr(self, name)(x, axis, keepdims, out)
         missing = self.isnan(x)
         identity = -np.inf if name == "max" else np.inf
@@ -223,7 +223,7 @@ class NanReductionFunctions:
     def _nan_arg(self, name, identity, a, axis, keepdims, out):
         """nanargmax / nanargmin: numpy's replacement of NaN, and its error."""
         x = self.operand(a)
-        if not dtypes.is_float(x.dtype):
+        if not dtypes.is_inexact(x.dtype):
             return getattr(self, name)(x, axis, keepdims, out)
         missing = self.isnan(x)
         node = getattr(self, name)(self.where(missing, identity, x), axis, keepdims)

@@ -91,6 +91,7 @@ _UFUNC_OPS = {
     "logical_not": np.logical_not, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "invert": np.invert,
     "left_shift": np.left_shift, "right_shift": np.right_shift, "gcd": np.gcd, "lcm": np.lcm,
+    "conjugate": np.conjugate,
 }
 
 #: functions numpy lacks: (type resolution borrowed from, implementation)
@@ -100,7 +101,14 @@ _CUSTOM_OPS = {
     "erfc": (np.sqrt, _special(_erfc)),
     "sigmoid": (np.sqrt, _sigmoid),
     "relu": (np.maximum, _relu),
+    # complex -> its real dtype, a real dtype kept: absolute's resolution
+    "real": (np.absolute, np.real),
+    "imag": (np.absolute, np.imag),
 }
+
+#: ops with a complex loop in numpy's resolution but none here: relu (an
+#: order-based clamp), and erf/erfc (no complex definition in the prelude)
+_REAL_ONLY = frozenset({"relu", "erf", "erfc"})
 
 #: reductions: (numpy implementation taking axis= and keepdims=)
 _REDUCTIONS = {
@@ -166,6 +174,9 @@ def resolve(name, operand_types):
     if spec.ufunc.nin != spec.arity:
         # relu resolves as maximum(x, x): it keeps the input dtype
         types = types * spec.ufunc.nin
+    if name in _REAL_ONLY and any(np.dtype(t).kind == "c" for t in types):
+        raise TypeError(f"ufunc '{name}' not supported for the input types: "
+                        "gpuarray defines it for real numbers only")
     try:
         loop = spec.ufunc.resolve_dtypes(types + (None,))[-spec.arity - 1:]
     except np.exceptions.DTypePromotionError as err:
@@ -181,7 +192,7 @@ def promote(*operand_types):
     result = operand_types[0]
     for t in operand_types[1:]:
         if isinstance(result, type) and isinstance(t, type):  # two weak scalars
-            result = float if float in (result, t) else int
+            result = next(k for k in (complex, float, int) if k in (result, t))
         else:  # add's promotion is numpy's result_type (bool + bool stays bool)
             result = resolve("add", (result, t))[1]
     return np.dtype(result)

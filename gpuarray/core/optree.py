@@ -404,7 +404,9 @@ def reduction(backend, name, arg, axes):
 
 
 def astype(backend, arg, dtype):
-    """Build a cast node."""
+    """Build a cast node (complex to real keeps the real part, with numpy's warning)."""
+    if arg.dtype.kind == "c" and dtype.kind != "c":
+        dtypes.warn_complex_cast()
     return OpTreeNode(backend, "astype", (arg,), (dtype,), arg.shape, dtype)
 
 

@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, optree
 from .array import Tensor
 
 
@@ -43,7 +43,10 @@ class RoundingFunctions:
         decimals = operator.index(decimals)
         if x.dtype.kind == "b":
             raise TypeError("ufunc 'rint' not supported for the input types")
-        if not dtypes.is_float(x.dtype):
+        if dtypes.is_complex(x.dtype):  # each part, as numpy's
+            node = self._from_parts([self.around(optree.elementwise(self, part, (x,)), decimals)
+                                     for part in ("real", "imag")], x.dtype)
+        elif not dtypes.is_float(x.dtype):
             node = x if decimals >= 0 else self._round_integers(x, 10 ** -decimals)
         else:
             # each step rounded to the dtype, as numpy's loops (16-bit floats
@@ -65,7 +68,7 @@ class RoundingFunctions:
     def fix(self, x, out=None):
         """Round toward zero, as ``numpy.fix`` (integers unchanged)."""
         value = self.operand(x)
-        node = self.trunc(value) if dtypes.is_float(value.dtype) else value
+        node = self.trunc(value) if dtypes.is_inexact(value.dtype) else value
         return self._finish(self.astype(node, value.dtype), out)
 
     def nan_to_num(self, x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -88,20 +91,37 @@ class RoundingFunctions:
         """
         value = self.operand(x)
         node = value
-        if dtypes.is_float(value.dtype):
-            info = np.finfo(value.dtype)
-            high = float(info.max) if posinf is None else posinf
-            low = float(info.min) if neginf is None else neginf
-            node = self.where(self.isnan(value), nan, value)
-            node = self.where(self.logical_and(self.isinf(value), value > 0), high, node)
-            node = self.where(self.logical_and(self.isinf(value), value < 0), low, node)
-            node = self.astype(node, value.dtype)
+        if dtypes.is_complex(value.dtype):  # each part, as numpy's
+            node = self._from_parts([self._finite(optree.elementwise(self, part, (value,)), nan,
+                                                  posinf, neginf)
+                                     for part in ("real", "imag")], value.dtype)
+        elif dtypes.is_float(value.dtype):
+            node = self._finite(value, nan, posinf, neginf)
         if copy:
             return node
         if not isinstance(value, Tensor):
             raise TypeError("nan_to_num(copy=False) writes into a tensor")
         self.assign(value, node)
         return value
+
+    def _from_parts(self, parts, dtype):
+        """A complex tensor from its real and imaginary parts (expressions),
+        written into its part views: building it as ``re + im * 1j`` would
+        turn an infinite part into NaN (``inf * 1j`` is ``nan + infj``)."""
+        result = self.empty(parts[0].shape, dtype)
+        result.real[...] = parts[0]
+        result.imag[...] = parts[1]
+        return result
+
+    def _finite(self, value, nan, posinf, neginf):
+        """Real float ``value`` with NaN and the infinities replaced (nan_to_num)."""
+        info = np.finfo(value.dtype)
+        high = float(info.max) if posinf is None else posinf
+        low = float(info.min) if neginf is None else neginf
+        node = self.where(self.isnan(value), nan, value)
+        node = self.where(self.logical_and(self.isinf(value), value > 0), high, node)
+        node = self.where(self.logical_and(self.isinf(value), value < 0), low, node)
+        return self.astype(node, value.dtype)
 
     def _round_integers(self, x, scale):
         """Integers to multiples of ``scale``, half to even (numpy's)."""

@@ -17,14 +17,14 @@ from . import dtypes
 _COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
                 "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
 _WEAK = {int: (int, np.dtype(np.int64)), float: (float, np.dtype(np.float64)),
-         bool: (None, np.dtype(np.bool_))}
+         complex: (complex, np.dtype(np.complex128)), bool: (None, np.dtype(np.bool_))}
 
 
 class Scalar:
     """A scalar operand.  Python scalars are weakly typed (numpy 2, NEP 50).
 
     ``dtype`` is the dtype the value has on its own; ``weak_type`` is the
-    Python type (``bool``, ``int``, ``float``) for weak scalars, else None.
+    Python type (``int``, ``float``, ``complex``) for weak scalars, else None.
     """
 
     __slots__ = ("value", "dtype", "weak_type", "operand_type", "sig")
@@ -42,8 +42,9 @@ class Scalar:
             dtypes.check_scalar(value)
             if isinstance(value, np.generic):
                 self.dtype, self.weak_type = dtypes.as_dtype(value.dtype), None
-            else:  # a subclass of int or float
-                self.weak_type, self.dtype = _WEAK[float if isinstance(value, float) else int]
+            else:  # a subclass of int, float or complex
+                self.weak_type, self.dtype = _WEAK[next(
+                    t for t in (complex, float, int) if isinstance(value, t))]
         self.value = value
         #: what numpy's type resolution sees for this operand
         self.operand_type = self.weak_type or self.dtype
@@ -91,7 +92,7 @@ def check_scalars(name, args, loop):
 def _convertible(loop_dtype):
     """Range of Python ints :func:`dtypes.check_weak_int` passes for ``loop_dtype``
     (a float loop: all below float64's overflow), so most scalars skip it."""
-    if dtypes.is_float(loop_dtype):
+    if dtypes.is_float(loop_dtype) or loop_dtype.kind == "c":
         return -2**1023, 2**1023
     if loop_dtype.kind == "b":  # converted through int64
         return dtypes.int_bounds(np.dtype(np.int64))

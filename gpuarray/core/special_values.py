@@ -1,14 +1,14 @@
 """numpy's elementwise functions of signs, infinities, NaN and extremes, composed of
 fused operations: ``signbit``, ``isposinf``, ``isneginf``, ``isreal``, ``iscomplex``,
-``fmax``, ``fmin``, ``logaddexp``, ``logaddexp2``.
+``angle``, ``fmax``, ``fmin``, ``logaddexp``, ``logaddexp2``.
 
 In: tensors, op-trees and scalars of one factory and numpy's arguments.
 Out: lazy op-trees, or ``out`` evaluated.  ``signbit`` reads the sign of
 -0.0 and of NaN through ``copysign``; ``fmax``/``fmin`` ignore a NaN where
 the other operand has a number; ``logaddexp`` follows numpy's branches
 (equal operands, infinities included, give ``x + log 2``; otherwise the
-larger plus ``log1p(exp(-|x - y|))``; NaN stays NaN).  The library has no
-complex dtypes, so ``isreal`` is true and ``iscomplex`` false everywhere.
+larger plus ``log1p(exp(-|x - y|))``; NaN stays NaN); ``isreal``,
+``iscomplex`` and ``angle`` read the imaginary and real parts.
 Mixed into both factories through
 :class:`gpuarray.core.manipulation.ManipulationFunctions`.
 """
@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, optree
 
 
 class SpecialValueFunctions:
@@ -25,6 +25,8 @@ class SpecialValueFunctions:
     def signbit(self, x, out=None):
         """Whether the sign bit is set (-0.0 and negative NaN included), as ``numpy.signbit``."""
         value = self.operand(x)
+        if dtypes.is_complex(value.dtype):
+            raise TypeError("ufunc 'signbit' not supported for the input types")
         if dtypes.is_float(value.dtype):
             node = self.less(self.copysign(1.0, value), 0)
         else:
@@ -32,24 +34,49 @@ class SpecialValueFunctions:
         return self._finish(node, out)
 
     def isposinf(self, x, out=None):
-        """Whether each element is +inf (``numpy.isposinf``)."""
-        value = self.operand(x)
+        """Whether each element is +inf (``numpy.isposinf``).
+
+        Raises
+        ------
+        TypeError
+            A complex ``x`` (ambiguous, as numpy says).
+        """
+        value = self._real_operand(x)
         return self._finish(self.logical_and(self.isinf(value), self.greater(value, 0)), out)
 
     def isneginf(self, x, out=None):
-        """Whether each element is -inf (``numpy.isneginf``)."""
-        value = self.operand(x)
+        """Whether each element is -inf (``numpy.isneginf``); complex raises as :meth:`isposinf`."""
+        value = self._real_operand(x)
         return self._finish(self.logical_and(self.isinf(value), self.less(value, 0)), out)
 
-    def isreal(self, x):
-        """True everywhere: the library has no complex dtypes (``numpy.isreal``)."""
+    def _real_operand(self, x):
         value = self.operand(x)
-        return self.ones(value.shape, np.bool_)
+        if dtypes.is_complex(value.dtype):
+            raise TypeError("This operation is not supported for complex values because "
+                            "it would be ambiguous.")
+        return value
+
+    def isreal(self, x):
+        """Whether each imaginary part is 0 (everywhere for a real dtype), as ``numpy.isreal``."""
+        value = self.operand(x)
+        if not dtypes.is_complex(value.dtype):
+            return self.ones(value.shape, np.bool_)
+        return self.equal(optree.elementwise(self, "imag", (value,)), 0)
 
     def iscomplex(self, x):
-        """False everywhere: the library has no complex dtypes (``numpy.iscomplex``)."""
+        """Whether each imaginary part is nonzero (nowhere for a real dtype), as ``numpy.iscomplex``."""
         value = self.operand(x)
-        return self.zeros(value.shape, np.bool_)
+        if not dtypes.is_complex(value.dtype):
+            return self.zeros(value.shape, np.bool_)
+        return self.not_equal(optree.elementwise(self, "imag", (value,)), 0)
+
+    def angle(self, z, deg=False):
+        """The argument of each element, in radians (degrees with ``deg``),
+        as ``numpy.angle``: ``arctan2(imag, real)``, lazy."""
+        value = self.operand(z)
+        node = self.arctan2(optree.elementwise(self, "imag", (value,)),
+                            optree.elementwise(self, "real", (value,)))
+        return self.multiply(node, 180 / np.pi) if deg else node
 
     def fmax(self, x1, x2, out=None):
         """The larger of two, a NaN ignored where the other is a number (``numpy.fmax``)."""
@@ -70,7 +97,7 @@ class SpecialValueFunctions:
     def _nan_ignoring(self, x1, x2, extreme):
         a, b = self.operands((x1, x2))
         node = extreme(a, b)
-        if not (dtypes.is_float(node.dtype)):
+        if not dtypes.is_inexact(node.dtype):
             return node
         return self.where(self.isnan(a), b, self.where(self.isnan(b), a, node))
 

@@ -52,7 +52,7 @@ class StatisticsFunctions:
             count = x.size // max(mean.size, 1)
             return mean, self.full(mean.shape, count, mean.dtype)
         w = self._as_tensor(weights)
-        kind = np.result_type(x.dtype, w.dtype, *(() if dtypes.is_float(x.dtype) else (F64,)))
+        kind = np.result_type(x.dtype, w.dtype, *(() if dtypes.is_inexact(x.dtype) else (F64,)))
         w = self._aligned_weights(x, w, axis)
         total = self.evaluate(self.astype(self.sum(w, axis, keepdims=True), kind))
         if not bool(self.evaluate(self.all(self.not_equal(total, 0), axis=None,

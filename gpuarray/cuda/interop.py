@@ -214,6 +214,7 @@ _DL_CODES = {np.dtype(np.bool_): kDLBool, _BF16: kDLBfloat}
 _DL_CODES.update({np.dtype(f"{kind}{n}"): code for kind, code in
                   (("i", kDLInt), ("u", kDLUInt), ("f", kDLFloat))
                   for n in (1, 2, 4, 8) if (kind, n) != ("f", 1)})
+_DL_CODES.update({np.dtype(np.complex64): kDLComplex, np.dtype(np.complex128): kDLComplex})
 _FROM_DL = {(code, dt.itemsize * 8): dt for dt, code in _DL_CODES.items()}
 
 
@@ -221,7 +222,7 @@ def _dl_dtype_of(dtype):
     """numpy dtype -> one-lane DLDataType."""
     if dtype not in _DL_CODES:
         raise TypeError(f"cannot share dtype {dtype} through DLPack: gpuarray "
-                        "shares bool, integer, float16/32/64 and bfloat16 only")
+                        "shares bool, integer, float16/32/64, bfloat16 and complex64/128 only")
     return DLDataType(_DL_CODES[dtype], dtype.itemsize * 8, 1)
 
 
@@ -230,8 +231,6 @@ def _numpy_dtype_of(dl_dtype):
     code, bits, lanes = dl_dtype.code, dl_dtype.bits, dl_dtype.lanes
     if lanes != 1:
         raise TypeError(f"DLPack vector dtypes ({lanes} lanes) are not supported")
-    if code == kDLComplex:
-        raise TypeError("DLPack complex dtypes are not supported by gpuarray")
     if (code, bits) not in _FROM_DL:
         raise TypeError(f"unsupported DLPack dtype (code={code}, bits={bits})")
     return _FROM_DL[code, bits]

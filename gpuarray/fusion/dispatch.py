@@ -61,13 +61,24 @@ class Dispatcher:
             kernel = self.gpu._kernel(step.program, spec.layout)
             holes = [(0, *sources.pointer(step.out))]
             holes += [(1 + k, *sources.pointer(t)) for k, t in enumerate(step.leaves)]
-            holes += [(spec.first_scalar + k, *sources.scalar(s, t))
-                      for k, (s, t) in enumerate(zip(step.scalars, step.program.scalar_types))]
+            holes += _scalar_holes(spec.first_scalar, step, sources)
             holes.append((spec.call_index, _CALL_SLOT, 0))
             if step.out.buffer is out.buffer:
                 holes.append((spec.call_index + 1, _ROUNDING_SLOT, 0))
             kernels.append(_Launcher(kernel, spec, holes))
         return _Recipe([t.nbytes for t in temps], kernels)
+
+
+def _scalar_holes(position, step, sources):
+    """Holes of a step's scalar arguments, from argument ``position`` on (a
+    complex scalar fills two: its real and imaginary parts)."""
+    holes = []
+    for s, ctype in zip(step.scalars, step.program.scalar_types):
+        slot = sources.scalar_slot(s)
+        for convert in launch.scalar_parts(ctype):
+            holes.append((position, slot, convert))
+            position += 1
+    return holes
 
 
 def _draws_random(out, tree):
@@ -244,6 +255,6 @@ class _Sources:
         slot, source = self.buffers[id(t.buffer)]
         return slot, (t.buffer.ptr + t.offset) - (source.buffer.ptr + source.offset)
 
-    def scalar(self, s, ctype):
-        """(slot, converter) giving scalar ``s`` as a ``ctype`` argument."""
-        return self.scalars[id(s)], launch.scalar_converter(ctype)
+    def scalar_slot(self, s):
+        """The slot holding scalar ``s``'s value."""
+        return self.scalars[id(s)]

@@ -77,7 +77,8 @@ def prepare(step, sms, seed, call, clusters=True, replays=0):
     for k in range(len(operands)):
         args += [s[k] for _, s in outer_dims] + [s[k] for _, s in inner_dims]
     first_scalar = len(args)
-    args += [scalar_arg(s.value, t) for s, t in zip(step.scalars, step.program.scalar_types)]
+    for s, t in zip(step.scalars, step.program.scalar_types):
+        args += [convert(s.value) for convert in scalar_parts(t)]
     args += [replays, seed, call, step.out.rounding or 0, tpr]
     return Launch(layout, args, grid, block, first_scalar)
 
@@ -229,12 +230,16 @@ def _cache_slots(program, budget):
     Reduction kernels are bounded to 128 registers a thread: at most
     ``budget`` of them hold cached values (8-byte values take two).
     """
-    wide_types = ("double", "long long", "unsigned long long")
-    loads = sum(2 if ins.ctype in wide_types else 1
+    loads = sum(_REGISTERS.get(ins.ctype, 1)
                 for ins in program.instrs if ins.op == "load" and ins.level == "elem")
     if not loads or loads > budget:
         return 0
     return 1 << (budget // loads).bit_length() - 1
+
+
+#: 32-bit registers a value of each C type takes (1 unless listed)
+_REGISTERS = {"double": 2, "long long": 2, "unsigned long long": 2, "ga_complex64": 2,
+              "ga_complex128": 4}
 
 
 def _cache_class(slots, needed):
@@ -262,6 +267,22 @@ def scalar_converter(ctype):
     """The one-argument function :func:`scalar_arg` applies for ``ctype``
     (looked up once per recorded launch, not per call)."""
     return _CONVERTERS.get(ctype, _signed_arg)
+
+
+def scalar_parts(ctype):
+    """The converters giving the packed argument values of a ``ctype`` scalar,
+    in order: one, or two for a complex scalar (its real and imaginary parts)."""
+    if ctype == "ga_complex128":
+        return (_real_part, _imaginary_part)
+    return (scalar_converter(ctype),)
+
+
+def _real_part(value):
+    return float(complex(value).real)
+
+
+def _imaginary_part(value):
+    return float(complex(value).imag)
 
 
 def _signed_arg(value):

@@ -9,7 +9,9 @@
 // in a few tens of milliseconds.
 //
 // Layouts: float16 and bfloat16 are stored as 16-bit patterns (ga_half,
-// ga_bf16); every other dtype is its C type.
+// ga_bf16); complex64 and complex128 as ga_complex<float> / <double>, the
+// real part then the imaginary part (numpy's layout); every other dtype is
+// its C type.
 #define GA_D __device__ __forceinline__
 
 struct __align__(2) ga_half { unsigned short bits; };
@@ -316,6 +318,229 @@ template <> GA_D double ga_highest<double>() { return __longlong_as_double(0x7ff
 template <> GA_D bool ga_lowest<bool>() { return false; }
 template <> GA_D bool ga_highest<bool>() { return true; }
 
+// ---- complex numbers ---------------------------------------------------------
+// numpy's complex64/complex128: the real part, then the imaginary part,
+// aligned as one part (a complex64 view may start at any 4-byte boundary).
+// Arithmetic follows numpy's loops: Smith's division, lexicographic
+// ordering, NaN-propagating maximum/minimum, sign z/|z|; the elementary
+// functions use the formulas with the usual branch cuts (Kahan's for the
+// inverse functions), accurate for finite arguments.
+template <class T> struct ga_is_complex { enum { value = 0 }; };
+template <bool B, class T = void> struct ga_enable_if {};
+template <class T> struct ga_enable_if<true, T> { typedef T type; };
+#define GA_IF_REAL(T) class = typename ga_enable_if<!ga_is_complex<T>::value>::type
+
+template <class F> struct ga_complex {
+    F re, im;
+    ga_complex() = default;
+    GA_D ga_complex(F r, F i) : re(r), im(i) {}
+    // a real value of any type: imaginary part 0
+    template <class T, GA_IF_REAL(T)> GA_D ga_complex(T v) : re((F)v), im((F)0) {}
+    template <class G> GA_D explicit ga_complex(ga_complex<G> z) : re((F)z.re), im((F)z.im) {}
+    // to a real type: the real part, as numpy's astype (the host warns)
+    template <class T, GA_IF_REAL(T)> GA_D explicit operator T() const { return (T)re; }
+    GA_D explicit operator bool() const { return re != (F)0 || im != (F)0; }
+};
+template <class F> struct ga_is_complex<ga_complex<F> > { enum { value = 1 }; };
+typedef ga_complex<float> ga_complex64;
+typedef ga_complex<double> ga_complex128;
+#define GA_C ga_complex<F>
+
+template <class F> GA_D GA_C operator+(GA_C a, GA_C b) { return GA_C(a.re + b.re, a.im + b.im); }
+template <class F> GA_D GA_C operator-(GA_C a, GA_C b) { return GA_C(a.re - b.re, a.im - b.im); }
+template <class F> GA_D GA_C operator-(GA_C a) { return GA_C(-a.re, -a.im); }
+template <class F> GA_D GA_C operator*(GA_C a, GA_C b) {
+    return GA_C(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
+template <class F> GA_D GA_C ga_scale(GA_C a, F s) { return GA_C(a.re * s, a.im * s); }
+// Smith's algorithm, as numpy: no overflow from squaring the divisor
+template <class F> GA_D GA_C operator/(GA_C a, GA_C b) {
+    const F abs_re = ga_absolute(b.re), abs_im = ga_absolute(b.im);
+    if (abs_re >= abs_im) {
+        if (abs_re == (F)0 && abs_im == (F)0) return GA_C(a.re / abs_re, a.im / abs_im);
+        const F ratio = b.im / b.re, scale = (F)1 / (b.re + b.im * ratio);
+        return GA_C((a.re + a.im * ratio) * scale, (a.im - a.re * ratio) * scale);
+    }
+    const F ratio = b.re / b.im, scale = (F)1 / (b.im + b.re * ratio);
+    return GA_C((a.re * ratio + a.im) * scale, (a.im * ratio - a.re) * scale);
+}
+template <class F> GA_D bool operator==(GA_C a, GA_C b) { return a.re == b.re && a.im == b.im; }
+template <class F> GA_D bool operator!=(GA_C a, GA_C b) { return !(a == b); }
+// numpy's order: by real part, then imaginary part; false beside a NaN
+template <class F> GA_D bool operator<(GA_C a, GA_C b) {
+    return (a.re < b.re && a.im == a.im && b.im == b.im) || (a.re == b.re && a.im < b.im);
+}
+template <class F> GA_D bool operator<=(GA_C a, GA_C b) {
+    return (a.re < b.re && a.im == a.im && b.im == b.im) || (a.re == b.re && a.im <= b.im);
+}
+template <class F> GA_D bool operator>(GA_C a, GA_C b) { return b < a; }
+template <class F> GA_D bool operator>=(GA_C a, GA_C b) { return b <= a; }
+
+template <class F> GA_D GA_C ga_add(GA_C a, GA_C b) { return a + b; }
+template <class F> GA_D GA_C ga_subtract(GA_C a, GA_C b) { return a - b; }
+template <class F> GA_D GA_C ga_multiply(GA_C a, GA_C b) { return a * b; }
+template <class F> GA_D GA_C ga_divide(GA_C a, GA_C b) { return a / b; }
+template <class F> GA_D GA_C ga_negative(GA_C a) { return -a; }
+template <class F> GA_D GA_C ga_square(GA_C a) { return a * a; }
+template <class F> GA_D GA_C ga_reciprocal(GA_C a) { return GA_C((F)1, (F)0) / a; }
+template <class F> GA_D F ga_absolute(GA_C a) { return ga_hypot(a.re, a.im); }
+template <class F> GA_D bool ga_isnan(GA_C a) { return a.re != a.re || a.im != a.im; }
+template <class F> GA_D bool ga_isinf(GA_C a) { return ga_isinf(a.re) || ga_isinf(a.im); }
+template <class F> GA_D bool ga_isfinite(GA_C a) { return ga_isfinite(a.re) && ga_isfinite(a.im); }
+template <class F> GA_D GA_C ga_maximum(GA_C a, GA_C b) { return (ga_isnan(a) || a >= b) ? a : b; }
+template <class F> GA_D GA_C ga_minimum(GA_C a, GA_C b) { return (ga_isnan(a) || a <= b) ? a : b; }
+template <class F> GA_D GA_C ga_rint(GA_C a) { return GA_C(ga_rint(a.re), ga_rint(a.im)); }
+template <class F> GA_D GA_C ga_conjugate(GA_C a) { return GA_C(a.re, -a.im); }
+template <class F> GA_D F ga_real(GA_C a) { return a.re; }
+template <class F> GA_D F ga_imag(GA_C a) { return a.im; }
+template <class T> GA_D T ga_conjugate(T a) { return a; }
+template <class T> GA_D T ga_real(T a) { return a; }
+template <class T> GA_D T ga_imag(T) { return (T)0; }
+// numpy 2: z / |z|, 0 at 0; infinite parts count as +-1 and the rest as 0
+template <class F> GA_D GA_C ga_sign(GA_C a) {
+    if (ga_isnan(a)) return GA_C(a.re + a.im, a.re + a.im);
+    if (ga_isinf(a)) {
+        a = GA_C(ga_isinf(a.re) ? ga_copysign((F)1, a.re) : (F)0,
+                 ga_isinf(a.im) ? ga_copysign((F)1, a.im) : (F)0);
+    }
+    const F m = ga_absolute(a);
+    return m == (F)0 ? GA_C((F)0, (F)0) : GA_C(a.re / m, a.im / m);
+}
+
+template <class F> GA_D GA_C ga_exp(GA_C a) {
+    if (a.im == (F)0) return GA_C(ga_exp(a.re), a.im);
+    const F e = ga_exp(a.re);
+    return GA_C(e * ga_cos(a.im), e * ga_sin(a.im));
+}
+template <class F> GA_D GA_C ga_log(GA_C a) {
+    return GA_C(ga_log(ga_absolute(a)), ga_arctan2(a.im, a.re));
+}
+template <class F> GA_D GA_C ga_sqrt(GA_C a) {
+    const F x = a.re, y = a.im, inf = (F)(1.0 / 0.0);
+    if (x == (F)0 && y == (F)0) return GA_C((F)0, y);
+    if (ga_isinf(y)) return GA_C(inf, y);
+    if (x != x) return GA_C(x, y - y + x);
+    if (ga_isinf(x)) {
+        if (x > (F)0) return GA_C(x, y != y ? y : ga_copysign((F)0, y));
+        return GA_C(y != y ? y : (F)0, ga_copysign(inf, y));
+    }
+    // |x| + |z| overflows near the top of the range: work on a quarter
+    const F big = (F)(sizeof(F) == 8 ? 0x1p1021 : 0x1p125);
+    const bool scaled = ga_absolute(x) > big || ga_absolute(y) > big;
+    const F sx = scaled ? x * (F)0.25 : x, sy = scaled ? y * (F)0.25 : y;
+    F t = ga_sqrt((ga_absolute(sx) + ga_hypot(sx, sy)) * (F)0.5);
+    F u = sy / (t * (F)2);
+    if (scaled) { t *= (F)2; u *= (F)2; }
+    return x >= (F)0 ? GA_C(t, u) : GA_C(ga_absolute(u), ga_copysign(t, y));
+}
+template <class F> GA_D GA_C ga_rsqrt(GA_C a) { return ga_reciprocal(ga_sqrt(a)); }
+// integer exponents below 100 by repeated squaring, as numpy; else exp(b log a)
+template <class F> GA_D GA_C ga_power(GA_C a, GA_C b) {
+    if (b.re == (F)0 && b.im == (F)0) return GA_C((F)1, (F)0);
+    if (a.re == (F)0 && a.im == (F)0) {
+        if (b.re > (F)0 && b.im == (F)0) return GA_C((F)0, (F)0);
+        const F nan = (F)(0.0 / 0.0);
+        return GA_C(nan, nan);
+    }
+    if (b.im == (F)0 && b.re == ga_trunc(b.re) && ga_absolute(b.re) < (F)100) {
+        long long n = (long long)b.re, m = n < 0 ? -n : n;
+        GA_C r((F)1, (F)0), p = a;
+        while (m) { if (m & 1) r = r * p; p = p * p; m >>= 1; }
+        return n < 0 ? ga_reciprocal(r) : r;
+    }
+    return ga_exp(ga_log(a) * b);
+}
+template <class F> GA_D GA_C ga_exp2(GA_C a) { return ga_exp(ga_scale(a, (F)0.693147180559945309417)); }
+template <class F> GA_D GA_C ga_log2(GA_C a) { return ga_scale(ga_log(a), (F)1.44269504088896340736); }
+template <class F> GA_D GA_C ga_log10(GA_C a) { return ga_scale(ga_log(a), (F)0.434294481903251827651); }
+// exp(z) - 1 without cancellation: cos y - 1 = -2 sin^2(y/2)
+template <class F> GA_D GA_C ga_expm1(GA_C a) {
+    const F s = ga_sin(a.im * (F)0.5);
+    return GA_C(ga_expm1(a.re) * ga_cos(a.im) - (F)2 * s * s, ga_exp(a.re) * ga_sin(a.im));
+}
+// log(1 + z): |1 + z|^2 - 1 = x(2 + x) + y^2 near 0, without cancellation
+template <class F> GA_D GA_C ga_log1p(GA_C a) {
+    const F x = a.re, y = a.im, angle = ga_arctan2(y, x + (F)1);
+    if (ga_absolute(x) < (F)0.5 && ga_absolute(y) < (F)0.5)
+        return GA_C((F)0.5 * ga_log1p(x * ((F)2 + x) + y * y), angle);
+    return GA_C(ga_log(ga_hypot(x + (F)1, y)), angle);
+}
+template <class F> GA_D GA_C ga_sin(GA_C a) {
+    return GA_C(ga_sin(a.re) * ga_cosh(a.im), ga_cos(a.re) * ga_sinh(a.im));
+}
+template <class F> GA_D GA_C ga_cos(GA_C a) {
+    return GA_C(ga_cos(a.re) * ga_cosh(a.im), -(ga_sin(a.re) * ga_sinh(a.im)));
+}
+template <class F> GA_D GA_C ga_sinh(GA_C a) {
+    return GA_C(ga_sinh(a.re) * ga_cos(a.im), ga_cosh(a.re) * ga_sin(a.im));
+}
+template <class F> GA_D GA_C ga_cosh(GA_C a) {
+    return GA_C(ga_cosh(a.re) * ga_cos(a.im), ga_sinh(a.re) * ga_sin(a.im));
+}
+// tanh(x + iy) = (sinh 2x + i sin 2y) / (cosh 2x + cos 2y); +-1 once cosh overflows
+template <class F> GA_D GA_C ga_tanh(GA_C a) {
+    if (ga_absolute(a.re) > (F)(sizeof(F) == 8 ? 354 : 44))
+        return GA_C(ga_copysign((F)1, a.re), ga_copysign((F)0, ga_sin((F)2 * a.im)));
+    const F d = ga_cosh((F)2 * a.re) + ga_cos((F)2 * a.im);
+    return GA_C(ga_sinh((F)2 * a.re) / d, ga_sin((F)2 * a.im) / d);
+}
+// tan z = -i tanh(iz)
+template <class F> GA_D GA_C ga_tan(GA_C a) {
+    const GA_C t = ga_tanh(GA_C(-a.im, a.re));
+    return GA_C(t.im, -t.re);
+}
+// Kahan's formulas ("Branch cuts for complex elementary functions")
+template <class F> GA_D GA_C ga_arcsin(GA_C a) {
+    const GA_C one((F)1, (F)0), p = ga_sqrt(one - a), q = ga_sqrt(one + a);
+    return GA_C(ga_arctan2(a.re, p.re * q.re - p.im * q.im), ga_arcsinh(p.re * q.im - p.im * q.re));
+}
+template <class F> GA_D GA_C ga_arccos(GA_C a) {
+    const GA_C one((F)1, (F)0), p = ga_sqrt(one - a), q = ga_sqrt(one + a);
+    return GA_C((F)2 * ga_arctan2(p.re, q.re), ga_arcsinh(q.re * p.im - q.im * p.re));
+}
+template <class F> GA_D GA_C ga_arccosh(GA_C a) {
+    const GA_C one((F)1, (F)0), p = ga_sqrt(a - one), q = ga_sqrt(a + one);
+    return GA_C(ga_arcsinh(p.re * q.re + p.im * q.im), (F)2 * ga_arctan2(p.im, q.re));
+}
+// arcsinh z = -i arcsin(iz)
+template <class F> GA_D GA_C ga_arcsinh(GA_C a) {
+    const GA_C s = ga_arcsin(GA_C(-a.im, a.re));
+    return GA_C(s.im, -s.re);
+}
+// arctanh z = (log1p(z) - log1p(-z)) / 2, in real arithmetic
+template <class F> GA_D GA_C ga_arctanh(GA_C a) {
+    const F x = a.re, y = a.im, ax = ga_absolute(x);
+    if (ax == (F)1 && y == (F)0) return GA_C(ga_copysign(ga_highest<F>(), x), y);
+    const F d = ((F)1 - ax) * ((F)1 - ax) + y * y;
+    const F re = (F)0.25 * ga_log1p((F)4 * ax / d);
+    const F im = (F)0.5 * ga_arctan2((F)2 * y, ((F)1 - x) * ((F)1 + x) - y * y);
+    return GA_C(ga_copysign(re, x), im);
+}
+// arctan z = -i arctanh(iz)
+template <class F> GA_D GA_C ga_arctan(GA_C a) {
+    const GA_C t = ga_arctanh(GA_C(-a.im, a.re));
+    return GA_C(t.im, -t.re);
+}
+template <class F> GA_D GA_C ga_sigmoid(GA_C a) {
+    return ga_reciprocal(GA_C((F)1, (F)0) + ga_exp(-a));
+}
+template <class F> GA_D GA_C ga_shfl_xor(GA_C v, int m) {
+    return GA_C(ga_shfl_xor(v.re, m), ga_shfl_xor(v.im, m));
+}
+template <> GA_D ga_complex64 ga_lowest<ga_complex64>() {
+    return ga_complex64(ga_lowest<float>(), ga_lowest<float>());
+}
+template <> GA_D ga_complex64 ga_highest<ga_complex64>() {
+    return ga_complex64(ga_highest<float>(), ga_highest<float>());
+}
+template <> GA_D ga_complex128 ga_lowest<ga_complex128>() {
+    return ga_complex128(ga_lowest<double>(), ga_lowest<double>());
+}
+template <> GA_D ga_complex128 ga_highest<ga_complex128>() {
+    return ga_complex128(ga_highest<double>(), ga_highest<double>());
+}
+#undef GA_C
+
 // ---- thread-block clusters (sm_90): barrier and distributed shared memory ----
 GA_D void ga_cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
@@ -323,14 +548,22 @@ GA_D void ga_cluster_sync() {
 GA_D unsigned ga_cluster_rank() { unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r; }
 GA_D unsigned ga_cluster_id() { unsigned r; asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r)); return r; }
 GA_D unsigned ga_cluster_count() { unsigned r; asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r)); return r; }
-// Accumulators travel between blocks as 64-bit words.
-template <class T> union ga_word { T value; unsigned long long bits; };
-template <class T> GA_D unsigned long long ga_to_word(T v) { ga_word<T> w; w.bits = 0; w.value = v; return w.bits; }
-// Read the word in slot `local` of block `rank` of this cluster, as a T.
+// Accumulators travel between blocks as 64-bit words (two for complex128).
+template <class T> struct ga_words { enum { count = (sizeof(T) + 7) / 8 }; };
+template <class T> union ga_word { T value; unsigned long long bits[ga_words<T>::count]; };
+// Write v into the words from `slot` on.
+template <class T> GA_D void ga_put_words(unsigned long long* slot, T v) {
+    ga_word<T> w;
+    for (int k = 0; k < ga_words<T>::count; ++k) w.bits[k] = 0;
+    w.value = v;
+    for (int k = 0; k < ga_words<T>::count; ++k) slot[k] = w.bits[k];
+}
+// Read the words from slot `local` of block `rank` of this cluster, as a T.
 template <class T> GA_D T ga_cluster_read(unsigned long long* local, unsigned rank) {
     unsigned addr = (unsigned)__cvta_generic_to_shared(local), remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
     ga_word<T> w;
-    asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(w.bits) : "r"(remote) : "memory");
+    for (int k = 0; k < ga_words<T>::count; ++k)
+        asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(w.bits[k]) : "r"(remote + 8u * k) : "memory");
     return w.value;
 }

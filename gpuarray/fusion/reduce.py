@@ -60,7 +60,8 @@ class ReductionWriter:
             if ins.op in ("argmax", "argmin"):
                 g.lines.append(f"  __shared__ long long smi{r}[{slots}];")
             if self.lay.cluster:
-                g.lines.append(f"  __shared__ unsigned long long cl{r}[2];")
+                # the value's words (two for complex128), then argmax's index
+                g.lines.append(f"  __shared__ unsigned long long cl{r}[3];")
         if self.lay.columns:
             self.column_prologue()
         elif self.p.mode == "partial":
@@ -207,7 +208,7 @@ class ReductionWriter:
             better = f"ga_arg_better({x}, i, acc{r}, idx{r}, {str(ins.op == 'argmax').lower()})"
             return f"if ({better}) {{ acc{r} = {x}; idx{r} = i; }}"
         if ins.op in ("any", "all"):
-            return f"acc{r} = ga_red_{ins.op}(acc{r}, {x} != 0);"
+            return f"acc{r} = ga_red_{ins.op}(acc{r}, (bool){x});"
         return f"acc{r} = {_combiner(ins.op)}(acc{r}, ({ins.ctype}){x});"
 
     def merge(self, r, value, index):
@@ -274,17 +275,17 @@ class ReductionWriter:
         g = self.g
         g.lines.append("    if (threadIdx.x == 0) {")
         for r in members:
-            g.lines.append(f"      cl{r}[0] = ga_to_word(acc{r});")
+            g.lines.append(f"      ga_put_words(&cl{r}[0], acc{r});")
             if self.is_arg(r):
-                g.lines.append(f"      cl{r}[1] = (unsigned long long)idx{r};")
+                g.lines.append(f"      cl{r}[2] = (unsigned long long)idx{r};")
         g.lines += ["    }", "    ga_cluster_sync();"]
         for r in members:
             g.lines.append(f"    acc{r} = ga_cluster_read<{self.acc_type(r)}>(&cl{r}[0], 0u);")
             if self.is_arg(r):
-                g.lines.append(f"    idx{r} = ga_cluster_read<long long>(&cl{r}[1], 0u);")
+                g.lines.append(f"    idx{r} = ga_cluster_read<long long>(&cl{r}[2], 0u);")
         g.lines.append(f"    for (unsigned rk = 1; rk < {CLUSTER}; ++rk) {{")
         for r in members:
-            index = f"ga_cluster_read<long long>(&cl{r}[1], rk)" if self.is_arg(r) else "0"
+            index = f"ga_cluster_read<long long>(&cl{r}[2], rk)" if self.is_arg(r) else "0"
             value = f"ga_cluster_read<{self.acc_type(r)}>(&cl{r}[0], rk)"
             g.lines.append("      " + self.merge(r, value, index))
         g.lines += ["    }", "    ga_cluster_sync();"]

@@ -19,7 +19,10 @@ from ..core import dtypes, ops
 _IDENTITY = {
     "sum": "0", "prod": "1", "any": "false", "all": "true",
 }
-_FORMAT = {"double": "d", "unsigned long long": "Q", "long long": "q", "bool": "q"}
+#: pycuda format of each scalar argument type; a complex scalar is one C
+#: parameter (a ga_complex128, aligned as a double) packed as two doubles
+_FORMAT = {"double": "d", "unsigned long long": "Q", "long long": "q", "bool": "q",
+           "ga_complex128": "dd"}
 
 
 class KernelWriter:
@@ -154,8 +157,8 @@ def _cast(arg, dtype, ctype):
         return f"ga_round_half((float){arg})"
     if dtype == "bfloat16":
         return f"ga_round_bf16((float){arg})"
-    if dtype == "bool":
-        return f"({arg} != 0)"
+    if dtype == "bool":  # nonzero, complex values included
+        return f"((bool){arg})"
     return f"({ctype}){arg}"
 
 
