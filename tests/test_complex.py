@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from gpuarray.core import ops
+from gpuarray.userkernels import params
 
 from conftest import get_factory
 
@@ -250,6 +251,22 @@ def test_numpy_functions_on_complex(ng, dtype):
     _check(ng.evaluate(abs(t[1:]) + 0j), np.abs(finite) + 0j, dtype)
 
 
+@pytest.mark.parametrize("dtype", COMPLEX, ids=IDS)
+def test_products_conjugate_where_numpy_does(ng, dtype):
+    a, b = _data(dtype, (3, 4), seed=5), _data(dtype, (4, 5), seed=6)
+    ta, tb = ng.array(a), ng.array(b)
+    rtol = 1e-5 if dtype == np.complex64 else 1e-12
+    cases = [(ng.matmul(ta, tb), a @ b), (ng.vdot(ta, ta), np.vdot(a, a)),
+             (ng.vecdot(ta, ta), np.vecdot(a, a)), (ng.einsum("ij,jk->ik", ta, tb), a @ b),
+             (ng.inner(ta, ta), np.inner(a, a)), (ng.outer(ta, tb), np.outer(a, b)),
+             (ng.trace(ta), np.trace(a))]
+    for got, want in cases:
+        got = ng.evaluate(got) if not hasattr(got, "buffer") else got
+        np.testing.assert_allclose(got.get(), want, rtol=rtol)
+    with pytest.raises(TypeError, match="dot supports"):
+        ta @ tb  # the operator takes the GEMM dtypes, as before
+
+
 def test_complex_into_real_is_refused_or_warned(ng):
     t = ng.zeros((3,), np.float32)
     with pytest.raises(TypeError):
@@ -302,3 +319,11 @@ def test_dlpack_with_torch(gpu_ng):
     assert np.array_equal(shared.cpu().numpy(), host)
     back = gpu_ng.from_dlpack(torch.ones(3, dtype=torch.complex128, device="cuda") * 1j)
     assert back.dtype == np.complex128 and np.array_equal(back.get(), np.full(3, 1j))
+
+
+def test_user_kernels_refuse_complex_parameters():
+    with pytest.raises(TypeError, match="complex parameters"):
+        params.parse("complex64 x", "in_params")
+    declared = params.parse("T x, float32 s", "in_params")
+    with pytest.raises(TypeError, match="complex parameters"):
+        params.bind(declared, (np.dtype(np.complex64), float))

@@ -15,8 +15,8 @@ broadcast multiply and sum for the other dtypes -- so ``matmul`` goes
 beyond the ``@`` operator, which takes GEMM dtypes and stacks of three
 dimensions only, to any batch shape numpy broadcasts.  ``kron`` is one
 broadcast multiply copied into the result, ``cross`` three fused
-assignments of 3-vectors.  There are no complex dtypes,
-so ``vecdot`` and ``vdot`` conjugate nothing.  Errors are numpy's, with
+assignments of 3-vectors.  ``vecdot`` and ``vdot`` conjugate their first
+operand, as numpy's (complex dtypes).  Errors are numpy's, with
 its wording (gufunc core and broadcast errors included).  Mixed into both
 factories through :class:`gpuarray.core.manipulation.ManipulationFunctions`.
 """
@@ -115,7 +115,7 @@ class TensorProductFunctions(EinsumFunctions):
 
     def vecdot(self, x1, x2, /, out=None, *, axis=-1):
         """Dot products of vectors along ``axis``, broadcast over the other axes,
-        as ``numpy.vecdot`` (``conj(x1) * x2`` summed; real dtypes only).
+        as ``numpy.vecdot`` (``conj(x1) * x2`` summed).
 
         Parameters
         ----------
@@ -136,6 +136,7 @@ class TensorProductFunctions(EinsumFunctions):
         """
         (a, b), _ = self._promoted(x1, x2)
         _check_core("vecdot", _VECDOT, (a, b), 1)
+        a = self._conjugated(a)
         ia, ib = normalize_axis_index(axis, a.ndim), normalize_axis_index(axis, b.ndim)
         if a.shape[ia] != b.shape[ib]:
             raise _core_mismatch("vecdot", _VECDOT, b.shape[ib], a.shape[ia])
@@ -172,8 +173,8 @@ class TensorProductFunctions(EinsumFunctions):
         return self._contract([(x, xl), (y, yl)], xl[:-1] + yl[:-1])
 
     def vdot(self, a, b, /):
-        """Dot product of the flattened operands, as ``numpy.vdot`` (real dtypes:
-        nothing to conjugate); a lazy 0-d tree.
+        """Dot product of the flattened operands, the first conjugated, as
+        ``numpy.vdot``; a lazy 0-d tree.
 
         Raises
         ------
@@ -183,7 +184,12 @@ class TensorProductFunctions(EinsumFunctions):
         (x, y), _ = self._promoted(a, b)
         if x.size != y.size:
             raise ValueError(f"cannot reshape array of size {y.size} into shape ({x.size},)")
-        return self._contract([(self.ravel(x), ("k",)), (self.ravel(y), ("k",))], ())
+        x = self._conjugated(self.ravel(x))
+        return self._contract([(x, ("k",)), (self.ravel(y), ("k",))], ())
+
+    def _conjugated(self, x):
+        """``x`` conjugated where it is complex (lazy), else ``x`` itself."""
+        return self.conjugate(x) if x.dtype.kind == "c" else x
 
     def kron(self, a, b):
         """Kronecker product, as ``numpy.kron``: blocks of ``b`` scaled by each

@@ -39,7 +39,7 @@ def parse(text, what):
         An item that is not ``[raw] type name``, a name used twice, or a
         name that is not a C identifier.
     TypeError
-        A numpy dtype this library does not support (complex64...).
+        A numpy dtype this library does not support, or a complex one.
     """
     if not isinstance(text, str):
         raise TypeError(f"{what} must be a string, not {type(text).__name__}")
@@ -62,7 +62,16 @@ def parse(text, what):
 def _param(name, kind, raw):
     if len(kind) == 1 or not _numpy_knows(kind):
         return Param(name, None, kind, raw)  # a placeholder, bound at each call
-    return Param(name, dtypes.as_dtype(kind), "", raw)  # TypeError for complex64 & co
+    return Param(name, _real_dtype(dtypes.as_dtype(kind), name), "", raw)
+
+
+def _real_dtype(dtype, name):
+    """``dtype``, refused when complex: the prelude's ga_complex has no mixed
+    arithmetic with C's numbers, so user code written as for CuPy's
+    complex<T> would not compile."""
+    if dtype.kind == "c":
+        raise TypeError(f"user kernels do not take complex parameters yet ({name}: {dtype})")
+    return dtype
 
 
 def _numpy_knows(kind):
@@ -82,8 +91,8 @@ def bind(params, operand_types):
     Raises
     ------
     TypeError
-        A placeholder bound to two dtypes, one bound by nothing but Python
-        scalars, or an operand that cannot be cast to its parameter's type
+        A placeholder bound to two dtypes or to a complex one, one bound by
+        nothing but Python scalars, or an operand that cannot be cast to its parameter's type
         under numpy's "same_kind" rule.
     """
     bound = {}
@@ -98,6 +107,7 @@ def bind(params, operand_types):
         if dtype is None:
             raise TypeError(f"Cannot determine the type of {p.placeholder} ({p.name}): "
                             "only Python scalars are bound to it")
+        _real_dtype(dtype, p.name)
         if isinstance(t, np.dtype) and not np.can_cast(t, dtype, "same_kind"):
             raise TypeError(f"Cannot cast {p.name} from {t} to {dtype} with casting rule "
                             "'same_kind'")
