@@ -20,6 +20,7 @@ from .core.optree import Scalar, operand_type
 from .conv import reference as conv_reference
 from .conv.functions import ConvFunctions
 from .cuda import interop
+from .fft.functions import HostFFTFunctions
 from .gemm.functions import ProductFunctions
 from .rnn.functions import RNNFunctions
 from .userkernels.functions import UserKernelFunctions
@@ -35,7 +36,7 @@ class CPUTensor(Tensor):
 
 
 class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, UserKernelFunctions,
-          Backend):
+          HostFFTFunctions, Backend):
     """Factory of host tensors evaluated with numpy.
 
     Parameters

@@ -40,6 +40,8 @@ from .cuda import compiler, driver, interop, library, stream
 from .cuda.capture import CapturedStep, ReplayCounter
 from .cuda.mempool import DeviceMemoryPool
 from .cuda.streams import GPUStreamFunctions
+from .fft import device as fft_device
+from .fft.functions import FFTFunctions
 from .fusion import dispatch, generate
 from .gemm import catalogue, plan as gemm_plan
 from .gemm.functions import ProductFunctions
@@ -197,7 +199,7 @@ def _check_rounding_capturable(c):
 
 
 class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions,
-          UserKernelFunctions, Backend):
+          UserKernelFunctions, FFTFunctions, Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
     Parameters
@@ -252,6 +254,8 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         self._replays = ReplayCounter(self)
         #: sort, compaction, gathers: CUB and kernels/algorithms_host.cu
         self._algorithms = DeviceAlgorithms(self)
+        #: cuFFT plans (gpuarray.fft.device)
+        self._fft_plans = fft_device.PlanCache()
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
@@ -435,6 +439,11 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
             self._stats["kernels_compiled"] += 1
         self.last_kernel = kernel
         return kernel
+
+    @_device_call
+    def _fft_raw(self, kind, x, axes, s, forward):
+        """The unnormalised transform of ``x`` over ``axes``, by cuFFT (ng.fft)."""
+        return fft_device.transform(self, self._fft_plans, kind, x, axes, s, forward)
 
     @_device_call
     def _load_user_kernel(self, cubin, name):

@@ -28,7 +28,7 @@ _DEFAULT = []
 #: dtype names the module exposes, as numpy's
 _DTYPES = {name: np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64")}
+    "float16", "float32", "float64", "complex64", "complex128")}
 _DTYPES["bfloat16"] = bfloat16
 _CONSTANTS = {"e": np.e, "pi": np.pi, "inf": np.inf, "nan": np.nan, "newaxis": None}
 #: the array API's double-underscore names, forwarded to the factory (others

@@ -29,6 +29,7 @@ ALLOWED = {
     "algorithms": {"core", "cuda", "algorithms"},
     "datasets": {"datasets"},
     "userkernels": {"core", "cuda", "fusion", "userkernels"},
+    "fft": {"core", "cuda", "fft"},
 }
 
 

@@ -12,8 +12,8 @@ integer or boolean arrays, to read (``t[key]``) and to assign (``t[key] =
 value``), and the single-pass scan behind ``cumsum``.  Out: new tensors.
 The shared code (the role modules mixed in here) checks arguments and
 arranges rows and indices; the factory's engine (``self._algorithms``:
-:mod:`.host` on the CPU factory, :mod:`.device` on the GPU) runs the
-primitives.
+:mod:`~gpuarray.algorithms.host` on the CPU factory,
+:mod:`~gpuarray.algorithms.device` on the GPU) runs the primitives.
 """
 from .choosing import ChoosingFunctions
 from .convolving import ConvolvingFunctions
