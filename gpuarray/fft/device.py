@@ -6,10 +6,11 @@ input dtype (complex, or real for r2c), the axes and their extents ``s``
 holding the unnormalised transform, as a view with the axes in their
 original places; :mod:`gpuarray.fft.namespace` scales it.
 
-The transformed axes are moved last and the input copied there
-contiguously (one fused kernel; cuFFT's c2r also overwrites its input, so
-the copy is needed anyway), then one cuFFT execution covers up to three
-axes and every batch.  More axes, or an axis named twice (numpy then
+The transformed axes are moved last; cuFFT reads a contiguous tensor
+where it is, and anything else -- a strided view, an op-tree (the norm's
+scale, a cast), the input of c2r, which cuFFT overwrites -- is first
+copied there contiguously by one fused kernel.  Then one cuFFT execution
+covers up to three axes and every batch.  More axes, or an axis named twice (numpy then
 transforms it twice), run as one execution per axis.  Plans are cached
 per factory by kind, precision, extents and batch (a cuFFT plan is made
 for one size); their work areas come from the factory's pool for each
@@ -19,6 +20,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..core.array import Tensor
 from ..core.shapes import size_of
 from ..cuda import cufft
 
@@ -51,10 +53,15 @@ def transform(gpu, cache, kind, x, axes, s, forward):
     ndim = len(x.shape)
     order = [a for a in range(ndim) if a not in axes] + list(axes)
     moved = gpu.transpose(x, order) if order != list(range(ndim)) else x
-    source = gpu.empty(moved.shape, moved.dtype)
-    source[...] = moved
-    target = source if kind == "c2c" else gpu.empty(_target_shape(kind, moved.shape, s),
-                                                    _target_dtype(kind, moved.dtype))
+    if _readable_in_place(kind, moved):
+        # out of place from the caller's tensor: cuFFT's c2c and r2c leave their input as it was
+        source = moved
+        target = gpu.empty(_target_shape(kind, moved.shape, s), _target_dtype(kind, moved.dtype))
+    else:
+        source = gpu.empty(moved.shape, moved.dtype)
+        source[...] = moved
+        target = source if kind == "c2c" else gpu.empty(_target_shape(kind, moved.shape, s),
+                                                        _target_dtype(kind, moved.dtype))
     batch = size_of(moved.shape[:ndim - len(axes)])
     if batch and source.size and target.size:
         double = moved.dtype in (np.float64, np.complex128)
@@ -87,12 +94,21 @@ def _one_axis_at_a_time(gpu, cache, kind, x, axes, s, forward):
     return x
 
 
+def _readable_in_place(kind, x):
+    """True when cuFFT can read ``x`` where it is: a contiguous tensor, 16-byte
+    aligned, for a transform that does not overwrite its input (c2r does)."""
+    return (kind != "c2r" and isinstance(x, Tensor) and x.is_contiguous
+            and (x.buffer_ptr() + x.offset) % 16 == 0)
+
+
 def _target_shape(kind, shape, s):
     last = s[-1] // 2 + 1 if kind == "r2c" else s[-1]
     return tuple(shape[:-1]) + (last,)
 
 
 def _target_dtype(kind, dtype):
+    if kind == "c2c":
+        return np.dtype(dtype)
     if kind == "r2c":
         return np.dtype(np.complex64 if dtype == np.float32 else np.complex128)
     return np.dtype(np.float32 if dtype == np.complex64 else np.float64)

@@ -126,28 +126,36 @@ class FFT:
     def _c2c(self, a, s, axes, norm, forward, out=None):
         x = self._input(a)
         s, axes = _shape_and_axes(x, s, axes)
-        complex_dtype = _complex_dtype(x.dtype)
-        x = self._resized(self._xp.astype(x, complex_dtype), s, axes)
-        result = self._xp._fft_raw("c2c", x, axes, s, forward)
-        return self._finish(self._scaled(result, s, norm, forward), out)
+        x = self._prepared(x, _complex_dtype(x.dtype), s, axes, norm, forward)
+        return self._finish(self._xp._fft_raw("c2c", x, axes, s, forward), out)
 
     def _r2c(self, a, s, axes, norm, out=None):
         x = self._input(a)
         if dtypes.is_complex(x.dtype):
             raise TypeError(f"rfft takes real input, not {x.dtype}")
         s, axes = _shape_and_axes(x, s, axes)
-        real_dtype = _real_dtype(x.dtype)
-        x = self._resized(self._xp.astype(x, real_dtype), s, axes)
-        result = self._xp._fft_raw("r2c", x, axes, s, True)
-        return self._finish(self._scaled(result, s, norm, True), out)
+        x = self._prepared(x, _real_dtype(x.dtype), s, axes, norm, True)
+        return self._finish(self._xp._fft_raw("r2c", x, axes, s, True), out)
 
     def _c2r(self, a, s, axes, norm, out=None):
         x = self._input(a)
         s, axes = _shape_and_axes(x, s, axes, inverse_real=True)
         halved = s[:-1] + [s[-1] // 2 + 1]
-        x = self._resized(self._xp.astype(x, _complex_dtype(x.dtype)), halved, axes)
-        result = self._xp._fft_raw("c2r", x, axes, s, False)
-        return self._finish(self._scaled(result, s, norm, False), out)
+        x = self._prepared(x, _complex_dtype(x.dtype), halved, axes, norm, False, s)
+        return self._finish(self._xp._fft_raw("c2r", x, axes, s, False), out)
+
+    def _prepared(self, x, dtype, extents, axes, norm, forward, s=None):
+        """The transform's input: ``x`` in ``dtype``, cropped or padded to
+        ``extents``, and times the norm's scale (for the extents ``s``) --
+        the transform is linear, so scaling its input is scaling its result,
+        and the scale fuses into the copy the transform makes of its input."""
+        if x.dtype != dtype:
+            x = self._xp.astype(x, dtype)
+        x = self._resized(x, extents, axes)
+        scale = _scale(extents if s is None else s, norm, forward)
+        if scale == 1:
+            return x
+        return self._xp.astype(self._xp.multiply(x, _real_scalar(dtype, scale)), dtype)
 
     def _input(self, a):
         """A tensor or op-tree (kept lazy: it fuses into the transform's input
@@ -166,15 +174,6 @@ class FFT:
         result = self._xp.zeros(tuple(shape), x.dtype)
         region = tuple(slice(0, min(x.shape[a], shape[a])) for a in range(x.ndim))
         result[region] = x[region]
-        return result
-
-    def _scaled(self, result, s, norm, forward):
-        norm = _checked_norm(norm)
-        points = int(np.prod(s))
-        if norm == "ortho":
-            return self._xp.multiply(result, _real_scalar(result, 1 / np.sqrt(points)))
-        if (norm == "forward") == forward:
-            return self._xp.multiply(result, _real_scalar(result, 1 / points))
         return result
 
     def _frequencies(self, k, n, d, dtype):
@@ -208,6 +207,15 @@ def _checked_norm(norm):
     if norm not in _NORMS:
         raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
     return norm
+
+
+def _scale(s, norm, forward):
+    """The factor ``norm`` asks of a transform over extents ``s``."""
+    norm = _checked_norm(norm)
+    points = int(np.prod(s))
+    if norm == "ortho":
+        return 1 / np.sqrt(points)
+    return 1 / points if (norm == "forward") == forward else 1
 
 
 def _swapped(norm):
@@ -248,7 +256,7 @@ def _single(dtype):
     return dtypes.is_low_precision(dtype) or dtype in (np.float32, np.complex64)
 
 
-def _real_scalar(result, value):
-    """``value`` as a numpy scalar of ``result``'s real precision, so that the
-    scale keeps complex64 results complex64."""
-    return np.float32(value) if _single(result.dtype) else np.float64(value)
+def _real_scalar(dtype, value):
+    """``value`` as a numpy scalar of ``dtype``'s real precision, so that the
+    scale keeps single precision single."""
+    return np.float32(value) if _single(dtype) else np.float64(value)

@@ -37,6 +37,21 @@ class Source:
     arg_format: str
 
 
+#: ops that pass a NaN on with its sign bit (moves, not arithmetic)
+_MOVES = frozenset({"load", "scalar", "astype", "where", "negative", "absolute", "real", "imag",
+                    "conjugate"})
+
+
+def keeps_nan_sign(program):
+    """Whether the kernel must keep a float16/bfloat16 NaN's sign through its
+    loads and stores: when its result can show it -- a copy, cast or
+    selection of stored values, or copysign (which ``signbit`` uses).
+    Arithmetic on NaN gives the canonical NaN on the GPU anyway, and the
+    sign-keeping conversions cost fp16 kernels up to 1.7x."""
+    ops_used = {ins.op for ins in program.instrs}
+    return "copysign" in ops_used or ops_used <= _MOVES
+
+
 def generate(program, layout):
     """Generate the CUDA C source of ``program`` for ``layout``."""
     gen = KernelWriter(program, layout)
@@ -53,6 +68,7 @@ def generate(program, layout):
                           for ins in program.instrs
                           if ins.op == "user" or ins.op in ops.USER_REDUCTIONS)
     text = "\n".join([
+        *(["#define GA_KEEP_NAN_SIGN"] if keeps_nan_sign(program) else []),
         '#include "prelude.cuh"',
         *(fn.definition() for fn in users),
         f"typedef {'long long' if layout.wide else 'int'} ga_idx;",

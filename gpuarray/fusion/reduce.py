@@ -145,7 +145,10 @@ class ReductionWriter:
                     f"    for (int c = 0; c < {self.lay.cache}; ++c) {{",
                     f"      const int i = ((int)lane + (c / {vec}) * (int)step) * {vec} + c % {vec};",
                     "      if (!active || i >= L) continue;"]
-        return ["    if (active) for (ga_idx i = lane; i < L; i += step) {"]
+        # unrolled: several independent loads in flight per thread before the
+        # dependent accumulations (a single one leaves HBM waiting)
+        return ["    #pragma unroll 4",
+                "    for (ga_idx i = active ? lane : L; i < L; i += step) {"]
 
     def chunk_loop(self):
         """Opening of a loop over this thread's vector chunks of the row."""
