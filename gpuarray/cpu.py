@@ -34,6 +34,16 @@ class CPUTensor(Tensor):
         return np.ndarray(self.shape, self.dtype, buffer=self.buffer, offset=self.offset,
                           strides=self.strides)
 
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        if copy:
+            raise BufferError("gpuarray exports DLPack without copying")
+        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        return interop.to_dlpack(self.numpy_view().ctypes.data, self.shape, self.strides,
+                                 self.dtype, interop.kDLCPU, 0, self, versioned=versioned)
+
+    def __dlpack_device__(self):
+        return (interop.kDLCPU, 0)
+
 
 class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, UserKernelFunctions,
           HostFFTFunctions, Backend):

@@ -128,3 +128,51 @@ def test_reduction_dtype_correction_and_clip_keywords(ng):
     np.testing.assert_array_equal(to_host(ng.clip(y, 0.2, None)), np.clip(data, 0.2, None))
     with pytest.raises(ValueError, match="is forbidden"):
         ng.clip(y, 0.1, None, max=0.5)
+
+
+def test_device_and_copy_keywords(ng):
+    device = ng.array_api_device
+    for make in (lambda **kw: ng.zeros(2, **kw), lambda **kw: ng.ones((2,), **kw),
+                 lambda **kw: ng.empty(2, **kw), lambda **kw: ng.full(2, 7, **kw),
+                 lambda **kw: ng.arange(3, **kw), lambda **kw: ng.linspace(0, 1, 3, **kw),
+                 lambda **kw: ng.eye(2, **kw), lambda **kw: ng.asarray([1, 2], **kw),
+                 lambda **kw: ng.zeros_like(ng.ones(2), **kw)):
+        assert make(device=device).device == device
+        with pytest.raises(ValueError, match="makes arrays on"):
+            make(device="elsewhere")
+    t = ng.ones(3)
+    assert ng.asarray(t, copy=False) is t and ng.asarray(t) is t
+    copied = ng.asarray(t, copy=True)
+    assert copied is not t and np.array_equal(copied.get(), t.get())
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        ng.asarray([1, 2], copy=False)
+    assert ng.astype(t, np.float64, copy=False) is t and t.astype(np.float64, copy=False) is t
+    assert ng.astype(t, np.float32, copy=False).dtype == np.float32
+    assert ng.zeros(2, dtype=None).dtype == np.float64 and ng.ones(2, dtype=None).dtype == np.float64
+
+
+def test_diff_prepend_append(ng):
+    x = np.array([[1.0, 4, 9], [2, 3, 7]])
+    t = ng.array(x)
+    for kwargs in ({"prepend": 0}, {"append": [[5.0], [6.0]]}, {"axis": 0, "prepend": x[:1]},
+                   {"n": 2, "prepend": -1, "append": 10}):
+        got = ng.evaluate(ng.diff(t, **kwargs)).get()
+        np.testing.assert_array_equal(got, np.diff(x, **kwargs))
+
+
+def test_scalar_conversions_and_dlpack(ng):
+    assert complex(ng.asarray(1.5)) == 1.5 + 0j
+    assert complex(ng.asarray(2 - 1j)) == 2 - 1j
+    t = ng.array(np.arange(4.0))
+    assert t.__dlpack_device__()[0] in (1, 2)
+    if t.__dlpack_device__()[0] == 1:  # host memory: numpy imports it without a copy
+        assert np.array_equal(np.from_dlpack(t), np.arange(4.0))
+    assert ng.result_type(ng.int8, True) == np.int8 and ng.result_type(ng.int8, 1.0) == np.float64
+
+
+def test_finfo_limits_are_python_floats(ng):
+    for dtype in (ng.float16, ng.float32, ng.float64, ng.bfloat16, ng.complex64):
+        info = ng.finfo(dtype)
+        assert all(isinstance(getattr(info, k), float) for k in ("eps", "max", "min", "smallest_normal"))
+        assert isinstance(info.bits, int)
+    assert ng.finfo(ng.complex64).dtype == np.float32 and ng.finfo(ng.complex128).bits == 64

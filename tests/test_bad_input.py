@@ -382,7 +382,7 @@ OPERATORS = [
     row("matmul-misaligned", lambda m, a: a.f @ a.f, msg=False),
     row("matmul-scalar", lambda m, a: a.f @ 2.0),
     row("rmatmul-scalar", lambda m, a: 2.0 @ a.f),
-    row("matmul-int", lambda m, a: a.i @ a.i.T, raises(TypeError)),
+    row("matmul-int", lambda m, a: a.i @ a.i.T),
     row("divmod", lambda m, a: divmod(a.f, 2.0)),
     row("rdivmod", lambda m, a: divmod(7, a.i)),
     row("bool-of-many", lambda m, a: bool(a.f)),

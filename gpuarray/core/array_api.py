@@ -45,6 +45,12 @@ class _Namespace:
         device_id = getattr(self, "device_id", None)
         return "cpu" if device_id is None else f"cuda:{device_id}"
 
+    def _check_device(self, device):
+        """Refuse a ``device=`` argument naming another device than the factory's."""
+        if device is not None and device != self.array_api_device:
+            raise ValueError(f"this factory makes arrays on {self.array_api_device}, not on "
+                             f"{device!r}; use the other factory")
+
 
 class ArrayAPIFunctions(_Namespace):
     """Mixin: the array API's names, dtype functions and inspection."""
@@ -184,15 +190,18 @@ class ArrayAPIFunctions(_Namespace):
         if not arrays_and_dtypes:
             raise ValueError("at least one array or dtype is required")
         types = [a.dtype if isinstance(a, Expression) or isinstance(a, np.ndarray)
-                 else (type(a) if type(a) in (bool, int, float, complex) else dtypes.as_dtype(a))
+                 else (type(a) if type(a) in (int, float, complex)
+                       else dtypes.as_dtype(np.bool_ if type(a) is bool else a))
                  for a in arrays_and_dtypes]
         return ops.promote(*types)
 
     def finfo(self, type, /):  # noqa: A002 - the standard's parameter name
-        """Machine limits of a float dtype (or of an array's): numpy's finfo
-        (ml_dtypes' for bfloat16)."""
+        """Machine limits of a float or complex dtype (or of an array's): numpy's
+        finfo (ml_dtypes' for bfloat16), its limits as Python floats, as the
+        array API asks (numpy gives float32 scalars for float32)."""
         dtype = type.dtype if hasattr(type, "dtype") else dtypes.as_dtype(type)
-        return ml_dtypes.finfo(dtype) if dtype == dtypes.bfloat16 else np.finfo(dtype)
+        info = ml_dtypes.finfo(dtype) if dtype == dtypes.bfloat16 else np.finfo(dtype)
+        return FloatInfo(info)
 
     def iinfo(self, type, /):  # noqa: A002 - the standard's parameter name
         """Machine limits of an integer dtype (or of an array's), numpy's iinfo."""
@@ -201,6 +210,23 @@ class ArrayAPIFunctions(_Namespace):
     def __array_namespace_info__(self):
         """The standard's inspection object: capabilities, devices, dtypes."""
         return NamespaceInfo(self)
+
+
+class FloatInfo:
+    """numpy's finfo with ``eps``, ``max``, ``min``, ``smallest_normal``,
+    ``tiny`` and ``resolution`` as Python floats; other attributes numpy's."""
+
+    _FLOATS = frozenset({"eps", "max", "min", "smallest_normal", "tiny", "resolution", "epsneg"})
+
+    def __init__(self, info):
+        self._info = info
+
+    def __getattr__(self, name):
+        value = getattr(self._info, name)
+        return float(value) if name in self._FLOATS else value
+
+    def __repr__(self):
+        return repr(self._info)
 
 
 class NamespaceInfo:

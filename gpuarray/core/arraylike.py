@@ -7,7 +7,7 @@ values as a numpy array), ``self[key]`` and ``transpose()`` -- a
 :class:`~gpuarray.core.optree.OpTreeNode`.  Out: numpy's attributes
 (``ndim``, ``size``, ``itemsize``, ``nbytes``, ``T``, ``real``, ``imag``,
 ``conj``), ``len``, iteration,
-``item``, ``tolist``, ``bool``/``float``/``int``/``operator.index``,
+``item``, ``tolist``, ``bool``/``float``/``int``/``complex``/``operator.index``,
 ``numpy.asarray`` and ``__array_namespace__``, each with numpy's errors.
 """
 import operator
@@ -151,6 +151,9 @@ class ArrayLike:
 
     def __int__(self):
         return int(self._only_value())
+
+    def __complex__(self):
+        return complex(self._only_value())
 
     def __index__(self):
         if self.ndim or self.dtype.kind not in "iu":

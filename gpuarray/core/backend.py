@@ -65,44 +65,47 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         return dict(self._stats)
 
     # -- creation -------------------------------------------------------
-    def empty(self, shape, dtype=np.float64):
-        """New uninitialised tensor (float64 by default, as numpy's)."""
+    def empty(self, shape, dtype=np.float64, *, device=None):
+        """New uninitialised tensor (float64 by default, as numpy's); ``device``
+        (the array API's) may only name the factory's own."""
+        self._check_device(device)
         shape, dtype = shapes.as_shape(shape), dtypes.as_dtype(dtype)
         buffer = self._allocate(shapes.nbytes_of(shape, dtype.itemsize))
         rounding = True if self.stochastic_round and dtypes.is_low_precision(dtype) else None
         return self.tensor_class(self, buffer, shape, dtype, rounding=rounding)
 
-    def zeros(self, shape, dtype=np.float64):
+    def zeros(self, shape, dtype=np.float64, *, device=None):
         """New tensor of zeros (float64 by default, as numpy's)."""
-        return self.full(shape, 0, dtype)
+        return self.full(shape, 0, np.float64 if dtype is None else dtype, device=device)
 
-    def ones(self, shape, dtype=np.float64):
+    def ones(self, shape, dtype=np.float64, *, device=None):
         """New tensor of ones (float64 by default, as numpy's)."""
-        return self.full(shape, 1, dtype)
+        return self.full(shape, 1, np.float64 if dtype is None else dtype, device=device)
 
-    def full(self, shape, fill_value, dtype=None):
+    def full(self, shape, fill_value, dtype=None, *, device=None):
         """New tensor with every element ``fill_value``; by default of its dtype
         as numpy infers it (bool, int64, float64, a tensor's own)."""
+        self._check_device(device)
         if dtype is None:
             dtype = fill_value.dtype if hasattr(fill_value, "dtype") else np.result_type(fill_value)
         out = self.empty(shape, dtype)
         return out.fill(dtypes.assigned_scalar(fill_value, out.dtype, created=True))
 
-    def empty_like(self, t, dtype=None):
+    def empty_like(self, t, dtype=None, *, device=None):
         """Uninitialised tensor of ``t``'s shape (and dtype unless given)."""
-        return self.empty(*_like(t, dtype))
+        return self.empty(*_like(t, dtype), device=device)
 
-    def zeros_like(self, t, dtype=None):
+    def zeros_like(self, t, dtype=None, *, device=None):
         """Zeros of ``t``'s shape and dtype; ``t`` may be any array_like."""
-        return self.full(*_like(t, dtype, 0))
+        return self.full(*_like(t, dtype, 0), device=device)
 
-    def ones_like(self, t, dtype=None):
+    def ones_like(self, t, dtype=None, *, device=None):
         """Ones of ``t``'s shape and dtype; ``t`` may be any array_like."""
-        return self.full(*_like(t, dtype, 1))
+        return self.full(*_like(t, dtype, 1), device=device)
 
-    def full_like(self, t, fill_value, dtype=None):
+    def full_like(self, t, fill_value, dtype=None, *, device=None):
         """``fill_value`` in ``t``'s shape and dtype (unless given); ``t`` may be any array_like."""
-        return self.full(*_like(t, dtype, fill_value))
+        return self.full(*_like(t, dtype, fill_value), device=device)
 
     def array(self, obj, dtype=None):
         """Copy a host array (or anything ``numpy.asarray`` takes) into a new tensor.

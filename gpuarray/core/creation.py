@@ -24,7 +24,7 @@ class CreationFunctions:
     """Mixin of :class:`gpuarray.core.backend.Backend`: creation and joining."""
 
     # -- creation -------------------------------------------------------
-    def arange(self, start, stop=None, step=None, dtype=None):
+    def arange(self, start, stop=None, step=None, dtype=None, *, device=None):
         """Evenly spaced values in ``[start, stop)``, as ``numpy.arange``.
 
         Parameters
@@ -34,9 +34,10 @@ class CreationFunctions:
         dtype : dtype-like, optional
             Default: int64 for integer arguments, float64 otherwise.
         """
+        self._check_device(device)
         return self.array(np.arange(start, stop, step, dtype=_dtype_or_none(dtype)))
 
-    def linspace(self, start, stop, num=50, endpoint=True, dtype=None):
+    def linspace(self, start, stop, num=50, endpoint=True, dtype=None, *, device=None):
         """``num`` evenly spaced values from ``start`` to ``stop``, as ``numpy.linspace``.
 
         Parameters
@@ -48,9 +49,10 @@ class CreationFunctions:
         dtype : dtype-like, optional
             Default float64.
         """
+        self._check_device(device)
         return self.array(np.linspace(start, stop, num, endpoint, dtype=_dtype_or_none(dtype)))
 
-    def eye(self, N, M=None, k=0, dtype=np.float64):
+    def eye(self, N, M=None, k=0, dtype=np.float64, *, device=None):
         """2-D tensor with ones on diagonal ``k`` and zeros elsewhere, as ``numpy.eye``.
 
         Parameters
@@ -65,7 +67,7 @@ class CreationFunctions:
         rows = operator.index(N)
         cols = rows if M is None else operator.index(M)
         k = operator.index(k)
-        out = self.zeros((rows, cols), dtype)
+        out = self.zeros((rows, cols), dtype, device=device)
         first_row, first_col = max(-k, 0), max(k, 0)
         length = min(rows - first_row, cols - first_col)
         if length > 0:
@@ -78,17 +80,28 @@ class CreationFunctions:
         """Square identity matrix of size ``n`` (float64 unless ``dtype`` is given)."""
         return self.eye(n, dtype=np.float64 if dtype is None else dtype)
 
-    def asarray(self, obj, dtype=None):
+    def asarray(self, obj, dtype=None, *, device=None, copy=None):
         """``obj`` as a tensor of this factory, copying only when needed.
 
         A tensor of this factory with the requested dtype (or none asked)
         is returned as is; an op-tree is evaluated; anything else
         (host arrays, lists, scalars, another factory's tensors) is copied
         in, as :meth:`array` does.
+
+        Parameters
+        ----------
+        device : optional
+            The array API's: only the factory's own device.
+        copy : bool, optional
+            True: always a new tensor; False: never (ValueError where one
+            is needed); None: only when needed.
         """
+        self._check_device(device)
         if isinstance(obj, Tensor) and obj.backend is self:
             if dtype is None or dtypes.as_dtype(dtype) == obj.dtype:
-                return obj
+                return obj.copy() if copy else obj
+        if copy is False:
+            raise ValueError("Unable to avoid copy while creating an array as requested.")
         return self.array(obj, dtype)
 
     # -- joining --------------------------------------------------------

@@ -66,9 +66,14 @@ class MathFunctions:
             node = optree.astype(self, node, dtype)  # a copy, never the input itself
         return self._finish(node, out)
 
-    def astype(self, a, dtype, out=None):
-        """``a`` converted to ``dtype`` (lazy)."""
-        return self._finish(optree.astype(self, self.operand(a), dtypes.as_dtype(dtype)), out)
+    def astype(self, a, dtype, out=None, *, copy=True, device=None):
+        """``a`` converted to ``dtype`` (lazy); with ``copy=False``, ``a``
+        itself where it has that dtype already (the array API's keywords)."""
+        self._check_device(device)
+        value, dtype = self.operand(a), dtypes.as_dtype(dtype)
+        if not copy and out is None and value.dtype == dtype:
+            return value
+        return self._finish(optree.astype(self, value, dtype), out)
 
     def rand(self):
         """Uniform [0, 1) float32 numbers, a fresh one per element, from the seed."""

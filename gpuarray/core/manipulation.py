@@ -54,6 +54,8 @@ from .special_values import SpecialValueFunctions
 from .stacking import StackingFunctions
 from .statistics import StatisticsFunctions
 
+#: diff's prepend/append left out (None is a value numpy would join)
+_NOT_GIVEN = object()
 
 class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFunctions,
                             NanReductionFunctions, PaddingFunctions, RandomFunctions,
@@ -126,8 +128,10 @@ class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFun
             return True
         return bool(self.evaluate(self.all(same, axis=None, keepdims=False)).get())
 
-    def diff(self, a, n=1, axis=-1):
-        """The n-th discrete difference along ``axis``, as ``numpy.diff`` (a lazy tree)."""
+    def diff(self, a, n=1, axis=-1, prepend=_NOT_GIVEN, append=_NOT_GIVEN):
+        """The n-th discrete difference along ``axis``, as ``numpy.diff`` (a lazy
+        tree); ``prepend``/``append`` values (scalars broadcast) are joined to
+        ``a`` along ``axis`` first."""
         x = self.operand(a)
         n = operator.index(n)
         if n < 0:
@@ -135,12 +139,28 @@ class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFun
         if x.ndim == 0:
             raise ValueError("diff requires input that is at least one dimensional")
         axis = shapes.normalize_axis(axis, x.ndim)
+        if prepend is not _NOT_GIVEN or append is not _NOT_GIVEN:
+            x = self._extended(x, axis, prepend, append)
         for _ in range(n):
             if not isinstance(x, Tensor):
                 x = self.evaluate(x)  # slicing needs a tensor; one kernel per order
             head = (slice(None),) * axis
             x = x[head + (slice(1, None),)] - x[head + (slice(None, -1),)]
         return x
+
+    def _extended(self, x, axis, prepend, append):
+        """``x`` with ``prepend`` and ``append`` joined along ``axis`` (numpy's
+        diff: a 0-d value is broadcast to length 1 along it)."""
+        parts = []
+        for value in (prepend, x, append):
+            if value is _NOT_GIVEN:
+                continue
+            part = self._as_tensor(value)
+            if part.ndim == 0:
+                shape = x.shape[:axis] + (1,) + x.shape[axis + 1:]
+                part = self.broadcast_to(part, shape)
+            parts.append(part)
+        return self.concatenate(parts, axis=axis)
 
     def outer(self, a, b):
         """``a.ravel()[:, None] * b.ravel()[None, :]``, as ``numpy.outer`` (a lazy tree)."""

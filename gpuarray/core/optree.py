@@ -101,8 +101,8 @@ class Expression(ArrayLike):
     def __ge__(self, other): return self._binary("greater_equal", other)
     def __divmod__(self, other): return self // other, self % other
     def __rdivmod__(self, other): return self.__rfloordiv__(other), self.__rmod__(other)
-    def __matmul__(self, other): return matmul(self.backend, self, other)
-    def __rmatmul__(self, other): return matmul(self.backend, other, self)
+    def __matmul__(self, other): return self.backend.matmul(self, other)
+    def __rmatmul__(self, other): return self.backend.matmul(other, self)
     def __neg__(self): return self.backend.elementwise("negative", self)
 
     def __pos__(self):
@@ -114,9 +114,10 @@ class Expression(ArrayLike):
     def __abs__(self): return self.backend.elementwise("absolute", self)
     def __invert__(self): return self.backend.elementwise("invert", self)
 
-    def astype(self, dtype):
-        """This expression cast to ``dtype`` (lazy)."""
-        return self.backend.astype(self, dtype)
+    def astype(self, dtype, copy=True):
+        """This expression cast to ``dtype`` (lazy); ``copy=False`` returns it
+        as it is where it has that dtype already."""
+        return self.backend.astype(self, dtype, copy=copy)
 
     def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
         """``ng.argsort`` of this expression."""
@@ -341,40 +342,6 @@ def _binary_node(backend, name, args):
         if exact is not None:
             return elementwise(backend, *exact)
     return OpTreeNode(backend, name, args, (), shape, dtype)
-
-
-def matmul(backend, a, b):
-    """``a @ b``, numpy's matmul, run by ``backend.dot`` (1-D and 2-D operands)
-    or ``backend.batched_dot`` (3-D stacks, batch first; the other operand
-    may be 2-D and shared, or 1-D with its axis dropped, and a stack of one
-    broadcasts).  Dtypes are those ``ng.dot`` takes (TypeError otherwise).
-
-    Raises
-    ------
-    ValueError
-        A 0-d operand (numpy's message), misaligned shapes, stacks beyond 3-D.
-    """
-    a, b = backend.operands((a, b))
-    for k, x in enumerate((a, b)):
-        if x.ndim == 0:
-            raise ValueError(f"matmul: Input operand {k} does not have enough dimensions (has 0, "
-                             "gufunc core with signature (n?,k),(k,m?)->(n?,m?) requires 1)")
-    if a.ndim <= 2 and b.ndim <= 2:
-        return backend.dot(a, b)
-    if a.ndim > 3 or b.ndim > 3:
-        raise ValueError(f"matmul of {a.ndim}-D and {b.ndim}-D operands: gpuarray multiplies "
-                         "stacks of 3 dimensions at most (batched_dot)")
-    # views (a vector as a matrix, one matrix of a stack) need tensors
-    a, b = (backend.evaluate(x) if isinstance(x, OpTreeNode) else x for x in (a, b))
-    if a.ndim == b.ndim == 3 and a.shape[0] != b.shape[0] and 1 in (a.shape[0], b.shape[0]):
-        a, b = (x[0] if x.shape[0] == 1 else x for x in (a, b))
-    if a.ndim == 1:
-        node = backend.batched_dot(a.reshape(1, a.shape[0]), b)
-        return squeeze(backend, node, node.shape[::2])
-    if b.ndim == 1:
-        node = backend.batched_dot(a, b.reshape(b.shape[0], 1))
-        return squeeze(backend, node, node.shape[:2])
-    return backend.batched_dot(a, b)
 
 
 def _common_shape(args):

@@ -11,9 +11,8 @@ The contractions (matmul, tensordot, vecdot, inner, vdot) label their
 operands' axes and run through :mod:`gpuarray.core.contraction`: a
 batched GEMM through the factory's ``batched_dot``/``dot`` for float16,
 bfloat16 and float32 (16-bit products accumulate in fp32), a fused
-broadcast multiply and sum for the other dtypes -- so ``matmul`` goes
-beyond the ``@`` operator, which takes GEMM dtypes and stacks of three
-dimensions only, to any batch shape numpy broadcasts.  ``kron`` is one
+broadcast multiply and sum for the other dtypes -- so ``matmul`` (and the
+``@`` operator, which calls it) takes any batch shape numpy broadcasts.  ``kron`` is one
 broadcast multiply copied into the result, ``cross`` three fused
 assignments of 3-vectors.  ``vecdot`` and ``vdot`` conjugate their first
 operand, as numpy's (complex dtypes).  Errors are numpy's, with
