@@ -21,6 +21,7 @@ from .conv import reference as conv_reference
 from .conv.functions import ConvFunctions
 from .cuda import interop
 from .fft.functions import HostFFTFunctions
+from .linalg.functions import HostLinAlgFunctions
 from .gemm.functions import ProductFunctions
 from .rnn.functions import RNNFunctions
 from .userkernels.functions import UserKernelFunctions
@@ -46,7 +47,7 @@ class CPUTensor(Tensor):
 
 
 class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, UserKernelFunctions,
-          HostFFTFunctions, Backend):
+          HostFFTFunctions, HostLinAlgFunctions, Backend):
     """Factory of host tensors evaluated with numpy.
 
     Parameters

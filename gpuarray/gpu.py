@@ -43,6 +43,8 @@ from .cuda.streams import GPUStreamFunctions
 from .fft import device as fft_device
 from .fft.functions import FFTFunctions
 from .fusion import dispatch, generate
+from .linalg.device import DeviceLinAlg
+from .linalg.functions import LinAlgFunctions
 from .gemm import catalogue, plan as gemm_plan
 from .gemm.functions import ProductFunctions
 from .rnn import persistent as rnn_persistent
@@ -199,7 +201,7 @@ def _check_rounding_capturable(c):
 
 
 class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions,
-          UserKernelFunctions, FFTFunctions, Backend):
+          UserKernelFunctions, FFTFunctions, LinAlgFunctions, Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
     Parameters
@@ -256,6 +258,8 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         self._algorithms = DeviceAlgorithms(self)
         #: cuFFT plans (gpuarray.fft.device)
         self._fft_plans = fft_device.PlanCache()
+        #: cuSOLVER factorisations (gpuarray.linalg.device), its handle made on first use
+        self._linalg = DeviceLinAlg(self)
 
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
@@ -439,6 +443,10 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
             self._stats["kernels_compiled"] += 1
         self.last_kernel = kernel
         return kernel
+
+    def _linalg_engine(self):
+        """The factorisations behind ``ng.linalg`` (cuSOLVER)."""
+        return self._linalg
 
     @_device_call
     def _fft_raw(self, kind, x, axes, s, forward):

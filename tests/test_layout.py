@@ -30,6 +30,7 @@ ALLOWED = {
     "datasets": {"datasets"},
     "userkernels": {"core", "cuda", "fusion", "userkernels"},
     "fft": {"core", "cuda", "fft"},
+    "linalg": {"core", "cuda", "linalg"},
 }
 
 

@@ -7,9 +7,9 @@ current stream (:mod:`gpuarray.cuda.stream`), unnormalised as cuFFT
 computes it, or :class:`FFTUnavailable` naming the package that provides
 the library, or :class:`FFTError` naming the call and the cufftResult.
 
-The library is found where pip puts it (the ``nvidia-cufft`` wheel, which
-PyTorch and CuPy also install), then in the CUDA toolkit (``CUDA_HOME``,
-``/usr/local/cuda``), then on the loader's path.  cuFFT uses the CUDA
+The library is found by :mod:`gpuarray.cuda.toolkit`: where pip puts it
+(the ``nvidia-cufft`` wheel, which PyTorch and CuPy also install), then
+in the CUDA toolkit, then on the loader's path.  cuFFT uses the CUDA
 runtime, which adopts the context current on the calling thread (the
 factory's), so its kernels order with ours on the same stream.
 
@@ -18,13 +18,9 @@ memory from its pool for each execution, so a transform allocates nothing
 behind the pool's back and the memory returns to the pool in stream order.
 """
 import ctypes
-import ctypes.util
-import glob
-import os
-import sys
 
+from . import stream, toolkit
 from .driver import DriverError
-from . import stream
 
 _P = ctypes.c_void_p
 _I64 = ctypes.c_longlong
@@ -51,8 +47,8 @@ _RESULTS = {1: "CUFFT_INVALID_PLAN", 2: "CUFFT_ALLOC_FAILED", 3: "CUFFT_INVALID_
 _lib = []
 
 
-class FFTUnavailable(RuntimeError):
-    """The cuFFT library was not found; the message says how to install it."""
+#: raised where no cuFFT library is installed
+FFTUnavailable = toolkit.LibraryUnavailable
 
 
 class FFTError(DriverError):
@@ -60,33 +56,11 @@ class FFTError(DriverError):
     error: the GPU factory checks whether the context survived)."""
 
 
-def _candidates():
-    """Paths and names to try for libcufft, most specific first."""
-    paths = []
-    for entry in sys.path:
-        for sub in ("nvidia/cufft/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"):
-            paths += sorted(glob.glob(os.path.join(entry, sub, "libcufft.so*")), reverse=True)
-    for root in filter(None, (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
-                              "/usr/local/cuda")):
-        paths += sorted(glob.glob(os.path.join(root, "lib64", "libcufft.so*")), reverse=True)
-    found = ctypes.util.find_library("cufft")
-    return paths + ([found] if found else []) + ["libcufft.so.12", "libcufft.so.11"]
-
-
 def _library():
     if not _lib:
-        for candidate in _candidates():
-            try:
-                lib = ctypes.CDLL(candidate)
-            except OSError:
-                continue
-            _declare(lib)
-            _lib.append(lib)
-            break
-        else:
-            raise FFTUnavailable(
-                "the cuFFT library (libcufft) was not found: install it with "
-                "`pip install nvidia-cufft` (CUDA 13) or set CUDA_HOME to a CUDA toolkit")
+        lib = toolkit.load("cufft", ("libcufft.so.12", "libcufft.so.11"), "nvidia-cufft")
+        _declare(lib)
+        _lib.append(lib)
     return _lib[0]
 
 

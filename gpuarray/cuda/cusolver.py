@@ -1,0 +1,102 @@
+"""cuSOLVER's dense routines through ctypes, on this thread's stream.
+
+In: a handle per factory, device addresses of column-major matrices
+(float32 or float64), their extents and leading dimensions, and work
+areas from the caller.  Out: the factorisation queued on the current
+stream (:mod:`gpuarray.cuda.stream`) -- Cholesky (potrf), LU (getrf) and
+its solve (getrs), the symmetric eigensolver (syevd), the SVD (gesvd),
+QR (geqrf, orgqr) -- and the routines' work-area sizes, or
+:class:`~gpuarray.cuda.toolkit.LibraryUnavailable` naming the package to
+install, or :class:`SolverError` naming the call and its status.
+
+Every routine reports a matrix it cannot factor through an ``info``
+word on the device; :mod:`gpuarray.linalg.device` reads it back.
+"""
+import ctypes
+
+from . import stream, toolkit
+from .driver import DriverError
+
+_P = ctypes.c_void_p
+_INT = ctypes.c_int
+_INT_P = ctypes.POINTER(ctypes.c_int)
+
+#: cublasFillMode_t, cublasOperation_t, cusolverEigMode_t
+LOWER, UPPER = 0, 1
+NO_TRANSPOSE, TRANSPOSE = 0, 1
+VALUES, VECTORS = 0, 1
+
+_lib = []
+
+
+class SolverError(DriverError):
+    """A cuSOLVER call failed; the message names it and the cusolverStatus_t."""
+
+
+def _signatures():
+    """name (without the precision letter) -> argument types after the handle."""
+    return {
+        "potrf_bufferSize": [_INT, _INT, _P, _INT, _INT_P],
+        "potrf": [_INT, _INT, _P, _INT, _P, _INT, _P],
+        "getrf_bufferSize": [_INT, _INT, _P, _INT, _INT_P],
+        "getrf": [_INT, _INT, _P, _INT, _P, _P, _P],
+        "getrs": [_INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P],
+        "syevd_bufferSize": [_INT, _INT, _INT, _P, _INT, _P, _INT_P],
+        "syevd": [_INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P],
+        "gesvd_bufferSize": [_INT, _INT, _INT_P],
+        "gesvd": [ctypes.c_char, ctypes.c_char, _INT, _INT, _P, _INT, _P, _P, _INT, _P, _INT,
+                  _P, _INT, _P, _P],
+        "geqrf_bufferSize": [_INT, _INT, _P, _INT, _INT_P],
+        "geqrf": [_INT, _INT, _P, _INT, _P, _P, _INT, _P],
+        "orgqr_bufferSize": [_INT, _INT, _INT, _P, _INT, _P, _INT_P],
+        "orgqr": [_INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P],
+    }
+
+
+def _library():
+    if not _lib:
+        lib = toolkit.load("cusolver", ("libcusolver.so.12", "libcusolver.so.11"),
+                           "nvidia-cusolver")
+        lib.cusolverDnCreate.argtypes = [ctypes.POINTER(_P)]
+        lib.cusolverDnDestroy.argtypes = [_P]
+        lib.cusolverDnSetStream.argtypes = [_P, _P]
+        for name, argtypes in _signatures().items():
+            for letter in "SD":
+                getattr(lib, f"cusolverDn{letter}{name}").argtypes = [_P] + argtypes
+        _lib.append(lib)
+    return _lib[0]
+
+
+def _check(status, call):
+    if status != 0:
+        raise SolverError(f"{call} failed (cusolverStatus {status})")
+
+
+class Solver:
+    """A cuSOLVER handle; its calls go to this thread's current stream, in
+    float64 (the ``D`` routines) or float32 (``S``) as each call asks."""
+
+    def __init__(self):
+        self._lib = _library()
+        handle = _P()
+        _check(self._lib.cusolverDnCreate(ctypes.byref(handle)), "cusolverDnCreate")
+        self.handle = handle
+
+    def call(self, name, double, *args):
+        """Queue routine ``name`` (``"potrf"``...) in the precision asked."""
+        function = f"cusolverDn{'D' if double else 'S'}{name}"
+        _check(self._lib.cusolverDnSetStream(self.handle, stream.current_handle()),
+               "cusolverDnSetStream")
+        _check(getattr(self._lib, function)(self.handle, *args), function)
+
+    def work_size(self, name, double, *args):
+        """Elements of work area routine ``name`` needs for ``args``."""
+        size = ctypes.c_int()
+        self.call(f"{name}_bufferSize", double, *args, ctypes.byref(size))
+        return size.value
+
+    def destroy(self):
+        """Release the handle."""
+        if self.handle:
+            self._lib.cusolverDnDestroy(self.handle)
+            self.handle = None

@@ -1,0 +1,216 @@
+"""The GPU factory's factorisations: cuSOLVER on column-major copies.
+
+In: float32 or float64 tensors of matrices (stacks: the leading axes),
+checked by :mod:`gpuarray.linalg.namespace`.  Out: new tensors -- the
+Cholesky factor, solutions, sign and log-determinant, eigenvalues and
+vectors, singular values and vectors, Q and R -- or numpy's
+``LinAlgError`` where cuSOLVER reports a matrix it cannot factor.
+
+cuSOLVER reads and writes column-major matrices.  A row-major matrix
+``m`` copied as ``m.T`` into a contiguous buffer *is* ``m`` column-major
+(one fused kernel), and a column-major result read row-major is its
+transpose: both are views, never extra copies.  A stack runs one matrix
+at a time, each routine's work area from the factory's pool; each
+factorisation reads its ``info`` word back, so that a singular or
+indefinite matrix raises at the call, as numpy's does.
+"""
+import numpy as np
+
+from ..cuda import cusolver
+from .namespace import LinAlgError
+
+
+class DeviceLinAlg:
+    """cuSOLVER factorisations of one GPU factory (its handle made on first use)."""
+
+    def __init__(self, gpu):
+        self.gpu = gpu
+        self._solver = None
+
+    @property
+    def solver(self):
+        if self._solver is None:
+            self._solver = cusolver.Solver()
+        return self._solver
+
+    # -- the factorisations ---------------------------------------------------
+    def cholesky(self, a):
+        n = a.shape[-1]
+        out = self.gpu.empty(a.shape, _checked(a.dtype))
+        double = a.dtype == np.float64
+        for idx in np.ndindex(a.shape[:-2]):
+            c = self._column_major(a[idx])
+            lwork = self.solver.work_size("potrf", double, cusolver.LOWER, n, c.ptr, n)
+            self._run("potrf", double, lwork, a.dtype, "Matrix is not positive definite",
+                      lambda work, info: (cusolver.LOWER, n, c.ptr, n, work, lwork, info))
+            out[idx] = self.gpu.tril(c.T)  # potrf leaves the other triangle as it was
+        return out
+
+    def solve(self, a, b):
+        n, k = a.shape[-1], b.shape[-1]
+        out = self.gpu.empty(b.shape, _checked(a.dtype))
+        double = a.dtype == np.float64
+        for idx in np.ndindex(a.shape[:-2]):
+            lu, pivots = self._lu(a[idx], double, raise_singular=True)
+            x = self._column_major(b[idx])
+            info = self.gpu.zeros((), np.int32)
+            self.solver.call("getrs", double, cusolver.NO_TRANSPOSE, n, k, lu.ptr, n,
+                             pivots.ptr, x.ptr, n, info.ptr)
+            out[idx] = x.T
+        return out
+
+    def slogdet(self, a):
+        n = a.shape[-1]
+        batch = a.shape[:-2]
+        sign = self.gpu.empty(batch, _checked(a.dtype))
+        logabsdet = self.gpu.empty(batch, a.dtype)
+        double = a.dtype == np.float64
+        steps = self.gpu.arange(1, n + 1, dtype=np.int32)
+        for idx in np.ndindex(batch):
+            lu, pivots = self._lu(a[idx], double, raise_singular=False)
+            diagonal = lu.reshape(-1)[::n + 1]
+            swaps = self.gpu.sum(self.gpu.not_equal(pivots, steps))
+            flips = self.gpu.sum(self.gpu.less(diagonal, 0)) + swaps
+            sign[idx] = self.gpu.where(self.gpu.any(self.gpu.equal(diagonal, 0)), 0,
+                                       1 - 2 * (flips % 2))
+            logabsdet[idx] = self.gpu.sum(self.gpu.log(self.gpu.absolute(diagonal)))
+        return sign, logabsdet
+
+    def eigh(self, a, uplo, vectors):
+        n = a.shape[-1]
+        dtype = _checked(a.dtype)
+        values = self.gpu.empty(a.shape[:-1], dtype)
+        out = self.gpu.empty(a.shape, dtype) if vectors else None
+        double = dtype == np.float64
+        fill = cusolver.LOWER if uplo == "L" else cusolver.UPPER
+        job = cusolver.VECTORS if vectors else cusolver.VALUES
+        for idx in np.ndindex(a.shape[:-2]):
+            c = self._column_major(a[idx])
+            w = self.gpu.empty((n,), dtype)
+            lwork = self.solver.work_size("syevd", double, job, fill, n, c.ptr, n, w.ptr)
+            self._run("syevd", double, lwork, dtype, "Eigenvalues did not converge",
+                      lambda work, info: (job, fill, n, c.ptr, n, w.ptr, work, lwork, info))
+            values[idx] = w
+            if vectors:
+                out[idx] = c.T
+        return values, out
+
+    def svd(self, a, full, vectors):
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        dtype = _checked(a.dtype)
+        batch = a.shape[:-2]
+        s = self.gpu.empty(batch + (k,), dtype)
+        u_cols, vh_rows = (m, n) if full else (k, k)
+        u = self.gpu.empty(batch + (m, u_cols), dtype) if vectors else None
+        vh = self.gpu.empty(batch + (vh_rows, n), dtype) if vectors else None
+        for idx in np.ndindex(batch):
+            left, sigma, right = self._svd_one(a[idx], full, vectors)
+            s[idx] = sigma
+            if vectors:
+                u[idx], vh[idx] = left, right
+        return u, s, vh
+
+    def qr(self, a, mode):
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        dtype = _checked(a.dtype)
+        batch = a.shape[:-2]
+        q_cols, r_rows = (m, m) if mode == "complete" else (k, k)
+        q = None if mode == "r" else self.gpu.empty(batch + (m, q_cols), dtype)
+        r = self.gpu.empty(batch + (r_rows, n), dtype)
+        for idx in np.ndindex(batch):
+            factor, reflected = self._qr_one(a[idx], mode)
+            r[idx] = self.gpu.triu(factor.T[:r_rows, :n])
+            if q is not None:
+                q[idx] = reflected
+        return q, r
+
+    # -- one matrix -----------------------------------------------------------
+    def _lu(self, matrix, double, raise_singular):
+        n = matrix.shape[-1]
+        lu = self._column_major(matrix)
+        pivots = self.gpu.empty((n,), np.int32)
+        lwork = self.solver.work_size("getrf", double, n, n, lu.ptr, n)
+        self._run("getrf", double, lwork, matrix.dtype,
+                  "Singular matrix" if raise_singular else None,
+                  lambda work, info: (n, n, lu.ptr, n, work, pivots.ptr, info))
+        return lu, pivots
+
+    def _svd_one(self, matrix, full, vectors):
+        """cuSOLVER's gesvd takes m >= n: a wide matrix is factored as its
+        transpose, whose column-major copy is the row-major matrix itself."""
+        m, n = matrix.shape
+        wide = m < n
+        rows, cols = (n, m) if wide else (m, n)
+        k = cols
+        x = self.gpu.empty(matrix.shape, matrix.dtype) if wide else None
+        if wide:
+            x[...] = matrix
+        else:
+            x = self._column_major(matrix)
+        job = (b"A" if full else b"S") if vectors else b"N"
+        u_cols = rows if full else k
+        left = self.gpu.empty((u_cols, rows), matrix.dtype)  # column-major rows x u_cols
+        right = self.gpu.empty((cols, cols), matrix.dtype)   # column-major cols x cols
+        sigma = self.gpu.empty((k,), matrix.dtype)
+        double = matrix.dtype == np.float64
+        lwork = self.solver.work_size("gesvd", double, rows, cols)
+        self._run("gesvd", double, lwork, matrix.dtype, "SVD did not converge",
+                  lambda work, info: (job, job, rows, cols, x.ptr, rows, sigma.ptr, left.ptr,
+                                      rows, right.ptr, cols, work, lwork, None, info))
+        if not vectors:
+            return None, sigma, None
+        if wide:  # matrix.T = U' S V'^T, so U = V' and Vh = U'^T
+            return right, sigma, left
+        return left.T, sigma, right.T
+
+    def _qr_one(self, matrix, mode):
+        m, n = matrix.shape
+        k = min(m, n)
+        double = matrix.dtype == np.float64
+        cols = m if mode == "complete" and m > n else n
+        x = self.gpu.empty((cols, m), matrix.dtype)  # column-major m x cols
+        x[:n] = matrix.T
+        tau = self.gpu.empty((k,), matrix.dtype)
+        lwork = self.solver.work_size("geqrf", double, m, n, x.ptr, m)
+        self._run("geqrf", double, lwork, matrix.dtype, None,
+                  lambda work, info: (m, n, x.ptr, m, tau.ptr, work, lwork, info))
+        factor = self.gpu.empty(x.shape, x.dtype)
+        factor[...] = x  # R, before Q overwrites it
+        if mode == "r":
+            return factor, None
+        q_cols = m if mode == "complete" else k
+        lwork = self.solver.work_size("orgqr", double, m, q_cols, k, x.ptr, m, tau.ptr)
+        self._run("orgqr", double, lwork, matrix.dtype, None,
+                  lambda work, info: (m, q_cols, k, x.ptr, m, tau.ptr, work, lwork, info))
+        return factor, x.T[:, :q_cols]
+
+    # -- shared steps -------------------------------------------------------
+    def _column_major(self, matrix):
+        """A contiguous copy whose memory is ``matrix`` in column-major order."""
+        copy = self.gpu.empty(matrix.shape[::-1], matrix.dtype)
+        copy[...] = matrix.T
+        return copy
+
+    def _run(self, name, double, lwork, dtype, failure, arguments):
+        """Run routine ``name`` with a work area of ``lwork`` elements and an
+        info word; raise LinAlgError(``failure``) where it reports one."""
+        work = self.gpu.pool.allocate(max(lwork, 1) * np.dtype(dtype).itemsize)
+        info = self.gpu.zeros((), np.int32)
+        try:
+            self.solver.call(name, double, *arguments(work.ptr, info.ptr))
+        finally:
+            work.free()  # stream-ordered: later work on this stream runs after
+        status = int(info.get())
+        if status < 0:
+            raise cusolver.SolverError(f"{name}: argument {-status} was refused")
+        if status > 0 and failure is not None:
+            raise LinAlgError(failure)
+
+
+def _checked(dtype):
+    if np.dtype(dtype).kind == "c":
+        raise TypeError("the GPU's linalg factors float32 and float64 matrices; complex ones "
+                        "are not supported yet (the CPU factory takes them)")
+    return np.dtype(dtype)

@@ -1,0 +1,135 @@
+"""``ng.linalg``: numpy.linalg as the oracle, on both factories (cuSOLVER on the GPU).
+
+Values where they are unique (solutions, determinants, eigenvalues,
+singular values, the Cholesky factor, norms); reconstructions where signs
+are free (eigenvectors, singular vectors, Q and R); stacks of matrices,
+numpy's dtypes and its LinAlgError.
+"""
+import numpy as np
+import pytest
+
+DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
+IDS = ["f32", "f64"]
+
+
+def _tol(dtype):
+    return 2e-4 if np.dtype(dtype) == np.float32 else 1e-10
+
+
+def _host(x):
+    if hasattr(x, "op"):
+        x = x.backend.evaluate(x)
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+def _close(got, want, dtype):
+    got = _host(got)
+    assert got.shape == np.shape(want), (got.shape, np.shape(want))
+    scale = max(np.abs(want).max(), 1.0) if np.size(want) else 1.0
+    np.testing.assert_allclose(got, want, rtol=0, atol=_tol(dtype) * scale)
+
+
+def _matrices(dtype, shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _spd(dtype, shape, seed=0):
+    a = _matrices(np.float64, shape, seed)
+    n = shape[-1]
+    return (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_solve_inv_det(ng, dtype):
+    a = _matrices(dtype, (3, 5, 5)) + 3 * np.eye(5, dtype=dtype)
+    b = _matrices(dtype, (3, 5, 2), seed=1)
+    t = ng.array(a)
+    _close(ng.linalg.solve(t, ng.array(b)), np.linalg.solve(a, b), dtype)
+    _close(ng.linalg.solve(t[0], ng.array(b[0, :, 0])), np.linalg.solve(a[0], b[0, :, 0]), dtype)
+    _close(ng.linalg.inv(t), np.linalg.inv(a), dtype)
+    _close(ng.linalg.det(t), np.linalg.det(a), dtype)
+    sign, logabsdet = ng.linalg.slogdet(t)
+    want = np.linalg.slogdet(a)
+    _close(sign, want.sign, dtype)
+    _close(logabsdet, want.logabsdet, dtype)
+    assert _host(ng.linalg.inv(t)).dtype == dtype
+
+
+def test_singular_and_not_square_raise(ng):
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        ng.linalg.inv(ng.array(np.ones((3, 3))))
+    with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+        ng.linalg.det(ng.array(np.ones((2, 3))))
+    with pytest.raises(np.linalg.LinAlgError, match="at least two-dimensional"):
+        ng.linalg.inv(ng.array(np.ones(3)))
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        ng.linalg.cholesky(ng.array(-np.eye(3)))
+    assert _host(ng.linalg.det(ng.array(np.ones((3, 3))))) == 0
+    with pytest.raises(TypeError, match="unsupported in linalg"):
+        ng.linalg.inv(ng.array(np.eye(2, dtype=np.float16)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_cholesky_and_eigh(ng, dtype):
+    a = _spd(dtype, (2, 6, 6))
+    t = ng.array(a)
+    _close(ng.linalg.cholesky(t), np.linalg.cholesky(a), dtype)
+    _close(ng.linalg.cholesky(t, upper=True), np.linalg.cholesky(a, upper=True), dtype)
+    _close(ng.linalg.eigvalsh(t), np.linalg.eigvalsh(a), dtype)
+    w, v = ng.linalg.eigh(t, UPLO="U")
+    _close(w, np.linalg.eigvalsh(a, UPLO="U"), dtype)
+    v = _host(v)
+    _close(v @ (_host(w)[..., None] * np.swapaxes(v, -1, -2)), a, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (2, 5, 5)], ids=["tall", "wide", "stack"])
+def test_svd_qr_and_friends(ng, dtype, shape):
+    a = _matrices(dtype, shape, seed=2)
+    t = ng.array(a)
+    _close(ng.linalg.svdvals(t), np.linalg.svd(a, compute_uv=False), dtype)
+    for full in (False, True):
+        u, s, vh = (_host(x) for x in ng.linalg.svd(t, full_matrices=full))
+        want = np.linalg.svd(a, full_matrices=full)
+        assert u.shape == want.U.shape and vh.shape == want.Vh.shape
+        k = s.shape[-1]
+        _close(u[..., :k] * s[..., None, :] @ vh[..., :k, :], a, dtype)
+    for mode in ("reduced", "complete"):
+        q, r = (_host(x) for x in ng.linalg.qr(t, mode=mode))
+        want = np.linalg.qr(a, mode=mode)
+        assert q.shape == want.Q.shape and r.shape == want.R.shape
+        _close(q @ r, a, dtype)
+        assert np.allclose(np.tril(r, -1), 0)
+    assert _host(ng.linalg.qr(t, mode="r")).shape == np.linalg.qr(a, mode="r").shape
+    _close(ng.linalg.pinv(t), np.linalg.pinv(a), dtype)
+    assert np.array_equal(_host(ng.linalg.matrix_rank(t)), np.linalg.matrix_rank(a))
+    _close(ng.linalg.matrix_norm(t, ord="nuc"), np.linalg.matrix_norm(a, ord="nuc"), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_norms_powers_and_products(ng, dtype):
+    a = _matrices(dtype, (3, 4, 4), seed=3)
+    t = ng.array(a)
+    for ord_ in ("fro", 1, -1, np.inf, -np.inf, 2, -2):
+        _close(ng.linalg.matrix_norm(t, ord=ord_), np.linalg.matrix_norm(a, ord=ord_), dtype)
+    for ord_ in (2, 1, np.inf, -np.inf, 0, 3):
+        _close(ng.linalg.vector_norm(t, axis=-1, ord=ord_),
+               np.linalg.vector_norm(a, axis=-1, ord=ord_), dtype)
+    _close(ng.linalg.norm(t), np.linalg.norm(a), dtype)
+    _close(ng.linalg.norm(t[0], axis=0), np.linalg.norm(a[0], axis=0), dtype)
+    _close(ng.linalg.norm(t, axis=(1, 2), keepdims=True),
+           np.linalg.norm(a, axis=(1, 2), keepdims=True), dtype)
+    for n in (0, 1, 3, -2):
+        _close(ng.linalg.matrix_power(t + 4 * ng.eye(4, dtype=dtype), n),
+               np.linalg.matrix_power(a + 4 * np.eye(4, dtype=dtype), n), dtype)
+    _close(ng.linalg.trace(t, offset=1), np.linalg.trace(a, offset=1), dtype)
+    _close(ng.linalg.diagonal(t), np.linalg.diagonal(a), dtype)
+    _close(ng.linalg.matmul(t, t), a @ a, dtype)
+    _close(ng.linalg.vecdot(t, t), np.linalg.vecdot(a, a), dtype)
+
+
+def test_integers_compute_in_float64(ng):
+    a = np.array([[2, 1], [1, 3]])
+    got = _host(ng.linalg.inv(ng.array(a)))
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, np.linalg.inv(a))
