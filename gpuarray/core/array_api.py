@@ -212,6 +212,15 @@ class ArrayAPIFunctions(_Namespace):
         return NamespaceInfo(self)
 
 
+def extension(factory, namespace_class):
+    """The factory's instance of an extension namespace (``ng.fft``,
+    ``ng.linalg``): made on first use, then the same object."""
+    made = factory.__dict__.setdefault("_extensions", {})
+    if namespace_class not in made:
+        made[namespace_class] = namespace_class(factory)
+    return made[namespace_class]
+
+
 class FloatInfo:
     """numpy's finfo with ``eps``, ``max``, ``min``, ``smallest_normal``,
     ``tiny`` and ``resolution`` as Python floats; other attributes numpy's."""

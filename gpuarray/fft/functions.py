@@ -7,6 +7,7 @@ are in :mod:`gpuarray.fft.device`).
 """
 import numpy as np
 
+from ..core.array_api import extension
 from .namespace import FFT
 
 
@@ -16,10 +17,7 @@ class FFTFunctions:
     @property
     def fft(self):
         """The discrete Fourier transforms (``ng.fft.fft``, ``ng.fft.rfftn``...)."""
-        namespace = self.__dict__.get("_fft_namespace")
-        if namespace is None:
-            namespace = self.__dict__["_fft_namespace"] = FFT(self)
-        return namespace
+        return extension(self, FFT)
 
 
 class HostFFTFunctions(FFTFunctions):

@@ -7,6 +7,7 @@ GPU factory's is :class:`gpuarray.linalg.device.DeviceLinAlg`).
 """
 import numpy as np
 
+from ..core.array_api import extension
 from .namespace import LinAlg
 
 
@@ -16,10 +17,7 @@ class LinAlgFunctions:
     @property
     def linalg(self):
         """Linear algebra (``ng.linalg.solve``, ``ng.linalg.svd``...)."""
-        namespace = self.__dict__.get("_linalg_namespace")
-        if namespace is None:
-            namespace = self.__dict__["_linalg_namespace"] = LinAlg(self)
-        return namespace
+        return extension(self, LinAlg)
 
 
 class HostLinAlgFunctions(LinAlgFunctions):
