@@ -36,8 +36,8 @@ class CPUTensor(Tensor):
                           strides=self.strides)
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        if copy:
-            raise BufferError("gpuarray exports DLPack without copying")
+        if copy:  # the array API's: export a copy
+            return self.copy().__dlpack__(max_version=max_version)
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
         return interop.to_dlpack(self.numpy_view().ctypes.data, self.shape, self.strides,
                                  self.dtype, interop.kDLCPU, 0, self, versioned=versioned)
@@ -80,13 +80,17 @@ class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Use
     def _download(self, tensor):
         return tensor.numpy_view().copy()
 
-    def from_dlpack(self, obj):
+    def from_dlpack(self, obj, /, *, device=None, copy=None):
         """A tensor sharing the memory of a host DLPack producer (a numpy array...).
 
         Parameters
         ----------
         obj : object with ``__dlpack__``, or a DLPack capsule
             Memory the CPU can read: kDLCPU, or CUDA pinned host memory.
+        device : optional
+            The array API's: only this factory's device.
+        copy : bool, optional
+            True: a copy instead of shared memory.
 
         Raises
         ------
@@ -94,9 +98,12 @@ class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Use
             For device memory (a CUDA tensor): copy it to the host first, or
             import it with ``gpuarray.GPU().from_dlpack``.
         """
-        device = getattr(obj, "__dlpack_device__", None)
-        if device is not None:
-            _check_host_device(device()[0])  # before the producer hands its memory over
+        self._check_device(device)
+        if copy:
+            return self.from_dlpack(obj).copy()
+        producer_device = getattr(obj, "__dlpack_device__", None)
+        if producer_device is not None:
+            _check_host_device(producer_device()[0])  # before the producer hands its memory over
         buf = interop.from_dlpack(obj)
         _check_host_device(buf.device_type)
         lo, hi = shapes.byte_span(buf.shape, buf.strides, buf.dtype.itemsize)
@@ -233,7 +240,10 @@ class _Evaluator:
             return np.where(np.asarray(args[0]).astype(bool), np.asarray(args[1], ct),
                             np.asarray(args[2], ct))
         loop_in, out_dtype = ops.resolve(node.op, tuple(operand_type(a) for a in node.args))
-        inputs = [np.asarray(a).astype(compute_dtype(dt), copy=False) for a, dt in zip(args, loop_in)]
+        # nextafter and spacing step in the dtype's own units, float16 and bfloat16 too
+        exact = node.op in ops.STORAGE_PRECISION
+        inputs = [np.asarray(a).astype(dt if exact else compute_dtype(dt), copy=False)
+                  for a, dt in zip(args, loop_in)]
         result = ops.OPS[node.op].numpy(*inputs)
         return np.asarray(result).astype(compute_dtype(out_dtype), copy=False)
 

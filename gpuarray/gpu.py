@@ -179,8 +179,8 @@ class GPUTensor(Tensor):
         return interop.cuda_array_interface(self.ptr, self.shape, self.strides, self.dtype)
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        if copy:
-            raise BufferError("gpuarray exports DLPack without copying")
+        if copy:  # the array API's: export a copy
+            return self.copy().__dlpack__(stream=stream, max_version=max_version)
         self.backend._order_consumer(stream)
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
         return interop.to_dlpack(self.ptr, self.shape, self.strides, self.dtype,
@@ -336,8 +336,13 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
             queue.synchronize()
         return host
 
-    def from_dlpack(self, obj):
-        """A tensor sharing the memory of a DLPack producer (torch, CuPy...)."""
+    def from_dlpack(self, obj, /, *, device=None, copy=None):
+        """A tensor sharing the memory of a DLPack producer (torch, CuPy...);
+        ``copy=True`` copies it (the array API's keywords; ``device`` may only
+        name this factory's)."""
+        self._check_device(device)
+        if copy:
+            return self.from_dlpack(obj).copy()
         # the producer orders its pending work before our current stream
         buf = interop.from_dlpack(obj, stream.current_handle())
         if buf.device_type != interop.kDLCUDA:

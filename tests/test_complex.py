@@ -109,6 +109,25 @@ def test_integer_powers_and_special_values(ng, dtype):
 
 
 @pytest.mark.parametrize("dtype", COMPLEX, ids=IDS)
+def test_exp_and_expm1_special_values_follow_c99(gpu_ng, dtype):
+    """The array API's (C99's) special values; numpy's expm1 gives NaN + NaN j
+    for the non-finite ones, and so does the CPU factory, which runs numpy."""
+    ng = gpu_ng
+    inf, nan = np.inf, np.nan
+    z = np.array([complex(-inf, inf), complex(inf, inf), complex(1, inf), complex(inf, 0),
+                  complex(nan, 0), complex(-inf, nan), complex(2, 0)], dtype)
+    want_exp = [0j, complex(inf, nan), complex(nan, nan), complex(inf, 0), complex(nan, 0), 0j,
+                np.exp(2.0) + 0j]
+    got = ng.evaluate(ng.exp(ng.array(z))).get()
+    np.testing.assert_allclose(got, np.array(want_exp, dtype), rtol=1e-6)
+    got = ng.evaluate(ng.expm1(ng.array(z))).get()
+    want_expm1 = np.array(want_exp, np.complex128) - 1
+    want_expm1[3:5] = [complex(inf, 0), complex(nan, 0)]
+    want_expm1[6] = np.expm1(2.0)
+    np.testing.assert_allclose(got, want_expm1.astype(dtype), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX, ids=IDS)
 def test_weak_python_scalars_and_promotion(ng, dtype):
     real = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
     x = np.linspace(-1, 1, 12).astype(real)

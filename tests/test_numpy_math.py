@@ -440,3 +440,28 @@ def test_other_errors(ng):
         ng.nanmax(X, axis=1)
     with pytest.raises(TypeError, match="iteration over a 0-d array"):
         ng.polyval(ng.array(np.float32(2)), X)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float16), BF16, np.dtype(np.float32),
+                                   np.dtype(np.float64)], ids=dtype_id)
+def test_nextafter_and_spacing_step_in_the_dtypes_units(ng, dtype):
+    info = _finfo(dtype)
+    edges = [0.0, -0.0, 1.0, -1.0, 3.5, float(info.max), -float(info.max),
+             float(info.smallest_subnormal), np.inf, -np.inf, np.nan]
+    x = np.array(edges * 2, dtype)
+    y = np.array([1.0, -1.0, 2.0, -2.0, 0.0, np.inf, -np.inf, 0.0, 0.0, 0.0, 1.0]
+                 + [np.nan, 0.0, 1.0, -1.0, 3.5, 0.0, 0.0, -1.0, np.inf, 5.0, 2.0], dtype)
+    with np.errstate(all="ignore"):
+        want_next = np.nextafter(x, y)
+        want_spacing = np.spacing(x)
+    got_next = ng.evaluate(ng.nextafter(ng.array(x), ng.array(y))).get()
+    got_spacing = ng.evaluate(ng.spacing(ng.array(x))).get()
+    assert got_next.dtype == dtype and got_spacing.dtype == dtype
+    np.testing.assert_array_equal(got_next.astype(np.float64), want_next.astype(np.float64))
+    np.testing.assert_array_equal(got_spacing.astype(np.float64), want_spacing.astype(np.float64))
+    assert np.array_equal(np.signbit(got_next), np.signbit(want_next))
+
+
+def test_nextafter_of_integers_is_float64(ng):
+    got = ng.evaluate(ng.nextafter(ng.array(np.array([1, 2], np.int32)), 3)).get()
+    np.testing.assert_array_equal(got, np.nextafter(np.array([1, 2], np.int32), 3))

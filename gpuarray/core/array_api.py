@@ -262,6 +262,8 @@ class NamespaceInfo:
                 "integral": np.dtype(np.int64), "indexing": np.dtype(np.int64)}
 
     def dtypes(self, *, device=None, kind=None):
-        """The namespace's dtypes, by name, of ``kind`` (as ``isdtype`` takes it)."""
+        """The standard's dtypes the namespace has, by name, of ``kind`` (as
+        ``isdtype`` takes it); bfloat16, which the standard does not know, is
+        left out (it stays ``xp.bfloat16``)."""
         return {name: dt for name, dt in DTYPES.items()
-                if kind is None or self._factory.isdtype(dt, kind)}
+                if name != "bfloat16" and (kind is None or self._factory.isdtype(dt, kind))}

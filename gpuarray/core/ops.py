@@ -91,8 +91,13 @@ _UFUNC_OPS = {
     "logical_not": np.logical_not, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "invert": np.invert,
     "left_shift": np.left_shift, "right_shift": np.right_shift, "gcd": np.gcd, "lcm": np.lcm,
-    "conjugate": np.conjugate,
+    "conjugate": np.conjugate, "nextafter": np.nextafter, "spacing": np.spacing,
 }
+
+#: ops that work in the units of the dtype itself: float16 and bfloat16
+#: values, which fused kernels and the CPU evaluator hold in float32, are
+#: rounded to their format and stepped there
+STORAGE_PRECISION = frozenset({"nextafter", "spacing"})
 
 #: functions numpy lacks: (type resolution borrowed from, implementation)
 _CUSTOM_OPS = {

@@ -292,6 +292,49 @@ template <class T> GA_D bool ga_logical_not(T a) { return a == (T)0; }
 GA_FLOAT_OPS(float, f)
 GA_FLOAT_OPS(double, )
 
+// nextafter steps one unit in the last place of the dtype; spacing is that
+// unit, signed as x (+0 and -0 give the smallest positive number), as numpy.
+GA_D float ga_nextafter(float a, float b) { return nextafterf(a, b); }
+GA_D double ga_nextafter(double a, double b) { return nextafter(a, b); }
+template <class T> GA_D T ga_spacing(T a) {
+    const T inf = (T)__int_as_float(0x7f800000);
+    if (ga_isinf(a)) return a - a;
+    return ga_nextafter(a, a < (T)0 ? -inf : inf) - a;
+}
+// float16 and bfloat16 values held in float step in their own units: the
+// value is rounded to the format and its 16-bit pattern moved by one.
+template <bool HALF> GA_D unsigned short ga_bits16(float v) {
+    return HALF ? ga_f2h_bits(v) : ga_f2bf_bits(v);
+}
+template <bool HALF> GA_D float ga_from_bits16(unsigned short bits) {
+    if (!HALF) return __uint_as_float(((unsigned)bits) << 16);
+    ga_half h;
+    h.bits = bits;
+    return ga_value<float>(h);
+}
+template <bool HALF> GA_D float ga_nextafter16(float a, float b) {
+    const float x = ga_from_bits16<HALF>(ga_bits16<HALF>(a));
+    const float y = ga_from_bits16<HALF>(ga_bits16<HALF>(b));
+    if (x != x || y != y) return x + y;
+    if (x == y) return y;
+    if (x == 0.0f) return ga_from_bits16<HALF>((unsigned short)(y < 0.0f ? 0x8001u : 0x0001u));
+    const unsigned short bits = ga_bits16<HALF>(x);
+    return ga_from_bits16<HALF>((unsigned short)(((x < y) == (x > 0.0f)) ? bits + 1 : bits - 1));
+}
+GA_D float ga_nextafter_half(float a, float b) { return ga_nextafter16<true>(a, b); }
+GA_D float ga_nextafter_bf16(float a, float b) { return ga_nextafter16<false>(a, b); }
+// numpy's float16 spacing is the unit's magnitude, negative x included
+GA_D float ga_spacing_half(float a) {
+    const float x = fabsf(ga_from_bits16<true>(ga_bits16<true>(a)));
+    if (ga_isinf(x)) return x - x;
+    return ga_nextafter16<true>(x, __int_as_float(0x7f800000)) - x;
+}
+GA_D float ga_spacing_bf16(float a) {
+    const float x = ga_from_bits16<false>(ga_bits16<false>(a)), inf = __int_as_float(0x7f800000);
+    if (ga_isinf(x)) return x - x;
+    return ga_nextafter16<false>(x, x < 0.0f ? -inf : inf) - x;
+}
+
 // ---- reductions --------------------------------------------------------------
 // Combiners of per-thread accumulators; max/min propagate NaN as numpy does.
 template <class T> GA_D T ga_red_sum(T a, T b) { return ga_add(a, b); }
@@ -418,8 +461,15 @@ template <class F> GA_D GA_C ga_sign(GA_C a) {
     return m == (F)0 ? GA_C((F)0, (F)0) : GA_C(a.re / m, a.im / m);
 }
 
+// C99's special values where the imaginary part is not finite: -inf real
+// part gives 0, +inf gives inf + NaN j, a finite one NaN + NaN j
 template <class F> GA_D GA_C ga_exp(GA_C a) {
     if (a.im == (F)0) return GA_C(ga_exp(a.re), a.im);
+    if (!ga_isfinite(a.im)) {
+        const F nan = a.im - a.im;
+        if (a.re == ga_lowest<F>()) return GA_C((F)0, (F)0);
+        return GA_C(a.re == ga_highest<F>() ? a.re : nan, nan);
+    }
     const F e = ga_exp(a.re);
     return GA_C(e * ga_cos(a.im), e * ga_sin(a.im));
 }
@@ -466,6 +516,11 @@ template <class F> GA_D GA_C ga_log2(GA_C a) { return ga_scale(ga_log(a), (F)1.4
 template <class F> GA_D GA_C ga_log10(GA_C a) { return ga_scale(ga_log(a), (F)0.434294481903251827651); }
 // exp(z) - 1 without cancellation: cos y - 1 = -2 sin^2(y/2)
 template <class F> GA_D GA_C ga_expm1(GA_C a) {
+    if (a.im == (F)0) return GA_C(ga_expm1(a.re), a.im);
+    if (!ga_isfinite(a.re) || !ga_isfinite(a.im)) {  // exp's special values, less one
+        const GA_C e = ga_exp(a);
+        return GA_C(e.re - (F)1, e.im);
+    }
     const F s = ga_sin(a.im * (F)0.5);
     return GA_C(ga_expm1(a.re) * ga_cos(a.im) - (F)2 * s * s, ga_exp(a.re) * ga_sin(a.im));
 }

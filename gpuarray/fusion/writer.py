@@ -21,6 +21,8 @@ _IDENTITY = {
 }
 #: pycuda format of each scalar argument type; a complex scalar is one C
 #: parameter (a ga_complex128, aligned as a double) packed as two doubles
+#: suffix of the prelude's functions working in float16's or bfloat16's units
+_SIXTEEN_BIT = {"float16": "_half", "bfloat16": "_bf16"}
 _FORMAT = {"double": "d", "unsigned long long": "Q", "long long": "q", "bool": "q",
            "ga_complex128": "dd"}
 
@@ -78,6 +80,8 @@ class KernelWriter:
             return f"({args[0]} ? {args[1]} : {args[2]})"
         if ins.op == "user":
             return f"({ins.ctype}){ins.arg.c_name}({', '.join(args)})"
+        if ins.op in ops.STORAGE_PRECISION and ins.dtype in _SIXTEEN_BIT:
+            return f"({ins.ctype})ga_{ins.op}{_SIXTEEN_BIT[ins.dtype]}({', '.join(args)})"
         return f"({ins.ctype})ga_{ins.op}({', '.join(args)})"
 
     def element(self, leaf, level):
