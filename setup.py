@@ -54,7 +54,8 @@ setup(
         "ml_dtypes>=0.4",
     ],
     extras_require={
-        "gpu": ["pycuda>=2024.1", "cuda-bindings>=12.0", "nvidia-cufft", "nvidia-cusolver"],
+        "gpu": ["pycuda>=2024.1", "cuda-bindings>=12.0", "nvidia-cufft", "nvidia-cusolver",
+                "nvidia-cublas"],
         "dev": ["pytest>=8", "hypothesis", "sphinx>=7", "matplotlib", "scikit-learn"],
     },
     classifiers=[

@@ -55,6 +55,25 @@ def test_solve_inv_det(ng, dtype):
     assert _host(ng.linalg.inv(t)).dtype == dtype
 
 
+def test_a_singular_member_of_a_stack_raises(ng):
+    stack = np.stack([np.eye(4), np.ones((4, 4)), 2 * np.eye(4)])
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        ng.linalg.solve(ng.array(stack), ng.array(np.ones((3, 4, 1))))
+    np.testing.assert_allclose(_host(ng.linalg.det(ng.array(stack))), np.linalg.det(stack),
+                               atol=1e-12)
+    sign, logabsdet = ng.linalg.slogdet(ng.array(stack))
+    assert _host(sign)[1] == 0 and _host(logabsdet)[1] == -np.inf
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_stacks_broadcast_and_wide_matrices_factor_one_by_one(ng, dtype):
+    a = _matrices(dtype, (2, 1, 6, 6), seed=4) + 3 * np.eye(6, dtype=dtype)
+    b = _matrices(dtype, (3, 6, 2), seed=5)
+    _close(ng.linalg.solve(ng.array(a), ng.array(b)), np.linalg.solve(a, b), dtype)
+    big = _matrices(dtype, (2, 130, 130), seed=6) + 12 * np.eye(130, dtype=dtype)
+    _close(ng.linalg.slogdet(ng.array(big))[1], np.linalg.slogdet(big)[1], dtype)
+
+
 def test_singular_and_not_square_raise(ng):
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         ng.linalg.inv(ng.array(np.ones((3, 3))))

@@ -323,16 +323,18 @@ template <bool HALF> GA_D float ga_nextafter16(float a, float b) {
 }
 GA_D float ga_nextafter_half(float a, float b) { return ga_nextafter16<true>(a, b); }
 GA_D float ga_nextafter_bf16(float a, float b) { return ga_nextafter16<false>(a, b); }
-// numpy's float16 spacing is the unit's magnitude, negative x included
+// numpy's float16 spacing always steps up (spacing(-1) is 2**-11, and
+// spacing(-65504) is 32); ml_dtypes' bfloat16 steps away from zero as the
+// sign bit says (spacing(-0.0) is negative)
 GA_D float ga_spacing_half(float a) {
-    const float x = fabsf(ga_from_bits16<true>(ga_bits16<true>(a)));
+    const float x = ga_from_bits16<true>(ga_bits16<true>(a));
     if (ga_isinf(x)) return x - x;
     return ga_nextafter16<true>(x, __int_as_float(0x7f800000)) - x;
 }
 GA_D float ga_spacing_bf16(float a) {
     const float x = ga_from_bits16<false>(ga_bits16<false>(a)), inf = __int_as_float(0x7f800000);
     if (ga_isinf(x)) return x - x;
-    return ga_nextafter16<false>(x, x < 0.0f ? -inf : inf) - x;
+    return ga_nextafter16<false>(x, (__float_as_uint(x) >> 31) ? -inf : inf) - x;
 }
 
 // ---- reductions --------------------------------------------------------------

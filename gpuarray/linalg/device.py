@@ -9,15 +9,23 @@ vectors, singular values and vectors, Q and R -- or numpy's
 cuSOLVER reads and writes column-major matrices.  A row-major matrix
 ``m`` copied as ``m.T`` into a contiguous buffer *is* ``m`` column-major
 (one fused kernel), and a column-major result read row-major is its
-transpose: both are views, never extra copies.  A stack runs one matrix
-at a time, each routine's work area from the factory's pool; each
-factorisation reads its ``info`` word back, so that a singular or
-indefinite matrix raises at the call, as numpy's does.
+transpose: both are views, never extra copies.  A stack of matrices up to
+128 wide solves and takes determinants through cuBLAS's batched LU, one
+launch each way (:mod:`gpuarray.cuda.cublas`); the other factorisations
+and larger matrices run one matrix at a time, each routine's work area
+from the factory's pool.  Each factorisation's ``info`` words are read
+back, so that a singular or indefinite matrix raises at the call, as
+numpy's does.
 """
 import numpy as np
 
-from ..cuda import cusolver
+from ..core.shapes import size_of
+from ..cuda import cublas, cusolver
 from .namespace import LinAlgError
+
+#: stacks of matrices up to this wide solve and take determinants through
+#: cuBLAS's batched LU: one launch for the stack, not a call per matrix
+BATCHED_LU_MAX = 128
 
 
 class DeviceLinAlg:
@@ -26,12 +34,19 @@ class DeviceLinAlg:
     def __init__(self, gpu):
         self.gpu = gpu
         self._solver = None
+        self._batched = None
 
     @property
     def solver(self):
         if self._solver is None:
             self._solver = cusolver.Solver()
         return self._solver
+
+    @property
+    def batched(self):
+        if self._batched is None:
+            self._batched = cublas.BatchedLU()
+        return self._batched
 
     # -- the factorisations ---------------------------------------------------
     def cholesky(self, a):
@@ -48,8 +63,17 @@ class DeviceLinAlg:
 
     def solve(self, a, b):
         n, k = a.shape[-1], b.shape[-1]
-        out = self.gpu.empty(b.shape, _checked(a.dtype))
-        double = a.dtype == np.float64
+        double = _checked(a.dtype) == np.float64
+        if _stacked(a):
+            lu, pivots, infos = self._lu_stack(a, double)
+            x = self._column_major_stack(b)
+            factors, rights = _addresses(self.gpu, lu), _addresses(self.gpu, x)
+            self.batched.solve(double, n, k, factors.ptr, pivots.ptr, rights.ptr,
+                               size_of(a.shape[:-2]))
+            if bool(self.gpu.any(infos > 0)):
+                raise LinAlgError("Singular matrix")
+            return self.gpu.matrix_transpose(x)
+        out = self.gpu.empty(b.shape, a.dtype)
         for idx in np.ndindex(a.shape[:-2]):
             lu, pivots = self._lu(a[idx], double, raise_singular=True)
             x = self._column_major(b[idx])
@@ -62,19 +86,29 @@ class DeviceLinAlg:
     def slogdet(self, a):
         n = a.shape[-1]
         batch = a.shape[:-2]
+        if _stacked(a):
+            lu, pivots, _ = self._lu_stack(a, _checked(a.dtype) == np.float64)
+            diagonal = lu.reshape(batch + (n * n,))[..., ::n + 1]
+            return self._sign_and_log(diagonal, pivots, n)
         sign = self.gpu.empty(batch, _checked(a.dtype))
         logabsdet = self.gpu.empty(batch, a.dtype)
         double = a.dtype == np.float64
-        steps = self.gpu.arange(1, n + 1, dtype=np.int32)
         for idx in np.ndindex(batch):
             lu, pivots = self._lu(a[idx], double, raise_singular=False)
-            diagonal = lu.reshape(-1)[::n + 1]
-            swaps = self.gpu.sum(self.gpu.not_equal(pivots, steps))
-            flips = self.gpu.sum(self.gpu.less(diagonal, 0)) + swaps
-            sign[idx] = self.gpu.where(self.gpu.any(self.gpu.equal(diagonal, 0)), 0,
-                                       1 - 2 * (flips % 2))
-            logabsdet[idx] = self.gpu.sum(self.gpu.log(self.gpu.absolute(diagonal)))
+            sign[idx], logabsdet[idx] = self._sign_and_log(lu.reshape(-1)[::n + 1], pivots, n)
         return sign, logabsdet
+
+    def _sign_and_log(self, diagonal, pivots, n):
+        """Sign and log|det| from the diagonals of U and the row swaps (the
+        last axis: one matrix each)."""
+        gpu = self.gpu
+        steps = gpu.arange(1, n + 1, dtype=np.int32)
+        swaps = gpu.sum(gpu.not_equal(pivots, steps), axis=-1)
+        flips = gpu.sum(gpu.less(diagonal, 0), axis=-1) + swaps
+        singular = gpu.any(gpu.equal(diagonal, 0), axis=-1)
+        sign = gpu.astype(gpu.where(singular, 0, 1 - 2 * (flips % 2)), diagonal.dtype)
+        logabsdet = gpu.sum(gpu.log(gpu.absolute(diagonal)), axis=-1)
+        return gpu.evaluate(sign), gpu.evaluate(logabsdet)
 
     def eigh(self, a, uplo, vectors):
         n = a.shape[-1]
@@ -126,7 +160,24 @@ class DeviceLinAlg:
                 q[idx] = reflected
         return q, r
 
-    # -- one matrix -----------------------------------------------------------
+    # -- a stack at once, one matrix --------------------------------------------
+    def _lu_stack(self, a, double):
+        """Batched LU of every matrix of ``a``: the factors (column-major,
+        the stack's shape), pivots and info words."""
+        n, batch = a.shape[-1], size_of(a.shape[:-2])
+        lu = self._column_major_stack(a)
+        pivots = self.gpu.empty(a.shape[:-2] + (n,), np.int32)
+        infos = self.gpu.zeros(a.shape[:-2], np.int32)
+        addresses = _addresses(self.gpu, lu)
+        self.batched.factor(double, n, addresses.ptr, pivots.ptr, infos.ptr, batch)
+        return lu, pivots, infos
+
+    def _column_major_stack(self, stack):
+        """A contiguous copy whose matrices are ``stack``'s in column-major order."""
+        copy = self.gpu.empty(stack.shape[:-2] + stack.shape[-2:][::-1], stack.dtype)
+        copy[...] = self.gpu.matrix_transpose(stack)
+        return copy
+
     def _lu(self, matrix, double, raise_singular):
         n = matrix.shape[-1]
         lu = self._column_major(matrix)
@@ -207,6 +258,19 @@ class DeviceLinAlg:
             raise cusolver.SolverError(f"{name}: argument {-status} was refused")
         if status > 0 and failure is not None:
             raise LinAlgError(failure)
+
+
+def _stacked(a):
+    """Whether ``a`` is a stack of matrices small enough for cuBLAS's batched LU."""
+    return size_of(a.shape[:-2]) > 1 and a.shape[-1] <= BATCHED_LU_MAX
+
+
+def _addresses(gpu, stack):
+    """A device array of the addresses of the matrices of a contiguous stack
+    (keep it until the call using it is queued)."""
+    step = stack.shape[-1] * stack.shape[-2] * stack.itemsize
+    count = size_of(stack.shape[:-2])
+    return gpu.array(stack.ptr + step * np.arange(count, dtype=np.uint64))
 
 
 def _checked(dtype):
