@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import device_timer, load_peers, new_row, print_table  # noqa: E402
-from common import table_cells, to_host, write_results  # noqa: E402
+from common import device_timer, new_row, print_table  # noqa: E402
+from common import table_cells, to_host, torch_cupy_and_gpu, write_results  # noqa: E402
 
 IMPLS = ("gpuarray", "cupy", "torch")
 
@@ -121,17 +121,10 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="sizes / 2")
     args = parser.parse_args()
-    libs, missing = load_peers()
-    if "torch" not in libs or "cupy" not in libs:
-        print(f"bench_linalg needs torch and CuPy: {missing}")
+    peers = torch_cupy_and_gpu("bench_linalg")
+    if peers is None:
         return 2
-    import gpuarray
-
-    if not gpuarray.gpu_available():
-        print("bench_linalg needs a GPU")
-        return 2
-    torch, cp = libs["torch"], libs["cupy"]
-    ng = gpuarray.GPU()
+    torch, cp, ng = peers
     scale = 2 if args.quick else 1
     rows = run(ng, cp, torch, inputs(cp, scale), 3 if args.quick else 5)
     print_table([table_cells(r, IMPLS) for r in rows])

@@ -63,6 +63,21 @@ def torch_and_gpu(script):
     return torch, ng
 
 
+def torch_cupy_and_gpu(script):
+    """``(torch, cupy, ng)`` for a benchmark against both peers on the GPU,
+    or None after printing why it cannot run."""
+    libs, missing = load_peers()
+    if "torch" not in libs or "cupy" not in libs:
+        print(f"{script} needs torch and CuPy: {missing}")
+        return None
+    import gpuarray
+
+    if not gpuarray.gpu_available():
+        print(f"{script} needs a GPU")
+        return None
+    return libs["torch"], libs["cupy"], gpuarray.GPU()
+
+
 def free_memory(libs):
     """Return the cached blocks of torch's and CuPy's memory pools to the device."""
     gc.collect()
