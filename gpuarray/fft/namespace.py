@@ -15,6 +15,7 @@ factory's ``_fft_raw(kind, x, axes, s, forward)`` computes the transform
 over ``axes`` (cuFFT on the GPU, :mod:`gpuarray.fft.device`; numpy on the
 CPU).
 """
+import math
 import operator
 
 import numpy as np
@@ -212,10 +213,9 @@ def _checked_norm(norm):
 def _scale(s, norm, forward):
     """The factor ``norm`` asks of a transform over extents ``s``."""
     norm = _checked_norm(norm)
-    points = int(np.prod(s))
     if norm == "ortho":
-        return 1 / np.sqrt(points)
-    return 1 / points if (norm == "forward") == forward else 1
+        return 1 / math.sqrt(math.prod(s))
+    return 1 / math.prod(s) if (norm == "forward") == forward else 1
 
 
 def _swapped(norm):
