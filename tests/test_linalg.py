@@ -152,3 +152,11 @@ def test_integers_compute_in_float64(ng):
     got = _host(ng.linalg.inv(ng.array(a)))
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, np.linalg.inv(a))
+
+
+def test_empty_matrices(ng):
+    for shape in ((0, 3), (3, 0), (2, 0, 0)):
+        a = np.zeros(shape)
+        got = _host(ng.linalg.pinv(ng.array(a)))
+        assert got.shape == np.linalg.pinv(a).shape and not got.any()
+        assert np.array_equal(_host(ng.linalg.matrix_rank(ng.array(a))), np.linalg.matrix_rank(a))

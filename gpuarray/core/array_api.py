@@ -22,6 +22,8 @@ DTYPES = {name: np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128")}
 DTYPES["bfloat16"] = dtypes.bfloat16
+#: the namespace's dtypes the standard does not name
+_NOT_STANDARD = frozenset({"float16", "bfloat16"})
 #: isdtype's kinds
 _KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
           "real floating": "f", "complex floating": "c", "numeric": "iufc"}
@@ -263,7 +265,7 @@ class NamespaceInfo:
 
     def dtypes(self, *, device=None, kind=None):
         """The standard's dtypes the namespace has, by name, of ``kind`` (as
-        ``isdtype`` takes it); bfloat16, which the standard does not know, is
-        left out (it stays ``xp.bfloat16``)."""
+        ``isdtype`` takes it); float16 and bfloat16, which the standard does
+        not know, are left out (they stay ``xp.float16``, ``xp.bfloat16``)."""
         return {name: dt for name, dt in DTYPES.items()
-                if name != "bfloat16" and (kind is None or self._factory.isdtype(dt, kind))}
+                if name not in _NOT_STANDARD and (kind is None or self._factory.isdtype(dt, kind))}

@@ -130,6 +130,8 @@ class LinAlg:
         """Moore-Penrose pseudo-inverse: singular values below ``rtol`` times the
         largest are dropped (default ``max(M, N) * eps``), as numpy's."""
         a = self._matrix(x)
+        if 0 in a.shape[-2:]:  # no singular values: zeros of the transposed shape
+            return self._xp.zeros(a.shape[:-2] + a.shape[-2:][::-1], a.dtype)
         u, s, vh = self._engine.svd(a, False, True)
         cutoff = self._cutoff(a, s, rcond if rtol is None else rtol)
         s_inv = self._xp.where(s > cutoff, 1 / self._xp.where(s > cutoff, s, 1), 0)
@@ -139,6 +141,8 @@ class LinAlg:
     def matrix_rank(self, x, /, tol=None, hermitian=False, *, rtol=None):
         """Number of singular values above the tolerance, as numpy's."""
         a = self._matrix(x)
+        if 0 in a.shape[-2:]:
+            return self._xp.zeros(a.shape[:-2], np.int64)
         s = self._engine.svd(a, False, False)[1]
         cutoff = tol if tol is not None else self._cutoff(a, s, rtol)
         return self._xp.sum(s > cutoff, axis=-1)
