@@ -160,3 +160,43 @@ def test_empty_matrices(ng):
         got = _host(ng.linalg.pinv(ng.array(a)))
         assert got.shape == np.linalg.pinv(a).shape and not got.any()
         assert np.array_equal(_host(ng.linalg.matrix_rank(ng.array(a))), np.linalg.matrix_rank(a))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_lstsq(ng, dtype):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((8, 3)).astype(dtype)
+    for b in (rng.standard_normal(8).astype(dtype), rng.standard_normal((8, 2)).astype(dtype)):
+        got, want = ng.linalg.lstsq(ng.array(a), ng.array(b)), np.linalg.lstsq(a, b)
+        _close(got.x, want[0], dtype)
+        _close(got.residuals, want[1], dtype)
+        assert got.rank == want[2]
+        _close(got.s, want[3], dtype)
+    wide = ng.linalg.lstsq(ng.array(a[:2]), ng.array(a[:2, 0]))
+    assert _host(wide.residuals).shape == (0,) and wide.rank == 2
+    deficient = np.column_stack([a[:, 0], a[:, 0]])
+    assert ng.linalg.lstsq(ng.array(deficient), ng.array(a[:, 1])).rank == 1
+    with pytest.raises(np.linalg.LinAlgError, match="Incompatible dimensions"):
+        ng.linalg.lstsq(ng.array(a), ng.array(np.ones(3, dtype)))
+
+
+def test_polyfit(ng):
+    rng = np.random.default_rng(8)
+    x = np.linspace(-1, 2, 12)
+    y = 3 * x ** 2 - x + 0.5 + 0.01 * rng.standard_normal(12)
+    both = np.column_stack([y, 2 * y])
+    w = rng.random(12)
+    for args, kwargs in (((x, y, 2), {}), ((x, both, 3), {}), ((x, y, 2), {"w": w}),
+                         ((x, y, 2), {"cov": True}), ((x, both, 2), {"cov": "unscaled"}),
+                         ((x, y, 1), {"full": True})):
+        got = ng.polyfit(ng.array(args[0]), ng.array(args[1]), args[2], **kwargs)
+        want = np.polyfit(*args, **kwargs)
+        for g, v in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(_host(g), v, rtol=1e-8, atol=1e-10)
+    with pytest.warns(np.exceptions.RankWarning):
+        ng.polyfit(ng.array(np.ones(5)), ng.array(np.arange(5.0)), 2)
+    with pytest.raises(ValueError, match="deg >= 0"):
+        ng.polyfit(ng.array(x), ng.array(y), -1)
+    with pytest.raises(TypeError, match="same length"):
+        ng.polyfit(ng.array(x), ng.array(y[:5]), 1)

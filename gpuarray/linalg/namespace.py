@@ -7,8 +7,8 @@ and bool computed in float64) and numpy's ``LinAlgError`` for matrices
 that are not square, not positive definite or singular.
 
 The argument checks, the dtype rule, stacks of matrices and everything
-built from other functions (``inv`` from ``solve``, ``pinv`` and
-``matrix_rank`` from the SVD, ``matrix_power``, the norms) are here,
+built from other functions (``inv`` from ``solve``, ``pinv``, ``lstsq``
+and ``matrix_rank`` from the SVD, ``matrix_power``, the norms) are here,
 shared by both factories.  The factorisations are the factory's
 ``_linalg`` engine: cuSOLVER on the GPU (:mod:`gpuarray.linalg.device`),
 ``numpy.linalg`` on the CPU (:mod:`gpuarray.linalg.functions`).
@@ -26,6 +26,7 @@ EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
 QRResult = namedtuple("QRResult", "Q R")
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
 SVDResult = namedtuple("SVDResult", "U S Vh")
+LstsqResult = namedtuple("LstsqResult", "x residuals rank s")
 
 
 class LinAlg:
@@ -137,6 +138,47 @@ class LinAlg:
         s_inv = self._xp.where(s > cutoff, 1 / self._xp.where(s > cutoff, s, 1), 0)
         return self._xp.matmul(self._xp.matrix_transpose(vh) * s_inv[..., None, :],
                                self._xp.matrix_transpose(u))
+
+    def lstsq(self, a, b, rcond=None):
+        """Least-squares solution of ``a @ x = b``, as ``numpy.linalg.lstsq``
+        (from the SVD, as numpy's gelsd): ``x``, the residuals' sums of
+        squares (empty unless ``a`` has full column rank and more rows than
+        columns), the rank and the singular values.
+
+        Raises
+        ------
+        LinAlgError
+            ``a`` or ``b`` not 2-D / 1-D, or rows that differ.
+        """
+        xp = self._xp
+        a = self._matrix(a)
+        b = self._matrix(b, ndim=1, dtype=a.dtype)
+        if a.ndim != 2 or b.ndim > 2:
+            raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
+        if b.shape[0] != a.shape[0]:
+            raise LinAlgError("Incompatible dimensions")
+        m, n = a.shape
+        vector = b.ndim == 1
+        rhs = b[:, None] if vector else b
+        if 0 in a.shape:
+            x = xp.zeros((n, rhs.shape[1]), a.dtype)
+            s = xp.zeros((0,), a.dtype)
+            rank = 0
+        else:
+            u, s, vh = self._engine.svd(a, False, True)
+            tolerance = max(m, n) * np.finfo(a.dtype).eps if rcond is None else rcond
+            cutoff = float(xp.max(s)) * tolerance
+            kept = s > cutoff
+            rank = int(xp.sum(kept))
+            inverse = xp.where(kept, 1 / xp.where(kept, s, 1), 0)
+            x = xp.matmul(xp.matrix_transpose(vh),
+                          inverse[:, None] * xp.matmul(xp.matrix_transpose(u), rhs))
+            x = xp.evaluate(x)
+        if rank == n and m > n:
+            residuals = xp.sum(xp.square(xp.subtract(xp.matmul(a, x), rhs)), axis=0)
+        else:
+            residuals = xp.zeros((0,), a.dtype)
+        return LstsqResult(x[:, 0] if vector else x, residuals, rank, s)
 
     def matrix_rank(self, x, /, tol=None, hermitian=False, *, rtol=None):
         """Number of singular values above the tolerance, as numpy's."""
