@@ -200,3 +200,36 @@ def test_polyfit(ng):
         ng.polyfit(ng.array(x), ng.array(y), -1)
     with pytest.raises(TypeError, match="same length"):
         ng.polyfit(ng.array(x), ng.array(y[:5]), 1)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.complex64), np.dtype(np.complex128)],
+                         ids=["c64", "c128"])
+def test_complex_solve_det_and_cholesky(ng, dtype):
+    rng = np.random.default_rng(9)
+    shape = (3, 5, 5)
+    a = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    a += 4 * np.eye(5, dtype=dtype)
+    b = (rng.standard_normal((3, 5, 2)) + 1j * rng.standard_normal((3, 5, 2))).astype(dtype)
+    tol = 2e-4 if dtype == np.complex64 else 1e-10
+    for got, want in ((ng.linalg.solve(ng.array(a), ng.array(b)), np.linalg.solve(a, b)),
+                      (ng.linalg.solve(ng.array(a[0]), ng.array(b[0])), np.linalg.solve(a[0], b[0])),
+                      (ng.linalg.inv(ng.array(a)), np.linalg.inv(a)),
+                      (ng.linalg.det(ng.array(a)), np.linalg.det(a)),
+                      (ng.linalg.det(ng.array(a[1])), np.linalg.det(a[1]))):
+        got = _host(got)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    sign, logabsdet = ng.linalg.slogdet(ng.array(a))
+    want = np.linalg.slogdet(a)
+    assert _host(logabsdet).dtype == want.logabsdet.dtype
+    np.testing.assert_allclose(_host(sign), want.sign, rtol=tol, atol=tol)
+    hermitian = a @ np.conj(np.swapaxes(a, -1, -2))
+    np.testing.assert_allclose(_host(ng.linalg.cholesky(ng.array(hermitian))),
+                               np.linalg.cholesky(hermitian), rtol=tol, atol=tol * 10)
+
+
+def test_complex_eigh_svd_qr_are_refused_on_the_gpu(gpu_ng):
+    z = gpu_ng.array(np.eye(3, dtype=np.complex64))
+    for call in (gpu_ng.linalg.eigh, gpu_ng.linalg.svd, gpu_ng.linalg.qr):
+        with pytest.raises(TypeError, match="complex ones are not supported yet"):
+            call(z)

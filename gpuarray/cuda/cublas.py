@@ -1,9 +1,10 @@
 """cuBLAS's batched LU through ctypes, on this thread's stream.
 
-In: device arrays holding the addresses of column-major float32 or
-float64 matrices (one per batch member), their extent and leading
-dimension, and device arrays for the pivots and ``info`` words.  Out: the
-batched LU factorisation (``getrfBatched``) and solve (``getrsBatched``)
+In: device arrays holding the addresses of column-major float32,
+float64, complex64 or complex128 matrices (one per batch member; the
+routines' letter S, D, C or Z names the precision), their extent and
+leading dimension, and device arrays for the pivots and ``info`` words.
+Out: the batched LU factorisation (``getrfBatched``) and solve (``getrsBatched``)
 queued on the current stream (:mod:`gpuarray.cuda.stream`), or
 :class:`~gpuarray.cuda.toolkit.LibraryUnavailable`, or :class:`BlasError`
 naming the call and its status.
@@ -34,7 +35,7 @@ def _library():
         lib.cublasCreate_v2.argtypes = [ctypes.POINTER(_P)]
         lib.cublasDestroy_v2.argtypes = [_P]
         lib.cublasSetStream_v2.argtypes = [_P, _P]
-        for letter in "SD":
+        for letter in "SDCZ":
             getattr(lib, f"cublas{letter}getrfBatched").argtypes = [
                 _P, _INT, _P, _INT, _P, _P, _INT]
             getattr(lib, f"cublas{letter}getrsBatched").argtypes = [
@@ -61,18 +62,18 @@ class BatchedLU:
         _check(self._lib.cublasSetStream_v2(self.handle, stream.current_handle()),
                "cublasSetStream")
 
-    def factor(self, double, n, matrices, pivots, infos, batch):
+    def factor(self, letter, n, matrices, pivots, infos, batch):
         """LU with partial pivoting of ``batch`` n x n matrices in place;
         ``matrices`` is a device array of their addresses."""
         self._on_stream()
-        name = f"cublas{'D' if double else 'S'}getrfBatched"
+        name = f"cublas{letter}getrfBatched"
         _check(getattr(self._lib, name)(self.handle, n, matrices, n, pivots, infos, batch), name)
 
-    def solve(self, double, n, nrhs, matrices, pivots, rights, batch):
+    def solve(self, letter, n, nrhs, matrices, pivots, rights, batch):
         """Solve with the factors of :meth:`factor`: ``rights`` (addresses of
         n x nrhs column-major matrices) are overwritten by the solutions."""
         self._on_stream()
-        name = f"cublas{'D' if double else 'S'}getrsBatched"
+        name = f"cublas{letter}getrsBatched"
         info = ctypes.c_int()
         _check(getattr(self._lib, name)(self.handle, 0, n, nrhs, matrices, n, pivots, rights, n,
                                         ctypes.byref(info), batch), name)

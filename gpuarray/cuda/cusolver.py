@@ -1,7 +1,8 @@
 """cuSOLVER's dense routines through ctypes, on this thread's stream.
 
 In: a handle per factory, device addresses of column-major matrices
-(float32 or float64), their extents and leading dimensions, and work
+(float32 or float64; complex64 or complex128 for the LU and Cholesky
+routines), their extents and leading dimensions, and work
 areas from the caller.  Out: the factorisation queued on the current
 stream (:mod:`gpuarray.cuda.stream`) -- Cholesky (potrf), LU (getrf) and
 its solve (getrs), the symmetric eigensolver (syevd), the SVD (gesvd),
@@ -14,6 +15,8 @@ word on the device; :mod:`gpuarray.linalg.device` reads it back.
 """
 import ctypes
 
+import numpy as np
+
 from . import stream, toolkit
 from .driver import DriverError
 
@@ -25,6 +28,12 @@ _INT_P = ctypes.POINTER(ctypes.c_int)
 LOWER, UPPER = 0, 1
 NO_TRANSPOSE, TRANSPOSE = 0, 1
 VALUES, VECTORS = 0, 1
+
+#: the precision letter of cuSOLVER's and cuBLAS's routines, by dtype
+LETTERS = {np.dtype(np.float32): "S", np.dtype(np.float64): "D",
+           np.dtype(np.complex64): "C", np.dtype(np.complex128): "Z"}
+#: routines with complex (C, Z) variants of the same signature here
+_COMPLEX = ("potrf", "getrf", "getrs")
 
 _lib = []
 
@@ -61,7 +70,8 @@ def _library():
         lib.cusolverDnDestroy.argtypes = [_P]
         lib.cusolverDnSetStream.argtypes = [_P, _P]
         for name, argtypes in _signatures().items():
-            for letter in "SD":
+            letters = "SDCZ" if name.split("_")[0] in _COMPLEX else "SD"
+            for letter in letters:
                 getattr(lib, f"cusolverDn{letter}{name}").argtypes = [_P] + argtypes
         _lib.append(lib)
     return _lib[0]
@@ -72,9 +82,14 @@ def _check(status, call):
         raise SolverError(f"{call} failed (cusolverStatus {status})")
 
 
+def precision(dtype):
+    """The routines' letter for ``dtype``: S, D, C (complex64) or Z."""
+    return LETTERS[np.dtype(dtype)]
+
+
 class Solver:
     """A cuSOLVER handle; its calls go to this thread's current stream, in
-    float64 (the ``D`` routines) or float32 (``S``) as each call asks."""
+    the precision each call names (:func:`precision`)."""
 
     def __init__(self):
         self._lib = _library()
@@ -82,17 +97,17 @@ class Solver:
         _check(self._lib.cusolverDnCreate(ctypes.byref(handle)), "cusolverDnCreate")
         self.handle = handle
 
-    def call(self, name, double, *args):
-        """Queue routine ``name`` (``"potrf"``...) in the precision asked."""
-        function = f"cusolverDn{'D' if double else 'S'}{name}"
+    def call(self, name, letter, *args):
+        """Queue routine ``name`` (``"potrf"``...) in precision ``letter``."""
+        function = f"cusolverDn{letter}{name}"
         _check(self._lib.cusolverDnSetStream(self.handle, stream.current_handle()),
                "cusolverDnSetStream")
         _check(getattr(self._lib, function)(self.handle, *args), function)
 
-    def work_size(self, name, double, *args):
+    def work_size(self, name, letter, *args):
         """Elements of work area routine ``name`` needs for ``args``."""
         size = ctypes.c_int()
-        self.call(f"{name}_bufferSize", double, *args, ctypes.byref(size))
+        self.call(f"{name}_bufferSize", letter, *args, ctypes.byref(size))
         return size.value
 
     def destroy(self):

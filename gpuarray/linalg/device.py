@@ -51,34 +51,34 @@ class DeviceLinAlg:
     # -- the factorisations ---------------------------------------------------
     def cholesky(self, a):
         n = a.shape[-1]
-        out = self.gpu.empty(a.shape, _checked(a.dtype))
-        double = a.dtype == np.float64
+        out = self.gpu.empty(a.shape, a.dtype)
+        letter = cusolver.precision(a.dtype)
         for idx in np.ndindex(a.shape[:-2]):
             c = self._column_major(a[idx])
-            lwork = self.solver.work_size("potrf", double, cusolver.LOWER, n, c.ptr, n)
-            self._run("potrf", double, lwork, a.dtype, "Matrix is not positive definite",
+            lwork = self.solver.work_size("potrf", letter, cusolver.LOWER, n, c.ptr, n)
+            self._run("potrf", letter, lwork, a.dtype, "Matrix is not positive definite",
                       lambda work, info: (cusolver.LOWER, n, c.ptr, n, work, lwork, info))
             out[idx] = self.gpu.tril(c.T)  # potrf leaves the other triangle as it was
         return out
 
     def solve(self, a, b):
         n, k = a.shape[-1], b.shape[-1]
-        double = _checked(a.dtype) == np.float64
+        letter = cusolver.precision(a.dtype)
         if _stacked(a):
-            lu, pivots, infos = self._lu_stack(a, double)
+            lu, pivots, infos = self._lu_stack(a, letter)
             x = self._column_major_stack(b)
             factors, rights = _addresses(self.gpu, lu), _addresses(self.gpu, x)
-            self.batched.solve(double, n, k, factors.ptr, pivots.ptr, rights.ptr,
+            self.batched.solve(letter, n, k, factors.ptr, pivots.ptr, rights.ptr,
                                size_of(a.shape[:-2]))
             if bool(self.gpu.any(infos > 0)):
                 raise LinAlgError("Singular matrix")
             return self.gpu.matrix_transpose(x)
         out = self.gpu.empty(b.shape, a.dtype)
         for idx in np.ndindex(a.shape[:-2]):
-            lu, pivots = self._lu(a[idx], double, raise_singular=True)
+            lu, pivots = self._lu(a[idx], letter, raise_singular=True)
             x = self._column_major(b[idx])
             info = self.gpu.zeros((), np.int32)
-            self.solver.call("getrs", double, cusolver.NO_TRANSPOSE, n, k, lu.ptr, n,
+            self.solver.call("getrs", letter, cusolver.NO_TRANSPOSE, n, k, lu.ptr, n,
                              pivots.ptr, x.ptr, n, info.ptr)
             out[idx] = x.T
         return out
@@ -87,14 +87,14 @@ class DeviceLinAlg:
         n = a.shape[-1]
         batch = a.shape[:-2]
         if _stacked(a):
-            lu, pivots, _ = self._lu_stack(a, _checked(a.dtype) == np.float64)
+            lu, pivots, _ = self._lu_stack(a, cusolver.precision(a.dtype))
             diagonal = lu.reshape(batch + (n * n,))[..., ::n + 1]
             return self._sign_and_log(diagonal, pivots, n)
-        sign = self.gpu.empty(batch, _checked(a.dtype))
-        logabsdet = self.gpu.empty(batch, a.dtype)
-        double = a.dtype == np.float64
+        sign = self.gpu.empty(batch, a.dtype)
+        logabsdet = self.gpu.empty(batch, _real(a.dtype))
+        letter = cusolver.precision(a.dtype)
         for idx in np.ndindex(batch):
-            lu, pivots = self._lu(a[idx], double, raise_singular=False)
+            lu, pivots = self._lu(a[idx], letter, raise_singular=False)
             sign[idx], logabsdet[idx] = self._sign_and_log(lu.reshape(-1)[::n + 1], pivots, n)
         return sign, logabsdet
 
@@ -104,25 +104,30 @@ class DeviceLinAlg:
         gpu = self.gpu
         steps = gpu.arange(1, n + 1, dtype=np.int32)
         swaps = gpu.sum(gpu.not_equal(pivots, steps), axis=-1)
-        flips = gpu.sum(gpu.less(diagonal, 0), axis=-1) + swaps
         singular = gpu.any(gpu.equal(diagonal, 0), axis=-1)
-        sign = gpu.astype(gpu.where(singular, 0, 1 - 2 * (flips % 2)), diagonal.dtype)
-        logabsdet = gpu.sum(gpu.log(gpu.absolute(diagonal)), axis=-1)
-        return gpu.evaluate(sign), gpu.evaluate(logabsdet)
+        magnitude = gpu.absolute(diagonal)
+        if diagonal.dtype.kind == "c":  # the product of the diagonal's phases
+            phases = gpu.prod(diagonal / gpu.where(singular[..., None], 1, magnitude), axis=-1)
+            sign = gpu.where(singular, 0, phases * (1 - 2 * (swaps % 2)))
+        else:
+            flips = gpu.sum(gpu.less(diagonal, 0), axis=-1) + swaps
+            sign = gpu.where(singular, 0, 1 - 2 * (flips % 2))
+        logabsdet = gpu.sum(gpu.log(magnitude), axis=-1)
+        return gpu.evaluate(gpu.astype(sign, diagonal.dtype)), gpu.evaluate(logabsdet)
 
     def eigh(self, a, uplo, vectors):
         n = a.shape[-1]
         dtype = _checked(a.dtype)
         values = self.gpu.empty(a.shape[:-1], dtype)
         out = self.gpu.empty(a.shape, dtype) if vectors else None
-        double = dtype == np.float64
+        letter = cusolver.precision(dtype)
         fill = cusolver.LOWER if uplo == "L" else cusolver.UPPER
         job = cusolver.VECTORS if vectors else cusolver.VALUES
         for idx in np.ndindex(a.shape[:-2]):
             c = self._column_major(a[idx])
             w = self.gpu.empty((n,), dtype)
-            lwork = self.solver.work_size("syevd", double, job, fill, n, c.ptr, n, w.ptr)
-            self._run("syevd", double, lwork, dtype, "Eigenvalues did not converge",
+            lwork = self.solver.work_size("syevd", letter, job, fill, n, c.ptr, n, w.ptr)
+            self._run("syevd", letter, lwork, dtype, "Eigenvalues did not converge",
                       lambda work, info: (job, fill, n, c.ptr, n, w.ptr, work, lwork, info))
             values[idx] = w
             if vectors:
@@ -161,7 +166,7 @@ class DeviceLinAlg:
         return q, r
 
     # -- a stack at once, one matrix --------------------------------------------
-    def _lu_stack(self, a, double):
+    def _lu_stack(self, a, letter):
         """Batched LU of every matrix of ``a``: the factors (column-major,
         the stack's shape), pivots and info words."""
         n, batch = a.shape[-1], size_of(a.shape[:-2])
@@ -169,7 +174,7 @@ class DeviceLinAlg:
         pivots = self.gpu.empty(a.shape[:-2] + (n,), np.int32)
         infos = self.gpu.zeros(a.shape[:-2], np.int32)
         addresses = _addresses(self.gpu, lu)
-        self.batched.factor(double, n, addresses.ptr, pivots.ptr, infos.ptr, batch)
+        self.batched.factor(letter, n, addresses.ptr, pivots.ptr, infos.ptr, batch)
         return lu, pivots, infos
 
     def _column_major_stack(self, stack):
@@ -178,12 +183,12 @@ class DeviceLinAlg:
         copy[...] = self.gpu.matrix_transpose(stack)
         return copy
 
-    def _lu(self, matrix, double, raise_singular):
+    def _lu(self, matrix, letter, raise_singular):
         n = matrix.shape[-1]
         lu = self._column_major(matrix)
         pivots = self.gpu.empty((n,), np.int32)
-        lwork = self.solver.work_size("getrf", double, n, n, lu.ptr, n)
-        self._run("getrf", double, lwork, matrix.dtype,
+        lwork = self.solver.work_size("getrf", letter, n, n, lu.ptr, n)
+        self._run("getrf", letter, lwork, matrix.dtype,
                   "Singular matrix" if raise_singular else None,
                   lambda work, info: (n, n, lu.ptr, n, work, pivots.ptr, info))
         return lu, pivots
@@ -205,9 +210,9 @@ class DeviceLinAlg:
         left = self.gpu.empty((u_cols, rows), matrix.dtype)  # column-major rows x u_cols
         right = self.gpu.empty((cols, cols), matrix.dtype)   # column-major cols x cols
         sigma = self.gpu.empty((k,), matrix.dtype)
-        double = matrix.dtype == np.float64
-        lwork = self.solver.work_size("gesvd", double, rows, cols)
-        self._run("gesvd", double, lwork, matrix.dtype, "SVD did not converge",
+        letter = cusolver.precision(matrix.dtype)
+        lwork = self.solver.work_size("gesvd", letter, rows, cols)
+        self._run("gesvd", letter, lwork, matrix.dtype, "SVD did not converge",
                   lambda work, info: (job, job, rows, cols, x.ptr, rows, sigma.ptr, left.ptr,
                                       rows, right.ptr, cols, work, lwork, None, info))
         if not vectors:
@@ -219,21 +224,21 @@ class DeviceLinAlg:
     def _qr_one(self, matrix, mode):
         m, n = matrix.shape
         k = min(m, n)
-        double = matrix.dtype == np.float64
+        letter = cusolver.precision(matrix.dtype)
         cols = m if mode == "complete" and m > n else n
         x = self.gpu.empty((cols, m), matrix.dtype)  # column-major m x cols
         x[:n] = matrix.T
         tau = self.gpu.empty((k,), matrix.dtype)
-        lwork = self.solver.work_size("geqrf", double, m, n, x.ptr, m)
-        self._run("geqrf", double, lwork, matrix.dtype, None,
+        lwork = self.solver.work_size("geqrf", letter, m, n, x.ptr, m)
+        self._run("geqrf", letter, lwork, matrix.dtype, None,
                   lambda work, info: (m, n, x.ptr, m, tau.ptr, work, lwork, info))
         factor = self.gpu.empty(x.shape, x.dtype)
         factor[...] = x  # R, before Q overwrites it
         if mode == "r":
             return factor, None
         q_cols = m if mode == "complete" else k
-        lwork = self.solver.work_size("orgqr", double, m, q_cols, k, x.ptr, m, tau.ptr)
-        self._run("orgqr", double, lwork, matrix.dtype, None,
+        lwork = self.solver.work_size("orgqr", letter, m, q_cols, k, x.ptr, m, tau.ptr)
+        self._run("orgqr", letter, lwork, matrix.dtype, None,
                   lambda work, info: (m, q_cols, k, x.ptr, m, tau.ptr, work, lwork, info))
         return factor, x.T[:, :q_cols]
 
@@ -244,13 +249,13 @@ class DeviceLinAlg:
         copy[...] = matrix.T
         return copy
 
-    def _run(self, name, double, lwork, dtype, failure, arguments):
+    def _run(self, name, letter, lwork, dtype, failure, arguments):
         """Run routine ``name`` with a work area of ``lwork`` elements and an
         info word; raise LinAlgError(``failure``) where it reports one."""
         work = self.gpu.pool.allocate(max(lwork, 1) * np.dtype(dtype).itemsize)
         info = self.gpu.zeros((), np.int32)
         try:
-            self.solver.call(name, double, *arguments(work.ptr, info.ptr))
+            self.solver.call(name, letter, *arguments(work.ptr, info.ptr))
         finally:
             work.free()  # stream-ordered: later work on this stream runs after
         status = int(info.get())
@@ -274,7 +279,14 @@ def _addresses(gpu, stack):
 
 
 def _checked(dtype):
+    """``dtype``, refused when complex: the GPU's eigensolver, SVD and QR take
+    real matrices only so far."""
     if np.dtype(dtype).kind == "c":
-        raise TypeError("the GPU's linalg factors float32 and float64 matrices; complex ones "
-                        "are not supported yet (the CPU factory takes them)")
+        raise TypeError("the GPU's eigh, svd and qr factor float32 and float64 matrices; "
+                        "complex ones are not supported yet (the CPU factory takes them)")
     return np.dtype(dtype)
+
+
+def _real(dtype):
+    """The real dtype of ``dtype``'s values (float32 for complex64)."""
+    return np.dtype(np.float32 if np.dtype(dtype) in (np.float32, np.complex64) else np.float64)
