@@ -200,23 +200,21 @@ class DeviceLinAlg:
         wide = m < n
         rows, cols = (n, m) if wide else (m, n)
         k = cols
-        x = self.gpu.empty(matrix.shape, matrix.dtype) if wide else None
-        if wide:
-            x[...] = matrix
-        else:
-            x = self._column_major(matrix)
-        job = (b"A" if full else b"S") if vectors else b"N"
-        u_cols = rows if full else k
-        left = self.gpu.empty((u_cols, rows), matrix.dtype)  # column-major rows x u_cols
-        right = self.gpu.empty((cols, cols), matrix.dtype)   # column-major cols x cols
+        x = self._column_major(matrix.T if wide else matrix)  # column-major rows x cols
         sigma = self.gpu.empty((k,), matrix.dtype)
         letter = cusolver.precision(matrix.dtype)
         lwork = self.solver.work_size("gesvd", letter, rows, cols)
+        if not vectors:
+            self._run("gesvd", letter, lwork, matrix.dtype, "SVD did not converge",
+                      lambda work, info: (b"N", b"N", rows, cols, x.ptr, rows, sigma.ptr, None,
+                                          rows, None, cols, work, lwork, None, info))
+            return None, sigma, None
+        job = b"A" if full else b"S"
+        left = self.gpu.empty((rows if full else k, rows), matrix.dtype)  # column-major
+        right = self.gpu.empty((cols, cols), matrix.dtype)   # column-major cols x cols
         self._run("gesvd", letter, lwork, matrix.dtype, "SVD did not converge",
                   lambda work, info: (job, job, rows, cols, x.ptr, rows, sigma.ptr, left.ptr,
                                       rows, right.ptr, cols, work, lwork, None, info))
-        if not vectors:
-            return None, sigma, None
         if wide:  # matrix.T = U' S V'^T, so U = V' and Vh = U'^T
             return right, sigma, left
         return left.T, sigma, right.T
