@@ -327,6 +327,39 @@ def test_mask_from_an_expression_and_repeated_set(ng):
     _same(t, reference)
 
 
+BOOLEAN_SCALAR_KEYS = [True, False, np.True_, np.False_, (slice(1, None), np.False_),
+                       ([0, 2], np.True_), (np.True_, [1, 2]), (slice(None), True, [1, 2]),
+                       (0, np.True_), ([0], False), (Ellipsis, True), (Ellipsis, True, 1),
+                       (None, np.True_, 0), (1, slice(None), False), (True, True)]
+
+
+@pytest.mark.parametrize("key", BOOLEAN_SCALAR_KEYS, ids=repr)
+def test_boolean_scalar_keys_add_an_axis(ng, key):
+    """numpy reads ``True``/``False`` (Python's, numpy's, 0-d arrays) as 0-d
+    masks: a new axis of length 1 or 0, never the integers 1 and 0."""
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = ng.array(host)
+    got = t[key]
+    _same(got, host[key])
+    if got.size:
+        got[...] = -5.0  # an advanced index copies: the source is unchanged
+        _same(t, host)
+    for value in (np.float32(-1.0), np.arange(4, dtype=np.float32)):
+        target, reference = ng.array(host), host.copy()
+        try:
+            reference[key] = value
+        except ValueError:  # the value does not broadcast to the new axes
+            with pytest.raises(ValueError, match="could not broadcast"):
+                target[key] = value
+            continue
+        target[key] = value
+        _same(target, reference)
+    as_array = tuple(np.asarray(k) if isinstance(k, (bool, np.bool_)) else k
+                     for k in (key if type(key) is tuple else (key,)))
+    _same(t[tuple(ng.array(k) if isinstance(k, np.ndarray) and k.ndim == 0 else k
+                  for k in as_array)], host[as_array])
+
+
 def test_partition_is_a_valid_partition(ng):
     host = np.random.default_rng(17).standard_normal((5, 9))
     for kth in (0, 4, -1, [2, 6]):

@@ -2,18 +2,23 @@
 
 Values where they are unique (solutions, determinants, eigenvalues,
 singular values, the Cholesky factor, norms); reconstructions where signs
-are free (eigenvectors, singular vectors, Q and R); stacks of matrices,
-numpy's dtypes and its LinAlgError.
+and complex phases are free (eigenvectors, singular vectors, Q and R, and
+that they are unitary); stacks of matrices, strided views, empty and 1x1
+matrices, numpy's dtypes (real eigenvalues and singular values of complex
+matrices) and its LinAlgError.
 """
 import numpy as np
 import pytest
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
 IDS = ["f32", "f64"]
+#: the dtypes of the factorisations that take complex matrices too
+WITH_COMPLEX = DTYPES + [np.dtype(np.complex64), np.dtype(np.complex128)]
+WITH_COMPLEX_IDS = IDS + ["c64", "c128"]
 
 
 def _tol(dtype):
-    return 2e-4 if np.dtype(dtype) == np.float32 else 1e-10
+    return 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
 
 
 def _host(x):
@@ -30,13 +35,89 @@ def _close(got, want, dtype):
 
 
 def _matrices(dtype, shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    """Normal random matrices; complex ones with a normal imaginary part too."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
 
 
 def _spd(dtype, shape, seed=0):
-    a = _matrices(np.float64, shape, seed)
+    """Hermitian (real: symmetric) positive definite matrices."""
+    a = _matrices(np.complex128 if np.dtype(dtype).kind == "c" else np.float64, shape, seed)
     n = shape[-1]
-    return (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(dtype)
+    return (a @ _h(a) + n * np.eye(n)).astype(dtype)
+
+
+def _h(x):
+    """The conjugate transpose of each matrix."""
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+def _identities(x):
+    """Identities of the shape of ``x``'s matrices (square), one per matrix."""
+    return np.broadcast_to(np.eye(x.shape[-1]), x.shape)
+
+
+def _check_eigh(ng, t, a, dtype):
+    """eigvalsh and eigh of Hermitian ``a``, as ``t`` and as each triangle
+    alone: values and dtypes as numpy's, ``A V == V diag(w)``, ``V`` unitary."""
+    values = _host(ng.linalg.eigvalsh(t))
+    want = np.linalg.eigvalsh(a)
+    assert values.dtype == want.dtype
+    _close(values, want, dtype)
+    # only the triangle named is read: the other holds zeros in the last two
+    for given, uplo in ((t, "L"), (ng.array(np.tril(a)), "L"), (ng.array(np.triu(a)), "U")):
+        w, v = (_host(x) for x in ng.linalg.eigh(given, UPLO=uplo))
+        want = np.linalg.eigh(a, UPLO=uplo)
+        assert (w.dtype, v.dtype) == (want.eigenvalues.dtype, want.eigenvectors.dtype)
+        assert v.shape == want.eigenvectors.shape
+        _close(w, want.eigenvalues, dtype)
+        _close(a @ v, v * w[..., None, :], dtype)
+        _close(_h(v) @ v, _identities(v), dtype)
+
+
+def _check_svd(ng, t, a, dtype):
+    """svdvals and svd (reduced and full) of ``a`` (as ``t``): values, shapes
+    and dtypes as numpy's, ``U S Vh == A``, orthonormal columns of ``U`` and rows of ``Vh``."""
+    values = _host(ng.linalg.svdvals(t))
+    want = np.linalg.svd(a, compute_uv=False)
+    assert values.dtype == want.dtype
+    _close(values, want, dtype)
+    for full in (False, True):
+        u, s, vh = (_host(x) for x in ng.linalg.svd(t, full_matrices=full))
+        want = np.linalg.svd(a, full_matrices=full)
+        assert (u.shape, s.shape, vh.shape) == (want.U.shape, want.S.shape, want.Vh.shape)
+        assert (u.dtype, s.dtype, vh.dtype) == (want.U.dtype, want.S.dtype, want.Vh.dtype)
+        _close(s, want.S, dtype)
+        k = s.shape[-1]
+        _close(u[..., :k] * s[..., None, :] @ vh[..., :k, :], a, dtype)
+        _close(_h(u) @ u, _identities(_h(u) @ u), dtype)
+        _close(vh @ _h(vh), _identities(vh @ _h(vh)), dtype)
+        if k == 0:  # numpy's vectors of a matrix without elements: identities
+            assert np.array_equal(u, want.U) and np.array_equal(vh, want.Vh)
+
+
+def _check_qr(ng, t, a, dtype):
+    """qr of ``a`` (as ``t``) in every mode: shapes and dtypes as numpy's,
+    ``Q R == A``, ``Q`` with orthonormal columns, ``R`` upper triangular and
+    ``R^H R == A^H A`` (the same for every choice of phases)."""
+    for mode in ("reduced", "complete"):
+        q, r = (_host(x) for x in ng.linalg.qr(t, mode=mode))
+        want = np.linalg.qr(a, mode=mode)
+        assert (q.shape, r.shape) == (want.Q.shape, want.R.shape)
+        assert (q.dtype, r.dtype) == (want.Q.dtype, want.R.dtype)
+        _close(q @ r, a, dtype)
+        _close(_h(q) @ q, _identities(_h(q) @ q), dtype)
+        assert not np.tril(r, -1).any()
+        if 0 in a.shape[-2:]:
+            assert np.array_equal(q, want.Q)
+    r = _host(ng.linalg.qr(t, mode="r"))
+    want = np.linalg.qr(a, mode="r")
+    assert (r.shape, r.dtype) == (want.shape, want.dtype)
+    assert not np.tril(r, -1).any()
+    _close(_h(r) @ r, _h(a) @ a, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
@@ -88,41 +169,71 @@ def test_singular_and_not_square_raise(ng):
         ng.linalg.inv(ng.array(np.eye(2, dtype=np.float16)))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("dtype", WITH_COMPLEX, ids=WITH_COMPLEX_IDS)
 def test_cholesky_and_eigh(ng, dtype):
     a = _spd(dtype, (2, 6, 6))
     t = ng.array(a)
     _close(ng.linalg.cholesky(t), np.linalg.cholesky(a), dtype)
     _close(ng.linalg.cholesky(t, upper=True), np.linalg.cholesky(a, upper=True), dtype)
-    _close(ng.linalg.eigvalsh(t), np.linalg.eigvalsh(a), dtype)
-    w, v = ng.linalg.eigh(t, UPLO="U")
-    _close(w, np.linalg.eigvalsh(a, UPLO="U"), dtype)
-    v = _host(v)
-    _close(v @ (_host(w)[..., None] * np.swapaxes(v, -1, -2)), a, dtype)
+    _check_eigh(ng, t, a, dtype)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (2, 5, 5)], ids=["tall", "wide", "stack"])
+@pytest.mark.parametrize("dtype", WITH_COMPLEX, ids=WITH_COMPLEX_IDS)
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (2, 5, 5), (2, 3, 5), (3, 7, 2)],
+                         ids=["tall", "wide", "stack", "wide-stack", "tall-stack"])
 def test_svd_qr_and_friends(ng, dtype, shape):
     a = _matrices(dtype, shape, seed=2)
     t = ng.array(a)
-    _close(ng.linalg.svdvals(t), np.linalg.svd(a, compute_uv=False), dtype)
-    for full in (False, True):
-        u, s, vh = (_host(x) for x in ng.linalg.svd(t, full_matrices=full))
-        want = np.linalg.svd(a, full_matrices=full)
-        assert u.shape == want.U.shape and vh.shape == want.Vh.shape
-        k = s.shape[-1]
-        _close(u[..., :k] * s[..., None, :] @ vh[..., :k, :], a, dtype)
-    for mode in ("reduced", "complete"):
-        q, r = (_host(x) for x in ng.linalg.qr(t, mode=mode))
-        want = np.linalg.qr(a, mode=mode)
-        assert q.shape == want.Q.shape and r.shape == want.R.shape
-        _close(q @ r, a, dtype)
-        assert np.allclose(np.tril(r, -1), 0)
-    assert _host(ng.linalg.qr(t, mode="r")).shape == np.linalg.qr(a, mode="r").shape
+    _check_svd(ng, t, a, dtype)
+    _check_qr(ng, t, a, dtype)
     _close(ng.linalg.pinv(t), np.linalg.pinv(a), dtype)
     assert np.array_equal(_host(ng.linalg.matrix_rank(t)), np.linalg.matrix_rank(a))
     _close(ng.linalg.matrix_norm(t, ord="nuc"), np.linalg.matrix_norm(a, ord="nuc"), dtype)
+
+
+@pytest.mark.parametrize("dtype", WITH_COMPLEX, ids=WITH_COMPLEX_IDS)
+def test_factorisations_of_strided_views(ng, dtype):
+    a = _matrices(dtype, (3, 8, 10), seed=11)
+    t = ng.array(a)
+    # every other matrix and row, the columns reversed: wide, non-contiguous
+    _check_svd(ng, t[::2, 1::2, ::-1], a[::2, 1::2, ::-1], dtype)
+    _check_qr(ng, t[::2, 1::2, ::-1], a[::2, 1::2, ::-1], dtype)
+    # transposed views: tall, columns adjacent in memory
+    _check_svd(ng, ng.matrix_transpose(t)[..., ::3], np.swapaxes(a, -1, -2)[..., ::3], dtype)
+    _check_qr(ng, ng.matrix_transpose(t)[1], a[1].T, dtype)
+    h = _spd(dtype, (2, 5, 5), seed=12)
+    # reversed rows and columns and a transpose of a Hermitian matrix are Hermitian
+    _check_eigh(ng, ng.array(h)[:, ::-1, ::-1], h[:, ::-1, ::-1], dtype)
+    _check_eigh(ng, ng.matrix_transpose(ng.array(h)), np.swapaxes(h, -1, -2), dtype)
+
+
+@pytest.mark.parametrize("dtype", WITH_COMPLEX, ids=WITH_COMPLEX_IDS)
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 0), (0, 4, 4), (1, 1), (2, 1, 1)],
+                         ids=["0x3", "3x0", "stack-0x0", "no-matrices", "1x1", "stack-1x1"])
+def test_factorisations_of_empty_and_1x1_matrices(ng, dtype, shape):
+    a = _matrices(dtype, shape, seed=13)
+    _check_svd(ng, ng.array(a), a, dtype)
+    _check_qr(ng, ng.array(a), a, dtype)
+    if shape[-1] == shape[-2]:
+        h = _spd(dtype, shape, seed=14)
+        _check_eigh(ng, ng.array(h), h, dtype)
+        t = ng.array(h)
+        _close(ng.linalg.cholesky(t), np.linalg.cholesky(h), dtype)
+        _close(ng.linalg.inv(t), np.linalg.inv(h), dtype)
+        _close(ng.linalg.det(t), np.linalg.det(h), dtype)
+        for got, want in zip(ng.linalg.slogdet(t), np.linalg.slogdet(h)):
+            _close(got, want, dtype)
+            assert _host(got).dtype == want.dtype
+        rhs = _matrices(dtype, shape[:-1] + (2,), seed=15)
+        _close(ng.linalg.solve(t, ng.array(rhs)), np.linalg.solve(h, rhs), dtype)
+
+
+@pytest.mark.parametrize("dtype", WITH_COMPLEX, ids=WITH_COMPLEX_IDS)
+def test_solve_without_right_hand_sides_still_refuses_a_singular_matrix(ng, dtype):
+    a = _spd(dtype, (3, 3), seed=16)
+    assert _host(ng.linalg.solve(ng.array(a), ng.zeros((3, 0), dtype))).shape == (3, 0)
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        ng.linalg.solve(ng.zeros((3, 3), dtype), ng.zeros((3, 0), dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
@@ -162,14 +273,14 @@ def test_empty_matrices(ng):
         assert np.array_equal(_host(ng.linalg.matrix_rank(ng.array(a))), np.linalg.matrix_rank(a))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("dtype", WITH_COMPLEX, ids=WITH_COMPLEX_IDS)
 def test_lstsq(ng, dtype):
-    rng = np.random.default_rng(7)
-    a = rng.standard_normal((8, 3)).astype(dtype)
-    for b in (rng.standard_normal(8).astype(dtype), rng.standard_normal((8, 2)).astype(dtype)):
+    a = _matrices(dtype, (8, 3), seed=7)
+    for b in (_matrices(dtype, (8,), seed=8), _matrices(dtype, (8, 2), seed=9)):
         got, want = ng.linalg.lstsq(ng.array(a), ng.array(b)), np.linalg.lstsq(a, b)
         _close(got.x, want[0], dtype)
         _close(got.residuals, want[1], dtype)
+        assert got.residuals.dtype == want[1].dtype and got.s.dtype == want[3].dtype
         assert got.rank == want[2]
         _close(got.s, want[3], dtype)
     wide = ng.linalg.lstsq(ng.array(a[:2]), ng.array(a[:2, 0]))
@@ -226,10 +337,3 @@ def test_complex_solve_det_and_cholesky(ng, dtype):
     hermitian = a @ np.conj(np.swapaxes(a, -1, -2))
     np.testing.assert_allclose(_host(ng.linalg.cholesky(ng.array(hermitian))),
                                np.linalg.cholesky(hermitian), rtol=tol, atol=tol * 10)
-
-
-def test_complex_eigh_svd_qr_are_refused_on_the_gpu(gpu_ng):
-    z = gpu_ng.array(np.eye(3, dtype=np.complex64))
-    for call in (gpu_ng.linalg.eigh, gpu_ng.linalg.svd, gpu_ng.linalg.qr):
-        with pytest.raises(TypeError, match="complex ones are not supported yet"):
-            call(z)

@@ -12,7 +12,10 @@ the first bad output position (its value is read back, so the call waits
 for the device).  Either way a bad index raises numpy's IndexError before
 the result is returned.  A boolean mask becomes the flat positions of its
 true elements (:mod:`.searching`), gathered from its axes merged into one.
-Keys with several arrays go to :mod:`.multi_index`.
+Keys with several arrays go to :mod:`.multi_index`.  A boolean scalar
+entry (``True``, ``np.False_``, a 0-d boolean array) adds an axis of
+length one or zero, as numpy's: it becomes the index array ``[0]`` or
+``[]`` on a new axis of length one (:func:`expand_boolean_scalars`).
 """
 import operator
 
@@ -134,6 +137,7 @@ class GatherFunctions:
     def _index_with_array(self, x, key):
         """``x[key]`` for a key holding one integer or boolean array among basic
         entries (numpy's advanced indexing with a single array)."""
+        x, key = expand_boolean_scalars(x, key)
         if array_count(key) > 1:
             return self._index_with_arrays(x, key)
         items, at, index = _array_entry(key)
@@ -191,6 +195,57 @@ class GatherFunctions:
 
     def _as_index(self, index):
         return index if index.dtype == I64 else self.evaluate(self.astype(index, I64))
+
+
+def is_boolean_scalar(item):
+    """Whether an index entry is a boolean scalar: Python's or numpy's bool, or
+    a 0-d boolean array (numpy reads each as a 0-d boolean mask)."""
+    if type(item) is bool or isinstance(item, np.bool_):
+        return True
+    return getattr(item, "ndim", None) == 0 and getattr(item, "dtype", None) == np.bool_
+
+
+def expand_boolean_scalars(x, key):
+    """``(view, key)`` with each boolean scalar entry of ``key`` made an index
+    array on a new axis of ``x``'s view: ``[0]`` for True, ``[]`` for False.
+
+    numpy reads a boolean scalar as a 0-d mask: it consumes no axis of
+    ``x`` and adds one of length 1 or 0, broadcasting with the key's other
+    arrays as a 1- or 0-element index (``x[[0, 2], True]`` has shape
+    ``(2,) + x.shape[1:]``).  A key without one is returned as it is.
+    """
+    items = list(key) if type(key) is tuple else [key]
+    if not any(is_boolean_scalar(item) for item in items):
+        return x, key
+    used = sum(_axes_used(item) for item in items if item is not Ellipsis)
+    axis, inserted = 0, []
+    for item in items:
+        if item is Ellipsis:
+            axis += max(x.ndim - used, 0)
+        elif is_boolean_scalar(item):
+            inserted.append(axis)
+        else:
+            axis += _axes_used(item)
+    parts = []
+    for d in range(x.ndim + 1):
+        parts += [None] * inserted.count(d)
+        parts += [slice(None)] if d < x.ndim else []
+    view = x[tuple(parts)]
+    index = [np.zeros(1 if bool(item) else 0, I64) if is_boolean_scalar(item) else item
+             for item in items]
+    return view, tuple(index)
+
+
+def _axes_used(item):
+    """How many of the indexed tensor's axes a (non-Ellipsis) key entry consumes."""
+    if item is None or is_boolean_scalar(item):
+        return 0
+    if getattr(item, "dtype", None) is not None and dtypes.kind(item.dtype) == "b":
+        return item.ndim
+    if isinstance(item, (list, tuple)):
+        host = np.asarray(item)
+        return host.ndim if host.dtype.kind == "b" else 1
+    return 1
 
 
 def _is_array(item):

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.optree import Expression
-from .gathering import _array_entry, _check_mask, _merged, _split_advanced, array_count
+from .gathering import (_array_entry, _check_mask, _merged, _split_advanced, array_count,
+                        expand_boolean_scalars)
 
 I64 = np.dtype(np.int64)
 
@@ -27,6 +28,7 @@ class ScatterFunctions:
 
     def _assign_with_array(self, x, key, value):
         """``x[key] = value`` (see the module docstring)."""
+        x, key = expand_boolean_scalars(x, key)
         if array_count(key) > 1:
             self._assign_with_arrays(x, key, value)
             return

@@ -271,13 +271,12 @@ def _check_index_types(key):
     """
     arrays = False
     for item in key if type(key) is tuple else (key,):
-        if isinstance(item, (Expression, np.ndarray)):
+        if type(item) is bool or isinstance(item, np.bool_):
+            arrays = True  # a 0-d mask, not the integer 0 or 1, as numpy reads it
+        elif isinstance(item, (Expression, np.ndarray)):
             if dtypes.kind(item.dtype) not in "iub":
                 raise IndexError("arrays used as indices must be of integer (or boolean) type")
-            if item.ndim == 0 and item.dtype.kind == "b":
-                raise IndexError("gpuarray supports basic indexing only (integers, slices, "
-                                 "'...', None); got a 0-d boolean array as an index")
-            arrays = arrays or item.ndim > 0
+            arrays = arrays or item.ndim > 0 or item.dtype.kind == "b"
         elif isinstance(item, (list, tuple)):
             arrays = True
         elif not (item is None or item is Ellipsis or hasattr(item, "__index__")

@@ -1,14 +1,18 @@
 """cuSOLVER's dense routines through ctypes, on this thread's stream.
 
 In: a handle per factory, device addresses of column-major matrices
-(float32 or float64; complex64 or complex128 for the LU and Cholesky
-routines), their extents and leading dimensions, and work
-areas from the caller.  Out: the factorisation queued on the current
-stream (:mod:`gpuarray.cuda.stream`) -- Cholesky (potrf), LU (getrf) and
-its solve (getrs), the symmetric eigensolver (syevd), the SVD (gesvd),
-QR (geqrf, orgqr) -- and the routines' work-area sizes, or
-:class:`~gpuarray.cuda.toolkit.LibraryUnavailable` naming the package to
-install, or :class:`SolverError` naming the call and its status.
+(float32, float64, complex64 or complex128), their extents and leading
+dimensions, and work areas from the caller.  Out: the factorisation
+queued on the current stream (:mod:`gpuarray.cuda.stream`) -- Cholesky
+(potrf), LU (getrf) and its solve (getrs), the symmetric eigensolver
+(syevd; heevd for Hermitian complex matrices), the SVD (gesvd), QR
+(geqrf, then orgqr; ungqr for complex) -- and the routines' work-area
+sizes, or :class:`~gpuarray.cuda.toolkit.LibraryUnavailable` naming the
+package to install, or :class:`SolverError` naming the call and its status.
+
+A complex routine takes the same arguments as its real one: matrices,
+``tau`` and work areas of the complex dtype, eigenvalues and singular
+values real (float32 for complex64, float64 for complex128).
 
 Every routine reports a matrix it cannot factor through an ``info``
 word on the device; :mod:`gpuarray.linalg.device` reads it back.
@@ -32,8 +36,12 @@ VALUES, VECTORS = 0, 1
 #: the precision letter of cuSOLVER's and cuBLAS's routines, by dtype
 LETTERS = {np.dtype(np.float32): "S", np.dtype(np.float64): "D",
            np.dtype(np.complex64): "C", np.dtype(np.complex128): "Z"}
-#: routines with complex (C, Z) variants of the same signature here
-_COMPLEX = ("potrf", "getrf", "getrs")
+#: the precisions of each routine: the symmetric eigensolver and orgqr are
+#: real only, their Hermitian and unitary counterparts (heevd, ungqr) complex only
+_PRECISIONS = {"potrf": "SDCZ", "getrf": "SDCZ", "getrs": "SDCZ", "gesvd": "SDCZ",
+               "geqrf": "SDCZ", "syevd": "SD", "orgqr": "SD", "heevd": "CZ", "ungqr": "CZ"}
+#: the complex routine standing for a real one, with the same arguments
+_COMPLEX_NAMES = {"syevd": "heevd", "orgqr": "ungqr"}
 
 _lib = []
 
@@ -52,6 +60,8 @@ def _signatures():
         "getrs": [_INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P],
         "syevd_bufferSize": [_INT, _INT, _INT, _P, _INT, _P, _INT_P],
         "syevd": [_INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P],
+        "heevd_bufferSize": [_INT, _INT, _INT, _P, _INT, _P, _INT_P],
+        "heevd": [_INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P],
         "gesvd_bufferSize": [_INT, _INT, _INT_P],
         "gesvd": [ctypes.c_char, ctypes.c_char, _INT, _INT, _P, _INT, _P, _P, _INT, _P, _INT,
                   _P, _INT, _P, _P],
@@ -59,6 +69,8 @@ def _signatures():
         "geqrf": [_INT, _INT, _P, _INT, _P, _P, _INT, _P],
         "orgqr_bufferSize": [_INT, _INT, _INT, _P, _INT, _P, _INT_P],
         "orgqr": [_INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P],
+        "ungqr_bufferSize": [_INT, _INT, _INT, _P, _INT, _P, _INT_P],
+        "ungqr": [_INT, _INT, _INT, _P, _INT, _P, _P, _INT, _P],
     }
 
 
@@ -70,8 +82,7 @@ def _library():
         lib.cusolverDnDestroy.argtypes = [_P]
         lib.cusolverDnSetStream.argtypes = [_P, _P]
         for name, argtypes in _signatures().items():
-            letters = "SDCZ" if name.split("_")[0] in _COMPLEX else "SD"
-            for letter in letters:
+            for letter in _PRECISIONS[name.split("_")[0]]:
                 getattr(lib, f"cusolverDn{letter}{name}").argtypes = [_P] + argtypes
         _lib.append(lib)
     return _lib[0]
@@ -85,6 +96,12 @@ def _check(status, call):
 def precision(dtype):
     """The routines' letter for ``dtype``: S, D, C (complex64) or Z."""
     return LETTERS[np.dtype(dtype)]
+
+
+def routine(name, letter):
+    """The routine doing ``name``'s work in precision ``letter``: heevd for
+    syevd and ungqr for orgqr in C and Z, ``name`` otherwise."""
+    return _COMPLEX_NAMES.get(name, name) if letter in "CZ" else name
 
 
 class Solver:

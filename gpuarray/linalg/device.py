@@ -1,15 +1,20 @@
 """The GPU factory's factorisations: cuSOLVER on column-major copies.
 
-In: float32 or float64 tensors of matrices (stacks: the leading axes),
-checked by :mod:`gpuarray.linalg.namespace`.  Out: new tensors -- the
-Cholesky factor, solutions, sign and log-determinant, eigenvalues and
-vectors, singular values and vectors, Q and R -- or numpy's
-``LinAlgError`` where cuSOLVER reports a matrix it cannot factor.
+In: float32, float64, complex64 or complex128 tensors of matrices
+(stacks: the leading axes), checked by :mod:`gpuarray.linalg.namespace`.
+Out: new tensors in numpy's dtypes -- the Cholesky factor, solutions,
+sign and log-determinant, eigenvalues and vectors, singular values and
+vectors, Q and R (eigenvalues and singular values real: float32 for
+complex64) -- or numpy's ``LinAlgError`` where cuSOLVER reports a matrix
+it cannot factor.
 
 cuSOLVER reads and writes column-major matrices.  A row-major matrix
 ``m`` copied as ``m.T`` into a contiguous buffer *is* ``m`` column-major
 (one fused kernel), and a column-major result read row-major is its
-transpose: both are views, never extra copies.  A stack of matrices up to
+transpose: both are views, never extra copies.  Both are plain
+transposes, never conjugates, so complex matrices take the same steps as
+real ones through cuSOLVER's C and Z routines (heevd and ungqr where the
+real ones are syevd and orgqr).  A stack of matrices up to
 128 wide solves and takes determinants through cuBLAS's batched LU, one
 launch each way (:mod:`gpuarray.cuda.cublas`); the other factorisations
 and larger matrices run one matrix at a time, each routine's work area
@@ -52,6 +57,8 @@ class DeviceLinAlg:
     def cholesky(self, a):
         n = a.shape[-1]
         out = self.gpu.empty(a.shape, a.dtype)
+        if n == 0:  # nothing to factor (cuSOLVER refuses a leading dimension of 0)
+            return out
         letter = cusolver.precision(a.dtype)
         for idx in np.ndindex(a.shape[:-2]):
             c = self._column_major(a[idx])
@@ -64,6 +71,10 @@ class DeviceLinAlg:
     def solve(self, a, b):
         n, k = a.shape[-1], b.shape[-1]
         letter = cusolver.precision(a.dtype)
+        if n == 0 or k == 0:  # no solution to compute; numpy still refuses a singular a
+            for idx in np.ndindex(a.shape[:-2] if n else ()):
+                self._lu(a[idx], letter, raise_singular=True)
+            return self.gpu.zeros(b.shape, a.dtype)
         if _stacked(a):
             lu, pivots, infos = self._lu_stack(a, letter)
             x = self._column_major_stack(b)
@@ -86,6 +97,8 @@ class DeviceLinAlg:
     def slogdet(self, a):
         n = a.shape[-1]
         batch = a.shape[:-2]
+        if n == 0:  # the empty product: determinant 1, as numpy's
+            return self.gpu.ones(batch, a.dtype), self.gpu.zeros(batch, _real(a.dtype))
         if _stacked(a):
             lu, pivots, _ = self._lu_stack(a, cusolver.precision(a.dtype))
             diagonal = lu.reshape(batch + (n * n,))[..., ::n + 1]
@@ -116,18 +129,23 @@ class DeviceLinAlg:
         return gpu.evaluate(gpu.astype(sign, diagonal.dtype)), gpu.evaluate(logabsdet)
 
     def eigh(self, a, uplo, vectors):
+        """Eigenvalues (real, ascending) and vectors of Hermitian matrices:
+        syevd, or heevd for complex ones, on an exact column-major copy, so
+        that ``uplo`` names the triangle of ``a`` itself that is read."""
         n = a.shape[-1]
-        dtype = _checked(a.dtype)
-        values = self.gpu.empty(a.shape[:-1], dtype)
-        out = self.gpu.empty(a.shape, dtype) if vectors else None
-        letter = cusolver.precision(dtype)
+        values = self.gpu.empty(a.shape[:-1], _real(a.dtype))
+        out = self.gpu.empty(a.shape, a.dtype) if vectors else None
+        if n == 0:  # nothing to factor (cuSOLVER refuses a leading dimension of 0)
+            return values, out
+        letter = cusolver.precision(a.dtype)
+        name = cusolver.routine("syevd", letter)
         fill = cusolver.LOWER if uplo == "L" else cusolver.UPPER
         job = cusolver.VECTORS if vectors else cusolver.VALUES
         for idx in np.ndindex(a.shape[:-2]):
             c = self._column_major(a[idx])
-            w = self.gpu.empty((n,), dtype)
-            lwork = self.solver.work_size("syevd", letter, job, fill, n, c.ptr, n, w.ptr)
-            self._run("syevd", letter, lwork, dtype, "Eigenvalues did not converge",
+            w = self.gpu.empty((n,), _real(a.dtype))
+            lwork = self.solver.work_size(name, letter, job, fill, n, c.ptr, n, w.ptr)
+            self._run(name, letter, lwork, a.dtype, "Eigenvalues did not converge",
                       lambda work, info: (job, fill, n, c.ptr, n, w.ptr, work, lwork, info))
             values[idx] = w
             if vectors:
@@ -135,14 +153,18 @@ class DeviceLinAlg:
         return values, out
 
     def svd(self, a, full, vectors):
+        """``U``, ``S`` (real, descending) and ``Vh``, numpy's shapes and dtypes."""
         m, n = a.shape[-2:]
         k = min(m, n)
-        dtype = _checked(a.dtype)
+        dtype = a.dtype
         batch = a.shape[:-2]
-        s = self.gpu.empty(batch + (k,), dtype)
+        s = self.gpu.empty(batch + (k,), _real(dtype))
         u_cols, vh_rows = (m, n) if full else (k, k)
         u = self.gpu.empty(batch + (m, u_cols), dtype) if vectors else None
         vh = self.gpu.empty(batch + (vh_rows, n), dtype) if vectors else None
+        if k == 0:  # no singular values; numpy's full U and Vh are identities
+            self._identities(u, vh)
+            return u, s, vh
         for idx in np.ndindex(batch):
             left, sigma, right = self._svd_one(a[idx], full, vectors)
             s[idx] = sigma
@@ -151,13 +173,17 @@ class DeviceLinAlg:
         return u, s, vh
 
     def qr(self, a, mode):
+        """``Q`` (None for mode "r") and ``R`` of each matrix, numpy's shapes."""
         m, n = a.shape[-2:]
         k = min(m, n)
-        dtype = _checked(a.dtype)
+        dtype = a.dtype
         batch = a.shape[:-2]
         q_cols, r_rows = (m, m) if mode == "complete" else (k, k)
         q = None if mode == "r" else self.gpu.empty(batch + (m, q_cols), dtype)
         r = self.gpu.empty(batch + (r_rows, n), dtype)
+        if k == 0:  # R has no elements; numpy's complete Q is the identity
+            self._identities(q)
+            return q, r
         for idx in np.ndindex(batch):
             factor, reflected = self._qr_one(a[idx], mode)
             r[idx] = self.gpu.triu(factor.T[:r_rows, :n])
@@ -195,13 +221,16 @@ class DeviceLinAlg:
 
     def _svd_one(self, matrix, full, vectors):
         """cuSOLVER's gesvd takes m >= n: a wide matrix is factored as its
-        transpose, whose column-major copy is the row-major matrix itself."""
+        transpose (not its conjugate transpose), whose column-major copy is
+        the row-major matrix itself.  gesvd's ``rwork`` (real, min(m,n)-1
+        unconverged superdiagonal elements, read only where info > 0) is NULL,
+        as cuSOLVER allows: the LinAlgError does not report them."""
         m, n = matrix.shape
         wide = m < n
         rows, cols = (n, m) if wide else (m, n)
         k = cols
         x = self._column_major(matrix.T if wide else matrix)  # column-major rows x cols
-        sigma = self.gpu.empty((k,), matrix.dtype)
+        sigma = self.gpu.empty((k,), _real(matrix.dtype))
         letter = cusolver.precision(matrix.dtype)
         lwork = self.solver.work_size("gesvd", letter, rows, cols)
         if not vectors:
@@ -215,7 +244,9 @@ class DeviceLinAlg:
         self._run("gesvd", letter, lwork, matrix.dtype, "SVD did not converge",
                   lambda work, info: (job, job, rows, cols, x.ptr, rows, sigma.ptr, left.ptr,
                                       rows, right.ptr, cols, work, lwork, None, info))
-        if wide:  # matrix.T = U' S V'^T, so U = V' and Vh = U'^T
+        # ``right`` holds V'^H column-major, which read row-major is conj(V');
+        # wide: matrix.T = U' S V'^H, so matrix = conj(V') S U'^T (U = conj(V'), Vh = U'^T)
+        if wide:
             return right, sigma, left
         return left.T, sigma, right.T
 
@@ -235,12 +266,20 @@ class DeviceLinAlg:
         if mode == "r":
             return factor, None
         q_cols = m if mode == "complete" else k
-        lwork = self.solver.work_size("orgqr", letter, m, q_cols, k, x.ptr, m, tau.ptr)
-        self._run("orgqr", letter, lwork, matrix.dtype, None,
+        name = cusolver.routine("orgqr", letter)  # ungqr for complex: Q unitary
+        lwork = self.solver.work_size(name, letter, m, q_cols, k, x.ptr, m, tau.ptr)
+        self._run(name, letter, lwork, matrix.dtype, None,
                   lambda work, info: (m, q_cols, k, x.ptr, m, tau.ptr, work, lwork, info))
         return factor, x.T[:, :q_cols]
 
     # -- shared steps -------------------------------------------------------
+    def _identities(self, *stacks):
+        """Fill each stack of square matrices (None or empty ones skipped)
+        with the identity: numpy's vectors of matrices without elements."""
+        for stack in stacks:
+            if stack is not None and stack.size:
+                stack[...] = self.gpu.eye(stack.shape[-1], dtype=stack.dtype)
+
     def _column_major(self, matrix):
         """A contiguous copy whose memory is ``matrix`` in column-major order."""
         copy = self.gpu.empty(matrix.shape[::-1], matrix.dtype)
@@ -276,15 +315,7 @@ def _addresses(gpu, stack):
     return gpu.array(stack.ptr + step * np.arange(count, dtype=np.uint64))
 
 
-def _checked(dtype):
-    """``dtype``, refused when complex: the GPU's eigensolver, SVD and QR take
-    real matrices only so far."""
-    if np.dtype(dtype).kind == "c":
-        raise TypeError("the GPU's eigh, svd and qr factor float32 and float64 matrices; "
-                        "complex ones are not supported yet (the CPU factory takes them)")
-    return np.dtype(dtype)
-
-
 def _real(dtype):
-    """The real dtype of ``dtype``'s values (float32 for complex64)."""
+    """The real dtype of ``dtype``'s values (float32 for complex64): that of
+    eigenvalues, singular values and log-determinants."""
     return np.dtype(np.float32 if np.dtype(dtype) in (np.float32, np.complex64) else np.float64)

@@ -51,7 +51,7 @@ class LinAlg:
         """
         a = self._square(x)
         lower = self._engine.cholesky(a)
-        return self._xp.matrix_transpose(lower) if upper else lower
+        return self._adjoint(lower) if upper else lower
 
     def solve(self, x1, x2, /):
         """``x`` with ``x1 @ x == x2``; ``x2`` a vector or a stack of matrices, as numpy 2.
@@ -136,8 +136,7 @@ class LinAlg:
         u, s, vh = self._engine.svd(a, False, True)
         cutoff = self._cutoff(a, s, rcond if rtol is None else rtol)
         s_inv = self._xp.where(s > cutoff, 1 / self._xp.where(s > cutoff, s, 1), 0)
-        return self._xp.matmul(self._xp.matrix_transpose(vh) * s_inv[..., None, :],
-                               self._xp.matrix_transpose(u))
+        return self._xp.matmul(self._adjoint(vh) * s_inv[..., None, :], self._adjoint(u))
 
     def lstsq(self, a, b, rcond=None):
         """Least-squares solution of ``a @ x = b``, as ``numpy.linalg.lstsq``
@@ -162,7 +161,7 @@ class LinAlg:
         rhs = b[:, None] if vector else b
         if 0 in a.shape:
             x = xp.zeros((n, rhs.shape[1]), a.dtype)
-            s = xp.zeros((0,), a.dtype)
+            s = xp.zeros((0,), _real(a.dtype))
             rank = 0
         else:
             u, s, vh = self._engine.svd(a, False, True)
@@ -171,13 +170,12 @@ class LinAlg:
             kept = s > cutoff
             rank = int(xp.sum(kept))
             inverse = xp.where(kept, 1 / xp.where(kept, s, 1), 0)
-            x = xp.matmul(xp.matrix_transpose(vh),
-                          inverse[:, None] * xp.matmul(xp.matrix_transpose(u), rhs))
+            x = xp.matmul(self._adjoint(vh), inverse[:, None] * xp.matmul(self._adjoint(u), rhs))
             x = xp.evaluate(x)
         if rank == n and m > n:
-            residuals = xp.sum(xp.square(xp.subtract(xp.matmul(a, x), rhs)), axis=0)
+            residuals = xp.sum(xp.square(xp.abs(xp.subtract(xp.matmul(a, x), rhs))), axis=0)
         else:
-            residuals = xp.zeros((0,), a.dtype)
+            residuals = xp.zeros((0,), _real(a.dtype))
         return LstsqResult(x[:, 0] if vector else x, residuals, rank, s)
 
     def matrix_rank(self, x, /, tol=None, hermitian=False, *, rtol=None):
@@ -321,6 +319,11 @@ class LinAlg:
             raise LinAlgError("Last 2 dimensions of the array must be square")
         return a
 
+    def _adjoint(self, x):
+        """The conjugate transpose of each matrix (a view for real dtypes)."""
+        xt = self._xp.matrix_transpose(x)
+        return self._xp.conj(xt) if xt.dtype.kind == "c" else xt
+
     def _cutoff(self, a, s, rtol):
         """Singular values at or below this are zero (numpy's default tolerance)."""
         if rtol is None:
@@ -335,6 +338,11 @@ def _linalg_dtype(dtype):
     if dtypes.is_low_precision(dtype):
         raise TypeError(f"array type {dtypes.name(dtype)} is unsupported in linalg")
     return dtype if dtypes.is_inexact(dtype) else np.dtype(np.float64)
+
+
+def _real(dtype):
+    """The dtype of ``dtype``'s magnitudes (float32 for complex64)."""
+    return np.dtype(np.abs(np.zeros(0, dtype)).dtype)
 
 
 def _uplo(value):
