@@ -19,7 +19,7 @@ KERNEL_BINS := $(patsubst kernels/%.cu,gpuarray/kernels/%.cubin,$(SM90_SRCS)) \
 KERNEL_DEPS := $(wildcard kernels/*.cuh) gpuarray/fusion/prelude.cuh
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
-.PHONY: all install kernels python test test-pure bench stress sanitize doc clean
+.PHONY: all install kernels python test test-pure conformance bench stress sanitize doc clean
 
 all: python kernels
 
@@ -61,9 +61,18 @@ python:
 test:
 	$(PYTHON) -m pytest -q tests
 	$(MAKE) test-pure
+	$(MAKE) conformance
 
 test-pure:
 	GPUARRAY_PURE_PYTHON=1 $(PYTHON) -m pytest -q tests
+
+# the array API conformance suite (data-apis/array-api-tests, not part of
+# this repository: ARRAY_API_TESTS_DIR, else ../shared/array-api-tests) over
+# the CPU factory, one Hypothesis example per test, a fixed seed; fails on
+# any failure tests/array_api_expected_failures.txt does not expect
+conformance:
+	$(PYTHON) benchmarks/conformance.py --device cpu --max-examples 1 --seed 0 \
+		--expect tests/array_api_expected_failures.txt
 
 bench:
 	$(PYTHON) benchmarks/bench_elementwise.py

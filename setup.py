@@ -56,7 +56,8 @@ setup(
     extras_require={
         "gpu": ["pycuda>=2024.1", "cuda-bindings>=12.0", "nvidia-cufft", "nvidia-cusolver",
                 "nvidia-cublas"],
-        "dev": ["pytest>=8", "hypothesis", "sphinx>=7", "matplotlib", "scikit-learn"],
+        "dev": ["pytest>=8", "hypothesis>=6.151", "ndindex", "sphinx>=7", "matplotlib",
+                "scikit-learn"],
     },
     classifiers=[
         "Programming Language :: Python :: 3",

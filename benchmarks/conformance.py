@@ -2,7 +2,7 @@
 
     python3 benchmarks/conformance.py [--device cpu|gpu] [--max-examples 5]
         [--baseline numpy] [--suite ../shared/array-api-tests] [--source DIR]
-        [--api-version V] [--keep]
+        [--api-version V] [--keep] [--expect FILE --seed N]
 
 In: the suite (read-only; see its SOURCE.md), pytest, hypothesis >= 6.151, ndindex.
 It is copied to a temporary folder and run there once per namespace: ``gpuarray.numpy``
@@ -19,6 +19,14 @@ Out: passed/failed/error/skipped per namespace, and the failures grouped by caus
 (exception type and first message line with numbers, shapes and names blanked),
 each with its count, example test ids and the unblanked variants; printed, and
 written to benchmarks/results/conformance_<device>.json.
+
+With ``--expect FILE`` it is a gate (``make conformance``, run by ``make
+test``): nothing is written, and it exits 1 when ``gpuarray.numpy`` fails
+a test that no pattern of FILE (one regular expression over test ids per
+line, ``#`` comments) expects, or a file of the suite does not load.
+``--seed`` fixes Hypothesis' examples.  Where the suite is not there
+(``--suite``, else ``$ARRAY_API_TESTS_DIR``, else the one beside the
+checkout) the gate says so and passes: it is not part of this repository.
 """
 import argparse
 import datetime
@@ -39,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS_DIR, device_info, print_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-SUITE = REPO.parent / "shared" / "array-api-tests"
+SUITE = Path(os.environ.get("ARRAY_API_TESTS_DIR") or REPO.parent / "shared" / "array-api-tests")
 OURS = "gpuarray.numpy"
 COMPLEX = ("complex64", "complex128")
 OUTCOMES = ("passed", "failed", "error", "skipped")
@@ -111,7 +119,7 @@ def probe(env, suite):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run_suite(suite, module, env, max_examples, timeout):
+def run_suite(suite, module, env, max_examples, timeout, seed=None):
     """Run the suite on ``module``; JUnit XML and the log land next to the copy.
 
     Returns
@@ -124,6 +132,8 @@ def run_suite(suite, module, env, max_examples, timeout):
     cmd = [sys.executable, "-m", "pytest", "array_api_tests/", "-q", "-p", "no:cacheprovider",
            f"--max-examples={max_examples}", "--continue-on-collection-errors",
            f"--junitxml={xml}", "-W", "ignore::UserWarning"]
+    if seed is not None:
+        cmd.append(f"--hypothesis-seed={seed}")
     if (suite.parent / "standin").is_dir():
         cmd[3:3] = ["-p", "pytest_jsonreport"]
     start = time.perf_counter()
@@ -254,13 +264,14 @@ def run_in(workdir, source, module, device, args):
         env["ARRAY_API_TESTS_SKIP_DTYPES"] = ",".join(skip + info["missing_complex"])
         changes.append(f"ARRAY_API_TESTS_SKIP_DTYPES={env['ARRAY_API_TESTS_SKIP_DTYPES']}")
     print(f"{module}: running the suite (max examples {args.max_examples}) ...", flush=True)
-    run = run_suite(suite, module, env, args.max_examples, args.timeout)
+    run = run_suite(suite, module, env, args.max_examples, args.timeout, args.seed)
     cases = read_junit(run["xml"]) if Path(run["xml"]).exists() else []
     if not args.keep:
         del run["xml"], run["log"]
     counts = Counter(outcome for _, outcome, _, _ in cases)
     return {**record, **run, "counts": {k: counts.get(k, 0) for k in OUTCOMES},
-            "total": len(cases), "groups": group_failures(cases)}
+            "total": len(cases), "groups": group_failures(cases),
+            "failed_ids": [t for t, outcome, _, _ in cases if outcome in ("failed", "error")]}
 
 
 def report(records):
@@ -272,6 +283,31 @@ def report(records):
         print(f"\n{r['module']}: {len(r['groups'])} failure groups")
         print_table([{"type": g["type"], "message": g["message"][:90], "example": g["examples"][0],
                       "count": g["count"]} for g in r["groups"]], left=3)
+
+
+def read_expected(path):
+    """The patterns of an expected-failures file: one regular expression per
+    line, blank lines and ``#`` comments left out."""
+    lines = (line.split("#", 1)[0].strip() for line in Path(path).read_text().splitlines())
+    return [re.compile(line) for line in lines if line]
+
+
+def unexpected(record, patterns):
+    """The failed or errored test ids of ``record`` no pattern matches (a
+    namespace that did not run counts as one unexpected failure)."""
+    if not record["total"]:
+        return [f"{record['module']}: the suite did not run"]
+    return [t for t in record["failed_ids"] if not any(p.search(t) for p in patterns)]
+
+
+def gate(record, expected):
+    """Print the gate's verdict; return the exit status (1: unexpected failures)."""
+    bad = unexpected(record, read_expected(expected))
+    for test_id in bad:
+        print(f"UNEXPECTED: {test_id}")
+    print(f"\nconformance gate: {len(bad)} unexpected failure(s) of {record['total']} tests "
+          f"({expected} lists the expected ones)")
+    return 1 if bad else 0
 
 
 def git_state(source):
@@ -295,12 +331,19 @@ def main():
     parser.add_argument("--api-version", help="ARRAY_API_TESTS_VERSION for every module (default: its own)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per module")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy, logs and XML")
+    parser.add_argument("--expect", type=Path, help="expected failures: gate on them, write nothing")
+    parser.add_argument("--seed", type=int, help="Hypothesis' seed (--hypothesis-seed)")
     args = parser.parse_args()
     if not (args.suite / "array_api_tests").is_dir():
+        if args.expect:
+            print(f"conformance gate skipped: no suite at {args.suite} (set ARRAY_API_TESTS_DIR)")
+            return 0
         parser.error(f"no suite at {args.suite} (see --suite)")
     started, state = time.perf_counter(), git_state(args.source)  # the tree the run imports
     records = [measure(args.suite, module, args.device, args) for module in [OURS, *args.baseline]]
     report(records)
+    if args.expect:
+        return gate(records[0], args.expect)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"conformance_{args.device}.json"
     data = {"name": f"conformance_{args.device}",
@@ -310,7 +353,8 @@ def main():
             "records": records}
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
     print(f"\nwrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
