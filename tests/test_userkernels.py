@@ -4,10 +4,15 @@ On the GPU, numpy as the oracle: values for several dtypes, broadcasting,
 Python scalars, placeholders and fixed types; an elementwise kernel used
 inside an expression is one fused kernel; out= and errors (malformed
 parameters, wrong arguments, code that does not compile -- the compiler's
-message with the line in the user's code).  Without a GPU: the generated
-source of a tree holding a user function compiles for sm_90 (nvcc), and
-the CPU factory refuses user kernels with a clear error.
+message with the line in the user's code).  Indexed elementwise kernels
+(CuPy's ``raw`` parameters, ``i``, ``_ind.size()``, ``size=``): values for
+several dtypes, one launch per call, one compile per structure.  Without a
+GPU: the generated source of a tree holding a user function, and of
+indexed kernels, compiles for sm_90; the argument checks of indexed calls
+(they run before any device work) on CPU tensors; the CPU factory refuses
+user kernels with a clear error.
 """
+import functools
 import shutil
 import subprocess
 
@@ -15,10 +20,13 @@ import numpy as np
 import pytest
 
 import gpuarray
+from conftest import BF16, dtype_id, random_array
 from gpuarray.core import ops, optree
+from gpuarray.cuda import compiler
 from gpuarray.cuda.compiler import CompileError
 from gpuarray.fusion import generate, launch, plan
-from gpuarray.userkernels.elementwise import UserFunction
+from gpuarray.userkernels import indexed, indexed_source
+from gpuarray.userkernels.elementwise import ElementwiseKernel, UserFunction
 from gpuarray.userkernels.reduction import UserReduction
 
 SQDIFF = ("T x, T y", "T z", "z = (x - y) * (x - y)", "sqdiff")
@@ -71,8 +79,8 @@ def test_elementwise_kernel_errors(gpu_ng):
         ng.ElementwiseKernel("float32", "float32 z", "z = 1", "k")
     with pytest.raises(ValueError, match="exactly one output"):
         ng.ElementwiseKernel("T x", "T y, T z", "y = x; z = x", "k")
-    with pytest.raises(NotImplementedError, match="raw parameters"):
-        ng.ElementwiseKernel("raw T x", "T z", "z = x[0]", "k")
+    with pytest.raises(NotImplementedError, match="raw parameters are not supported by Reduction"):
+        ng.ReductionKernel("raw T x", "T y", "x[0]", "a + b", "y = a", "0", "k")
     with pytest.raises(ValueError, match="C identifier"):
         ng.ElementwiseKernel("T x", "T z", "z = x", "not a name")
     k = ng.ElementwiseKernel(*SQDIFF)
@@ -171,6 +179,8 @@ def test_the_cpu_factory_refuses_user_kernels():
     with pytest.raises(NotImplementedError, match="needs the GPU factory"):
         ng.ElementwiseKernel(*SQDIFF)
     with pytest.raises(NotImplementedError, match="needs the GPU factory"):
+        ng.ElementwiseKernel(*REVERSE)
+    with pytest.raises(NotImplementedError, match="needs the GPU factory"):
         ng.RawKernel(ADD, "add")
     with pytest.raises(NotImplementedError, match="needs the GPU factory"):
         ng.ReductionKernel(*L2)
@@ -205,3 +215,232 @@ def test_a_fused_user_function_compiles_for_sm90(tmp_path):
                                  str(generate.PRELUDE_PATH.parent), "-o", str(tmp_path / "k.cubin"),
                                  str(unit)], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr[-3000:]
+
+
+# -- indexed kernels: raw parameters, i, _ind.size(), size= ------------------
+
+REVERSE = ("raw T x", "T y", "y = x[_ind.size() - i - 1]", "reverse")
+NEIGHBOUR = ("raw T x, int32 n", "T y", "y = x[i] - x[(i + 1) % n]", "neighbour")
+NEIGHBOUR_INTO = ("raw T x, int32 n", "raw T y", "y[i] = x[i] - x[(i + 1) % n]", "neighbour_into")
+WEIGHTED = ("T a, T b, raw T w, T c", "T y", "y = a + b * w[i] - c", "weighted")
+INDEX = ("T a, T b", "int64 y", "y = i", "index")
+TWICE = ("raw T x", "T y", "T v = x[i]; y = v + v", "twice")
+CONVERT = ("raw T x", "raw U y", "y[i] = (U)x[i]", "convert")
+INDEXED_DTYPES = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64),
+                  np.dtype(np.int8), np.dtype(np.uint16), np.dtype(np.int32), np.dtype(np.int64)]
+NO_COMPILER = shutil.which("nvcc") is None and compiler._nvrtc() is None
+
+
+def small_values(shape, dtype, seed=0):
+    """Small integers in ``dtype``: every sum and product here is exact in it."""
+    return random_array(np.random.default_rng(seed), shape, dtype, integer_valued=True)
+
+
+def oracle(fn, dtype, *hosts):
+    """``fn`` in the dtype the kernel's code computes in (float32 for
+    float16/bfloat16), stored in ``dtype``; integers wrap as in C."""
+    compute = np.float32 if dtype in (np.float16, BF16) else dtype
+    return fn(*(h.astype(compute) for h in hosts)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", INDEXED_DTYPES + [np.dtype(np.bool_)], ids=dtype_id)
+def test_raw_reverse(gpu_ng, dtype):
+    ng = gpu_ng
+    rev = ng.ElementwiseKernel(*REVERSE)
+    host = small_values((3, 4), dtype)
+    x = ng.array(host)
+    got = rev(x, size=x.size)
+    assert got.shape == (12,) and got.dtype == dtype
+    np.testing.assert_array_equal(got.get(), host.ravel()[::-1])
+    out = ng.empty((3, 4), dtype)  # a non-raw out decides the loop: no size needed
+    assert rev(x, out) is out
+    np.testing.assert_array_equal(out.get(), host.ravel()[::-1].reshape(3, 4))
+    # a raw operand that is not C-contiguous is read as its C-order copy
+    np.testing.assert_array_equal(rev(x.T, size=12).get(), host.T.ravel()[::-1])
+    np.testing.assert_array_equal(rev(x * 1, size=12).get(), host.ravel()[::-1])  # a lazy array
+    np.testing.assert_array_equal(x.get(), host)
+
+
+@pytest.mark.parametrize("dtype", INDEXED_DTYPES, ids=dtype_id)
+def test_raw_neighbour_difference(gpu_ng, dtype):
+    ng = gpu_ng
+    host = small_values((50,), dtype, seed=1)
+    want = oracle(lambda h: h - np.roll(h, -1), dtype, host)
+    got = ng.ElementwiseKernel(*NEIGHBOUR)(ng.array(host), 50, size=50)
+    np.testing.assert_array_equal(got.get(), want)
+    into = ng.ElementwiseKernel(*NEIGHBOUR_INTO)
+    y = ng.zeros(50, dtype)
+    assert into(ng.array(host), 50, y, size=50) is y
+    np.testing.assert_array_equal(y.get(), want)
+    made = into(ng.array(host), np.int32(50), size=50)  # a raw output of size elements
+    assert made.shape == (50,) and made.dtype == dtype
+    np.testing.assert_array_equal(made.get(), want)
+
+
+@pytest.mark.parametrize("dtype", INDEXED_DTYPES, ids=dtype_id)
+def test_index_and_loop_size(gpu_ng, dtype):
+    ng = gpu_ng
+    a, b = ng.array(small_values((3, 1), dtype)), ng.array(small_values((4,), dtype))
+    index = ng.ElementwiseKernel(*INDEX)
+    got = index(a, b)  # i is the flat C-order index into the broadcast output
+    assert got.shape == (3, 4) and got.dtype == np.int64
+    np.testing.assert_array_equal(got.get(), np.arange(12).reshape(3, 4))
+    # the result is an operand like any tensor
+    np.testing.assert_array_equal((got * 2 + 1).get(), np.arange(12).reshape(3, 4) * 2 + 1)
+    out = ng.zeros((4, 3), np.int64).T  # not C-contiguous: written through a temporary
+    assert index(a, b, out=out) is out
+    np.testing.assert_array_equal(out.get(), np.arange(12).reshape(3, 4))
+    countdown = ng.ElementwiseKernel("T a", "int64 y", "y = _ind.size() - i", "countdown")
+    np.testing.assert_array_equal(countdown(b).get(), [4, 3, 2, 1])
+    plus = ng.ElementwiseKernel("T a", "T y", "y = a + (T)(i % 3)", "plus_index")
+    host = small_values((2, 5), dtype, seed=2)
+    want = oracle(lambda h: h + (np.arange(10).reshape(2, 5) % 3).astype(h.dtype), dtype, host)
+    np.testing.assert_array_equal(plus(ng.array(host)).get(), want)
+
+
+@pytest.mark.parametrize("dtype", INDEXED_DTYPES, ids=dtype_id)
+def test_raw_with_broadcast_parameters(gpu_ng, dtype):
+    ng = gpu_ng
+    k = ng.ElementwiseKernel(*WEIGHTED)
+    ha, hb, hw = (small_values(s, dtype, seed) for seed, s in enumerate(((3, 4), (4,), (4, 3))))
+    want = oracle(lambda a, b, w: a + b * w.reshape(3, 4) - 1, dtype, ha, hb, hw)
+    got = k(ng.array(ha), ng.array(hb), ng.array(hw).reshape(12), 1)
+    assert got.shape == (3, 4) and got.dtype == dtype
+    np.testing.assert_array_equal(got.get(), want)
+    # a transposed raw operand is indexed in its own C order (a copy)
+    want_t = oracle(lambda a, b, w: a + b * w.T.reshape(3, 4) - 1, dtype, ha, hb, hw)
+    np.testing.assert_array_equal(k(ng.array(ha), ng.array(hb), ng.array(hw).T, 1).get(), want_t)
+    # non-raw operands read through strides: a transposed view and a broadcast row
+    at = ng.array(np.ascontiguousarray(ha.T)).T
+    np.testing.assert_array_equal(k(at, ng.array(hb), ng.array(hw), 1).get(), want)
+
+
+@pytest.mark.parametrize("dtype", INDEXED_DTYPES + [np.dtype(np.bool_)], ids=dtype_id)
+def test_placeholders_bound_through_raw(gpu_ng, dtype):
+    ng = gpu_ng
+    host = small_values((6,), dtype, seed=3)
+    if dtype != np.bool_:
+        got = ng.ElementwiseKernel(*TWICE)(ng.array(host), size=6)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got.get(), oracle(lambda h: h + h, dtype, host))
+    y = ng.zeros(6, np.float64)  # U is bound by the raw output given
+    assert ng.ElementwiseKernel(*CONVERT)(ng.array(host), y, size=6) is y
+    np.testing.assert_array_equal(y.get(), host.astype(np.float64))
+    f32 = ng.ElementwiseKernel("raw float32 x", "float32 y", "y = x[i] * 2", "f32")
+    got = f32(ng.array(host.astype(np.float64)), size=6)  # a cast copy
+    np.testing.assert_array_equal(got.get(), host.astype(np.float32) * 2)
+
+
+def test_indexed_kernel_runs_at_the_call_and_compiles_per_structure(gpu_ng):
+    ng = gpu_ng
+    rev = ng.ElementwiseKernel(*REVERSE)
+    rev(ng.ones(3, np.float32), size=3)
+    for n in (7, 1000, 70001):  # new sizes: no new kernel
+        host = np.arange(n, dtype=np.float32)
+        x = ng.array(host)
+        before = ng.stats()
+        y = rev(x, size=n)
+        after = ng.stats()
+        assert after["kernels_compiled"] == before["kernels_compiled"]
+        assert after["kernels_launched"] - before["kernels_launched"] == 1
+        x.fill(0)  # the call read x already
+        np.testing.assert_array_equal(y.get(), host[::-1])
+    assert rev(ng.ones(0, np.float32), size=0).shape == (0,)
+    bad = ng.ElementwiseKernel("raw T x", "T y", "T v = x[i];\ny = v +* 2;", "broken_raw")
+    with pytest.raises(CompileError, match=r"broken_raw\(2\)"):
+        bad(ng.ones(3), size=3)
+
+
+@pytest.fixture(params=["host", "gpu"])
+def checked(request):
+    """A factory and a maker of its elementwise kernels.  "host": kernels on
+    CPU tensors -- the CPU factory runs no user code, but the argument checks
+    of an indexed call run before anything touches a device, so they are
+    tested here without a GPU."""
+    if request.param == "gpu":
+        ng = request.getfixturevalue("gpu_ng")
+        return ng, ng.ElementwiseKernel
+    ng = gpuarray.CPU()
+    return ng, functools.partial(ElementwiseKernel, ng)
+
+
+def test_indexed_kernel_bad_input(checked):
+    ng, make = checked
+    rev, weighted, into = make(*REVERSE), make(*WEIGHTED), make(*NEIGHBOUR_INTO)
+    x, a, b = ng.ones(12, np.float32), ng.ones((3, 4), np.float32), ng.ones(4, np.float32)
+    with pytest.raises(TypeError, match="raw parameter x takes a tensor of this factory"):
+        rev(2.0, size=6)
+    with pytest.raises(TypeError, match="host numpy arrays"):
+        rev(np.ones(6, np.float32), size=6)
+    with pytest.raises(ValueError, match="^Loop size is undecided"):
+        rev(x)  # only raw arrays, and neither size nor out
+    for size in (5, 12):  # CuPy: size with a non-raw array, whatever its size
+        with pytest.raises(ValueError, match="^Specified 'size' can be used only if all"):
+            weighted(a, b, x, 1, size=size)
+    with pytest.raises(ValueError, match="^Specified 'size' can be used only if all"):
+        rev(x, ng.empty(12, np.float32), size=12)  # a non-raw out is an array too
+    with pytest.raises(ValueError, match="non-broadcastable output operand with shape"):
+        weighted(a, b, x, 1, ng.empty((2, 4), np.float32))
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        weighted(a, ng.ones(3, np.float32), x, 1)
+    with pytest.raises(ValueError, match="Output array size is undecided"):
+        make("T a, raw T x", "raw T y", "y[i] = a + x[i]", "k")(b, x)
+    with pytest.raises(ValueError, match="raw output y must be C-contiguous"):
+        into(x, 12, ng.empty(24, np.float32)[::2], size=12)
+    with pytest.raises(TypeError, match="raw output y must be of dtype float32, not float64"):
+        into(x, 12, ng.empty(12, np.float64), size=12)
+    with pytest.raises(TypeError, match="out must be a tensor"):
+        weighted(a, b, x, 1, np.empty((3, 4), np.float32))
+    with pytest.raises(TypeError, match="Cannot cast y from float32 to int32"):
+        weighted(a, b, x, 1, ng.empty((3, 4), np.int32))
+    with pytest.raises(TypeError, match="Type is mismatched"):
+        weighted(a, b, ng.ones(12, np.float64), 1)
+    with pytest.raises(TypeError, match="size must be an int"):
+        rev(x, size=12.0)
+    with pytest.raises(ValueError, match="size must not be negative"):
+        rev(x, size=-1)
+    with pytest.raises(ValueError, match="Can not use 'i' as a parameter name"):
+        make("T i", "T y", "y = i", "k")
+
+
+def test_uses_index():
+    assert indexed.uses_index("y = x[i]") and indexed.uses_index("y = _ind.size()")
+    assert indexed.uses_index("for (int i = 0; i < 3; ++i) y += x;")  # runs unfused, same values
+    assert not indexed.uses_index("y = x.i + p->i + xi + i2; // i\n/* _ind */ z = 'i';")
+    assert not ElementwiseKernel(gpuarray.CPU(), *SQDIFF).indexed
+    assert ElementwiseKernel(gpuarray.CPU(), *TWICE).indexed
+
+
+def test_indexed_spec_keys_on_structure_not_sizes():
+    ng = gpuarray.CPU()
+    k = ElementwiseKernel(ng, *WEIGHTED)
+
+    def spec(m, n, dtype=np.float32):
+        operands = ng.operands((ng.ones((m, n), dtype), ng.ones(n, dtype), ng.ones(m * n, dtype), 1))
+        return indexed.plan(k, operands, None, None).spec
+    assert spec(3, 4) == spec(300, 41)
+    assert spec(3, 4) != spec(3, 4, np.float64)
+    assert indexed.collapse((2, 1, 3, 4), [(0, 0, 4, 1), (12, 0, 4, 1)]) == ((2, 12), [(0, 1), (12, 1)])
+
+
+@pytest.mark.skipif(NO_COMPILER, reason="neither nvcc nor NVRTC installed")
+@pytest.mark.parametrize("dtype", [np.dtype(np.float16), BF16, np.dtype(np.float64),
+                                   np.dtype(np.int8), np.dtype(np.uint64), np.dtype(np.bool_)],
+                         ids=dtype_id)
+def test_indexed_kernels_compile_for_sm90(dtype, tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUARRAY_CACHE_DIR", str(tmp_path))
+    ng = gpuarray.CPU()
+    x, row = ng.ones(12, dtype), ng.ones(4, dtype)
+    calls = [(REVERSE, (x,), None, 12), (CONVERT, (x,), ng.empty(12, np.float64), 12),
+             (INDEX, (ng.ones((4, 3), dtype).T, row), None, None)]
+    if dtype != np.bool_:
+        calls += [(NEIGHBOUR, (x, 12), None, 12),
+                  (NEIGHBOUR_INTO, (x, 12), ng.empty(12, dtype), 12),
+                  (WEIGHTED, (ng.ones((3, 4), dtype), row, x, 1), None, None), (TWICE, (x,), None, 12)]
+    for params, operands, out, size in calls:
+        call = indexed.plan(ElementwiseKernel(ng, *params), ng.operands(operands), out, size)
+        compiler.compile_source(indexed_source.generate(call.spec).text, "sm_90", generate.HEADERS)
+    broken = ElementwiseKernel(ng, "raw T x", "T y", "T v = x[i];\ny = v +* 2;", "broken_raw")
+    call = indexed.plan(broken, ng.operands((x,)), None, 12)
+    with pytest.raises(CompileError, match=r"broken_raw\(2\)"):
+        compiler.compile_source(indexed_source.generate(call.spec).text, "sm_90", generate.HEADERS)

@@ -3,22 +3,26 @@
 In: CuPy's arguments -- input and output parameter strings
 (:mod:`.params`), the C code of one element (``z = (x - y) * (x - y)``)
 and a name -- and, at each call, the operands (tensors, op-trees, Python
-or numpy scalars) and optionally ``out``.  Out: a lazy op-tree node of op
-``user`` whose attribute is a :class:`UserFunction`, so the call fuses
-with the operations around it into one generated kernel (the fusion
-compiler emits the function beside its own, ``gpuarray.fusion``), or
-``out`` evaluated.
+or numpy scalars), optionally ``out`` and CuPy's ``size``.  Out: a lazy
+op-tree node of op ``user`` whose attribute is a :class:`UserFunction`, so
+the call fuses with the operations around it into one generated kernel
+(the fusion compiler emits the function beside its own,
+``gpuarray.fusion``), or ``out`` evaluated.
 
 Operands broadcast as numpy's; each is converted to its parameter's dtype
 (numpy's "same_kind" rule); a placeholder (``T``) takes the dtype of the
 arrays bound to it; Python scalars take their parameter's type.  float16
 and bfloat16 parameters are ``float`` in the code, as everywhere in the
 fused kernels, and the output is rounded when stored.  The output
-parameter is write-only (it starts undefined), and the code sees one
-element: ``raw`` parameters and the index ``i`` are not supported
-(NotImplementedError for ``raw``).  The code is compiled when a call
-first meets a new set of dtypes, so a syntax error is raised at the call
-with the compiler's message, its line numbered within the code.
+parameter is write-only (it starts undefined).  The code is compiled when
+a call first meets a new set of dtypes, so a syntax error is raised at the
+call with the compiler's message, its line numbered within the code.
+
+A kernel whose code uses CuPy's loop index ``i`` or ``_ind.size()``, or
+which has ``raw`` parameters, cannot fuse: its element depends on the
+whole loop.  Such a kernel -- and any kernel called with ``size=`` -- runs
+as a kernel of its own, at the call, with CuPy's semantics
+(:mod:`.indexed`); its result is a tensor, an operand like any other.
 """
 import hashlib
 import re
@@ -28,11 +32,11 @@ from ..core import dtypes, optree, shapes
 from ..core.optree import Expression
 from ..cuda import compiler
 from ..fusion import generate
+from . import indexed
 from . import params as parsing
+from .indexed_source import GENERATED_LINE
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: after a user's code, the compiler's line numbers name the generated code again
-GENERATED_LINE = '#line 1 "gpuarray generated"'
 
 
 @dataclass(frozen=True)
@@ -80,16 +84,17 @@ class ElementwiseKernel:
     in_params, out_params : str
         ``"float32 x, T y"``: ``[type] [name]`` items; one output.
     operation : str
-        C code computing the output parameter from the inputs, per element.
+        C code computing the output parameter from the inputs, per element;
+        it may use CuPy's ``i`` and ``_ind.size()`` and index ``raw``
+        parameters (the kernel then runs unfused, see the module's doc).
     name : str
         A C identifier naming the kernel.
 
     Raises
     ------
     ValueError
-        Malformed parameters or name, or not exactly one output.
-    NotImplementedError
-        ``raw`` parameters.
+        Malformed parameters or name, not exactly one output, or a
+        parameter named ``i`` (CuPy's reserved index).
     """
 
     def __init__(self, backend, in_params, out_params, operation, name="kernel"):
@@ -103,33 +108,51 @@ class ElementwiseKernel:
         if len(outs) != 1:
             raise ValueError(f"ElementwiseKernel {name}: exactly one output parameter is "
                              f"supported, not {len(outs)}")
-        if any(p.raw for p in self.in_params + outs):
-            raise NotImplementedError("raw parameters are not supported by ElementwiseKernel "
-                                      "(use RawKernel)")
         if outs[0].name in {p.name for p in self.in_params}:
             raise ValueError(f"Duplicate parameter name: {outs[0].name}")
+        if "i" in {p.name for p in self.in_params + outs}:
+            raise ValueError("Can not use 'i' as a parameter name")
         self.out_param = outs[0]
+        #: runs unfused (indexed): raw parameters, or code using i or _ind
+        self.indexed = any(p.raw for p in self.in_params + outs) or indexed.uses_index(operation)
         self._checked = set()
+        self._indexed = {}  # IndexedSpec -> (loaded kernel, argument format)
 
     def __repr__(self):
         return f"<ElementwiseKernel {self.name}>"
 
-    def __call__(self, *args, out=None):
+    def __call__(self, *args, out=None, size=None):
         """The kernel over ``args`` (lazy, fusing), or evaluated into ``out``.
 
         ``out`` may also be passed as the last positional argument, as CuPy's.
+        An indexed kernel (``raw`` parameters, ``i``, ``_ind``), or any
+        kernel called with ``size``, runs at once and returns a tensor.
+
+        Parameters
+        ----------
+        *args
+            The operands, then optionally ``out``.
+        out : Tensor, optional
+        size : int, optional
+            CuPy's: the number of elements of the loop (``_ind.size()``),
+            for calls whose arrays are all ``raw``.
 
         Raises
         ------
         TypeError
-            A wrong number of arguments, or operands that do not fit the
-            parameters' types.
+            A wrong number of arguments, operands that do not fit the
+            parameters' types, or a scalar given to a ``raw`` parameter.
         ValueError
-            Operands that do not broadcast.
+            Operands that do not broadcast, an ``out`` of another shape,
+            ``size`` given with a non-raw array, or no ``size`` where only
+            raw arrays (and scalars) are given (CuPy's "Loop size is
+            undecided.").
         gpuarray.cuda.compiler.CompileError
             Code that does not compile (the compiler's message).
         """
         operands, out = self._operands(args, out)
+        if self.indexed or size is not None:
+            return indexed.run(self, operands, out, size)
         fn, cast, out_dtype = self._function(operands)
         shape = shapes.broadcast_shapes(*(a.shape for a in cast))
         node = optree.OpTreeNode(self.backend, "user", cast, (fn,), shape, out_dtype)

@@ -18,10 +18,14 @@ class UserKernelFunctions:
     def ElementwiseKernel(self, in_params, out_params, operation, name="kernel"):  # noqa: N802
         """An elementwise kernel of C code per element that fuses into op-trees.
 
+        Code using CuPy's index ``i`` or ``_ind.size()``, or ``raw``
+        parameters (whole arrays the code indexes), runs as a kernel of its
+        own at the call instead (:mod:`gpuarray.userkernels.indexed`).
+
         Parameters
         ----------
         in_params, out_params : str
-            CuPy's parameter lists (``"T x, float32 y"``, ``"T z"``).
+            CuPy's parameter lists (``"T x, float32 y"``, ``"raw T w"``, ``"T z"``).
         operation : str
             C code assigning the output parameter.
         name : str
@@ -31,6 +35,8 @@ class UserKernelFunctions:
         --------
         >>> sq = ng.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "sqdiff")
         >>> out[:] = ng.sqrt(sq(a, b) + 1)        # one kernel
+        >>> rev = ng.ElementwiseKernel("raw T x", "T y", "y = x[_ind.size() - i - 1]", "rev")
+        >>> rev(x, size=x.size)                   # x reversed, flattened
         """
         self._check_cuda("ElementwiseKernel")
         return ElementwiseKernel(self, in_params, out_params, operation, name)

@@ -115,6 +115,19 @@ def bind(params, operand_types):
     return tuple(resolved), bound
 
 
+def bind_output(param, bound, dtype):
+    """Bind the output's placeholder to ``dtype`` (the given ``out``'s) when no
+    input binds it, as CuPy binds placeholders from the outputs too.
+
+    Raises
+    ------
+    TypeError
+        ``dtype`` is complex.
+    """
+    if param.placeholder and param.placeholder not in bound:
+        bound[param.placeholder] = _real_dtype(dtype, param.name)
+
+
 def output_dtype(param, bound):
     """The dtype of the output parameter under the placeholders' bindings.
 

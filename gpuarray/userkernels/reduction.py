@@ -69,11 +69,15 @@ class ReductionKernel(ElementwiseKernel):
     ValueError
         Malformed parameters or name, not exactly one output, or a missing
         expression or identity.
+    NotImplementedError
+        ``raw`` parameters.
     """
 
     def __init__(self, backend, in_params, out_params, map_expr, reduce_expr, post_map_expr,
                  identity, name="reduce_kernel", reduce_type=None):
         super().__init__(backend, in_params, out_params, "", name)
+        if any(p.raw for p in self.in_params + (self.out_param,)):
+            raise NotImplementedError("raw parameters are not supported by ReductionKernel")
         for what, text in (("map_expr", map_expr), ("reduce_expr", reduce_expr),
                            ("post_map_expr", post_map_expr), ("identity", identity)):
             if not isinstance(text, str) or not text.strip():
