@@ -127,6 +127,51 @@ def test_exp_and_expm1_special_values_follow_c99(gpu_ng, dtype):
     np.testing.assert_allclose(got, want_expm1.astype(dtype), rtol=1e-6)
 
 
+#: every pair of these is a real and an imaginary part of C99 Annex G's tables
+SPECIAL_PARTS = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 1e30, -1e30, np.inf, -np.inf, np.nan]
+#: the functions Annex G (and the array API) gives special values, numpy's
+#: expm1 aside (see above)
+ANNEX_G = ["arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh",
+           "cos", "sin", "tan", "cosh", "sinh", "tanh", "exp"]
+
+
+def _special_grid(dtype):
+    parts = np.array(SPECIAL_PARTS)
+    z = np.empty((parts.size, parts.size), dtype)
+    z.real, z.imag = parts[:, None], parts[None, :]
+    return z.ravel()
+
+
+def _differs(got, want, dtype):
+    """Where got is not numpy's want: each part NaN where numpy's is NaN (the
+    NaN's sign aside), else the same number, signs of zeros and infinities
+    included."""
+    rtol = _tolerance(dtype)[0]
+    bad = np.zeros(got.shape, bool)
+    for g, w in ((got.real, want.real), (got.imag, want.imag)):
+        with np.errstate(invalid="ignore"):
+            close = np.abs(g - w) <= rtol * np.abs(w)
+        exact = (g == w) & (np.signbit(g) == np.signbit(w))
+        bad |= ~np.where(np.isnan(w), np.isnan(g), np.where(np.isinf(w) | (w == 0), exact, close))
+    return bad
+
+
+@pytest.mark.parametrize("dtype", COMPLEX, ids=IDS)
+@pytest.mark.parametrize("name", ANNEX_G)
+def test_special_values_follow_c99_annex_g(gpu_ng, dtype, name):
+    """C99 Annex G's special values (the array API's special cases), whole
+    tables with their symmetries, as numpy gives them, which also picks the
+    signs Annex G leaves open; 1e30 parts try the finite formulas where cosh
+    or a square overflows."""
+    z = _special_grid(dtype)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(z)
+    got = gpu_ng.evaluate(gpu_ng.elementwise(name, gpu_ng.array(z))).get()
+    bad = _differs(got, want, dtype)
+    assert not bad.any(), "\n".join(f"{name}({z[k]!r}) = {got[k]!r}, numpy: {want[k]!r}"
+                                     for k in np.flatnonzero(bad))
+
+
 @pytest.mark.parametrize("dtype", COMPLEX, ids=IDS)
 def test_weak_python_scalars_and_promotion(ng, dtype):
     real = np.dtype(np.float32 if dtype == np.complex64 else np.float64)

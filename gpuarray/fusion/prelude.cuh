@@ -380,7 +380,8 @@ template <> GA_D bool ga_highest<bool>() { return true; }
 // Arithmetic follows numpy's loops: Smith's division, lexicographic
 // ordering, NaN-propagating maximum/minimum, sign z/|z|; the elementary
 // functions use the formulas with the usual branch cuts (Kahan's for the
-// inverse functions), accurate for finite arguments.
+// inverse functions), accurate for finite arguments, and C99 Annex G's
+// special values for infinite and NaN parts.
 template <class T> struct ga_is_complex { enum { value = 0 }; };
 template <bool B, class T = void> struct ga_enable_if {};
 template <class T> struct ga_enable_if<true, T> { typedef T type; };
@@ -469,7 +470,8 @@ template <class F> GA_D GA_C ga_exp(GA_C a) {
     if (a.im == (F)0) return GA_C(ga_exp(a.re), a.im);
     if (!ga_isfinite(a.im)) {
         const F nan = a.im - a.im;
-        if (a.re == ga_lowest<F>()) return GA_C((F)0, (F)0);
+        // cexp(-inf + i inf) = +-0 +- i0: numpy's signs are conj's
+        if (a.re == ga_lowest<F>()) return GA_C((F)0, ga_copysign((F)0, a.im));
         return GA_C(a.re == ga_highest<F>() ? a.re : nan, nan);
     }
     const F e = ga_exp(a.re);
@@ -533,60 +535,162 @@ template <class F> GA_D GA_C ga_log1p(GA_C a) {
         return GA_C((F)0.5 * ga_log1p(x * ((F)2 + x) + y * y), angle);
     return GA_C(ga_log(ga_hypot(x + (F)1, y)), angle);
 }
+// C99 Annex G (G.6.1-G.6.3): an infinite or NaN part takes one branch,
+// finite arguments keep the formulas.  The trigonometric functions are the
+// hyperbolic ones rotated, as Annex G defines them (csin z = -i csinh(iz),
+// ccos z = ccosh(iz), likewise ctan, casin, catan).  Where Annex G leaves a
+// sign open, numpy's choice, passed as `open` where numpy's choices are not
+// each other's rotations; where numpy's follows a NaN's sign, copysign reads
+// it off the argument (a GPU may drop a NaN's sign when negating it).
+//
+// csinh; `open` is the real part of csinh(+-inf + i inf) and (+-inf + i NaN)
+template <class F> GA_D GA_C ga_sinh_open(F x, F y, F open) {
+    // G.6.2.5: csinh(+inf + i0) = +inf + i0, csinh(NaN + i0) = NaN + i0 (no inf * 0)
+    if (y == (F)0) return GA_C(ga_sinh(x), y);
+    // csinh(+0 + i inf) = +0 + i NaN, csinh(+inf + i inf) = +-inf + i NaN
+    if (!ga_isfinite(y)) {
+        const F nan = y - y;
+        return GA_C(x == (F)0 ? x : ga_isinf(x) ? open : nan, nan);
+    }
+    return GA_C(ga_sinh(x) * ga_cos(y), ga_cosh(x) * ga_sin(y));
+}
+// numpy: +inf for csinh(+-inf + i inf) and for csin(+-inf + i inf) = NaN +- i inf
+template <class F> GA_D GA_C ga_sinh(GA_C a) { return ga_sinh_open(a.re, a.im, ga_highest<F>()); }
 template <class F> GA_D GA_C ga_sin(GA_C a) {
-    return GA_C(ga_sin(a.re) * ga_cosh(a.im), ga_cos(a.re) * ga_sinh(a.im));
-}
-template <class F> GA_D GA_C ga_cos(GA_C a) {
-    return GA_C(ga_cos(a.re) * ga_cosh(a.im), -(ga_sin(a.re) * ga_sinh(a.im)));
-}
-template <class F> GA_D GA_C ga_sinh(GA_C a) {
-    return GA_C(ga_sinh(a.re) * ga_cos(a.im), ga_cosh(a.re) * ga_sin(a.im));
+    const GA_C s = ga_sinh_open(-a.im, a.re, ga_lowest<F>());
+    return GA_C(s.im, -s.re);
 }
 template <class F> GA_D GA_C ga_cosh(GA_C a) {
-    return GA_C(ga_cosh(a.re) * ga_cos(a.im), ga_sinh(a.re) * ga_sin(a.im));
+    const F x = a.re, y = a.im;
+    // G.6.2.4: ccosh(+inf + i0) = +inf + i0, even and conjugate-symmetric (no
+    // inf * 0); ccosh(NaN + i0) = NaN +- i0 (numpy: the sign of y)
+    if (y == (F)0) return GA_C(ga_cosh(x), x == x ? ga_copysign((F)1, x) * y : y);
+    // ccosh(+0 + i inf) = NaN +- i0 (numpy: +0), ccosh(+inf + i inf) = +-inf + i NaN
+    // (numpy: +inf)
+    if (!ga_isfinite(y)) {
+        const F nan = y - y;
+        return GA_C(ga_isinf(x) ? ga_absolute(x) : nan, x == (F)0 ? (F)0 : nan);
+    }
+    return GA_C(ga_cosh(x) * ga_cos(y), ga_sinh(x) * ga_sin(y));
 }
+template <class F> GA_D GA_C ga_cos(GA_C a) { return ga_cosh(GA_C(-a.im, a.re)); }
 // tanh(x + iy) = (sinh 2x + i sin 2y) / (cosh 2x + cos 2y); +-1 once cosh overflows
 template <class F> GA_D GA_C ga_tanh(GA_C a) {
-    if (ga_absolute(a.re) > (F)(sizeof(F) == 8 ? 354 : 44))
-        return GA_C(ga_copysign((F)1, a.re), ga_copysign((F)0, ga_sin((F)2 * a.im)));
-    const F d = ga_cosh((F)2 * a.re) + ga_cos((F)2 * a.im);
-    return GA_C(ga_sinh((F)2 * a.re) / d, ga_sin((F)2 * a.im) / d);
+    const F x = a.re, y = a.im;
+    if (!(ga_absolute(x) <= (F)(sizeof(F) == 8 ? 354 : 44) && ga_isfinite(y))) {
+        // G.6.2.6: ctanh(+inf + iy) = 1 + i0 sin 2y (sin y cos y: 2y may overflow),
+        // ctanh(+inf + i inf) = 1 +- i0 (numpy: the sign of y)
+        if (ga_isinf(x) || (x == x && ga_isfinite(y)))
+            return GA_C(ga_copysign((F)1, x),
+                        ga_copysign((F)0, ga_isfinite(y) ? ga_sin(y) * ga_cos(y) : y));
+        // ctanh(NaN + i0) = NaN + i0; ctanh(+0 + i inf) = +0 + i NaN as numpy and
+        // C23 (C99: NaN + i NaN); other finite x with y inf or NaN: NaN + i NaN
+        const F nan = (F)(0.0 / 0.0);
+        return GA_C(x == (F)0 ? x : nan, y == (F)0 ? y : nan);
+    }
+    const F d = ga_cosh((F)2 * x) + ga_cos((F)2 * y);
+    return GA_C(ga_sinh((F)2 * x) / d, ga_sin((F)2 * y) / d);
 }
-// tan z = -i tanh(iz)
 template <class F> GA_D GA_C ga_tan(GA_C a) {
     const GA_C t = ga_tanh(GA_C(-a.im, a.re));
     return GA_C(t.im, -t.re);
 }
-// Kahan's formulas ("Branch cuts for complex elementary functions")
-template <class F> GA_D GA_C ga_arcsin(GA_C a) {
-    const GA_C one((F)1, (F)0), p = ga_sqrt(one - a), q = ga_sqrt(one + a);
+// Kahan's formulas ("Branch cuts for complex elementary functions") for
+// finite arguments.  1 - z and 1 + z keep -y and y exactly, signed zeros
+// included: those pick the side of a branch cut on the real axis.
+// Below, the angle of a point at infinity is atan2's: atan2(+inf, +inf) =
+// pi/4, atan2(+inf, -inf) = 3pi/4, atan2(y, +inf) = +0, atan2(+inf, x) = pi/2.
+template <class F> GA_D GA_C ga_arcsin_kahan(GA_C a) {
+    const GA_C p = ga_sqrt(GA_C((F)1 - a.re, -a.im)), q = ga_sqrt(GA_C((F)1 + a.re, a.im));
     return GA_C(ga_arctan2(a.re, p.re * q.re - p.im * q.im), ga_arcsinh(p.re * q.im - p.im * q.re));
 }
+// casinh at an infinite or NaN part; `open` is casinh(NaN + i inf)'s real part
+template <class F> GA_D GA_C ga_arcsinh_special(F x, F y, F open) {
+    // G.6.2.2: casinh(NaN + i0) = NaN + i0, casinh(NaN + i inf) = +-inf + i NaN
+    if (x != x) return GA_C(ga_isinf(y) ? open : x, y == (F)0 ? y : x);
+    // casinh(+inf + i NaN) = +inf + i NaN; finite x: NaN + i NaN
+    if (y != y) return GA_C(ga_isinf(x) ? x : y, y);
+    // casinh(+inf + i inf) = +inf + i pi/4, (x + i inf) = +inf + i pi/2,
+    // (+inf + iy) = +inf + i0
+    return GA_C(ga_copysign(ga_highest<F>(), x), ga_arctan2(y, ga_absolute(x)));
+}
+// numpy: casinh(NaN + i inf) = +-inf + i NaN with the NaN's sign, and
+// casin(+-inf + i NaN) = NaN +- i inf likewise
+template <class F> GA_D GA_C ga_arcsin(GA_C a) {
+    if (!ga_isfinite(a)) {
+        const GA_C s = ga_arcsinh_special(-a.im, a.re, -ga_copysign(ga_highest<F>(), a.im));
+        return GA_C(s.im, -s.re);
+    }
+    return ga_arcsin_kahan(a);
+}
+template <class F> GA_D GA_C ga_arcsinh(GA_C a) {
+    if (!ga_isfinite(a))
+        return ga_arcsinh_special(a.re, a.im, ga_copysign(ga_highest<F>(), a.re));
+    const GA_C s = ga_arcsin_kahan(GA_C(-a.im, a.re));
+    return GA_C(s.im, -s.re);
+}
 template <class F> GA_D GA_C ga_arccos(GA_C a) {
-    const GA_C one((F)1, (F)0), p = ga_sqrt(one - a), q = ga_sqrt(one + a);
+    const F x = a.re, y = a.im;
+    if (!ga_isfinite(a)) {
+        // G.6.1.1: cacos(NaN + i inf) = NaN - i inf, cacos(+-inf + i NaN) = NaN +- i inf
+        // (numpy: conj's sign, the NaN's negated), cacos(+-0 + i NaN) = pi/2 + i NaN
+        if (x != x) return GA_C(x, ga_isinf(y) ? -y : x);
+        if (y != y) {
+            if (ga_isinf(x)) return GA_C(y, -ga_copysign(ga_highest<F>(), y));
+            return GA_C(x == (F)0 ? (F)1.57079632679489661923 : y, y);
+        }
+        // cacos(+inf + i inf) = pi/4 - i inf, (-inf + i inf) = 3pi/4 - i inf,
+        // (+inf + iy) = +0 - i inf, (-inf + iy) = pi - i inf, (x + i inf) = pi/2 - i inf
+        return GA_C(ga_arctan2(ga_absolute(y), x), ga_copysign(ga_highest<F>(), -y));
+    }
+    const GA_C p = ga_sqrt(GA_C((F)1 - x, -y)), q = ga_sqrt(GA_C((F)1 + x, y));
     return GA_C((F)2 * ga_arctan2(p.re, q.re), ga_arcsinh(q.re * p.im - q.im * p.re));
 }
 template <class F> GA_D GA_C ga_arccosh(GA_C a) {
-    const GA_C one((F)1, (F)0), p = ga_sqrt(a - one), q = ga_sqrt(a + one);
+    const F x = a.re, y = a.im;
+    if (!ga_isfinite(a)) {
+        // G.6.2.1: cacosh(NaN + i inf) = cacosh(+-inf + i NaN) = +inf + i NaN;
+        // cacosh(+-0 + i NaN) = NaN + i pi/2 as numpy and the array API
+        // (C99: NaN + i NaN)
+        const F inf = ga_highest<F>(), pi_2 = (F)1.57079632679489661923;
+        if (x != x) return GA_C(ga_isinf(y) ? inf : x, x);
+        if (y != y) return GA_C(ga_isinf(x) ? inf : y, x == (F)0 ? pi_2 : y);
+        // cacosh(+inf + i inf) = +inf + i pi/4, (-inf + i inf) = +inf + i 3pi/4,
+        // (+inf + iy) = +inf + i0, (-inf + iy) = +inf + i pi, (x + i inf) = +inf + i pi/2
+        return GA_C(inf, ga_arctan2(y, x));
+    }
+    const GA_C p = ga_sqrt(GA_C(x - (F)1, y)), q = ga_sqrt(GA_C(x + (F)1, y));
     return GA_C(ga_arcsinh(p.re * q.re + p.im * q.im), (F)2 * ga_arctan2(p.im, q.re));
 }
-// arcsinh z = -i arcsin(iz)
-template <class F> GA_D GA_C ga_arcsinh(GA_C a) {
-    const GA_C s = ga_arcsin(GA_C(-a.im, a.re));
-    return GA_C(s.im, -s.re);
-}
-// arctanh z = (log1p(z) - log1p(-z)) / 2, in real arithmetic
-template <class F> GA_D GA_C ga_arctanh(GA_C a) {
-    const F x = a.re, y = a.im, ax = ga_absolute(x);
+// arctanh z = (log1p(z) - log1p(-z)) / 2, in real arithmetic; beyond 2^60
+// (2^500 for double), where |z|^2 overflows, 1/z + i pi/2 to working
+// precision.  `open` is catanh(NaN + i inf)'s real part.
+template <class F> GA_D GA_C ga_arctanh_open(F x, F y, F open) {
+    const F ax = ga_absolute(x), big = (F)(sizeof(F) == 8 ? 0x1p500 : 0x1p60);
+    const F pi_2 = (F)1.57079632679489661923;
+    if (!(ax <= big && ga_absolute(y) <= big)) {
+        // G.6.2.3: catanh(+0 + i NaN) = +0 + i NaN, catanh(+inf + i NaN) = +0 + i NaN
+        if (y != y) return GA_C(x == (F)0 ? x : ga_isinf(x) ? ga_copysign((F)0, x) : y, y);
+        // catanh(NaN + i inf) = +-0 + i pi/2
+        if (x != x) return ga_isinf(y) ? GA_C(open, ga_copysign(pi_2, y)) : GA_C(x, x);
+        // catanh(+inf + iy) = catanh(x + i inf) = +0 + i pi/2, and 1/z's real part
+        // beyond big
+        const F h = ga_hypot(x, y);
+        return GA_C(ga_isinf(h) ? ga_copysign((F)0, x) : x / h / h, ga_copysign(pi_2, y));
+    }
     if (ax == (F)1 && y == (F)0) return GA_C(ga_copysign(ga_highest<F>(), x), y);
     const F d = ((F)1 - ax) * ((F)1 - ax) + y * y;
     const F re = (F)0.25 * ga_log1p((F)4 * ax / d);
     const F im = (F)0.5 * ga_arctan2((F)2 * y, ((F)1 - x) * ((F)1 + x) - y * y);
     return GA_C(ga_copysign(re, x), im);
 }
-// arctan z = -i arctanh(iz)
+// numpy: catanh(NaN + i inf) = +-0 + i pi/2 with the NaN's sign, and
+// catan(+-inf + i NaN) = +-pi/2 +- i0 likewise
+template <class F> GA_D GA_C ga_arctanh(GA_C a) {
+    return ga_arctanh_open(a.re, a.im, ga_copysign((F)0, a.re));
+}
 template <class F> GA_D GA_C ga_arctan(GA_C a) {
-    const GA_C t = ga_arctanh(GA_C(-a.im, a.re));
+    const GA_C t = ga_arctanh_open(-a.im, a.re, -ga_copysign((F)0, a.im));
     return GA_C(t.im, -t.re);
 }
 template <class F> GA_D GA_C ga_sigmoid(GA_C a) {
