@@ -72,7 +72,7 @@ class DeviceLinAlg:
         n, k = a.shape[-1], b.shape[-1]
         letter = cusolver.precision(a.dtype)
         if n == 0 or k == 0:  # no solution to compute; numpy still refuses a singular a
-            for idx in np.ndindex(a.shape[:-2] if n else ()):
+            for idx in np.ndindex(a.shape[:-2]) if n else ():
                 self._lu(a[idx], letter, raise_singular=True)
             return self.gpu.zeros(b.shape, a.dtype)
         if _stacked(a):
