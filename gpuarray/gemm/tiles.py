@@ -12,10 +12,9 @@ plus its epilogue -- a cost per element of the whole tile, masked
 elements included -- and a fixed cost per tile; no launch beats reading
 its operands once from DRAM or a block streaming its own slice at twice
 its fair share of bandwidth.  Split-K adds the partial sums' traffic and
-the last split's tail, where it sums every split of its tile.  The
-epilogue terms decide short products: a col matrix of 3.2 M rows x 32
-times a 32 x 64 filter matrix ran 1.8x faster on 128 x 64 tiles than on
-the 128 x 128 ones the flops alone picked.
+the last split's tail, where it sums every split of its tile.  The epilogue terms decide short products: a col matrix
+of 3.2 M rows x 32 times a 32 x 64 filter matrix ran 1.8x faster on
+128 x 64 tiles than on the 128 x 128 ones the flops alone picked.
 """
 import numpy as np
 
