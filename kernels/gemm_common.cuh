@@ -26,9 +26,7 @@
 // accumulate-over-batch product); splits = K-splits, each covering
 // tiles_per_split K-tiles of the virtual K axis (kbatch * ceil(K / BK) tiles).
 // With splits > 1 a kernel stores raw fp32 sums to `partial`
-// ([splits][batch][M][N]).  With EPI_FINISH the same kernel then finishes
-// them (gemm_split_finish: the last split of a tile part to arrive sums all
-// of them, in split order); else gemm_splitk.cu applies the epilogue.
+// ([splits][batch][M][N]) and gemm_splitk.cu applies the epilogue.
 //
 // Launch shape: chosen by each kernel family; blocks map their tile index
 // through gemm_tile(), over tiles_m * tiles_n * batch * splits tiles.
@@ -47,13 +45,7 @@
 #define EPI_SR 8      // stochastic rounding of fp16/bf16 outputs, keeping
                       // (flags >> EPI_SR_BITS_SHIFT) mantissa bits
 #define EPI_STATS 16  // fill stats[0] = max |C| (finite values), stats[1] += non-finite count
-#define EPI_FINISH 32 // splits > 1: the main kernel sums the partials (arrival counters
-                      // after them in the workspace, zeroed by the host before the launch)
 #define EPI_SR_BITS_SHIFT 8
-
-// arrival counters per output tile: one per part a kernel finishes on its
-// own (the sm90 kernels' consumer warpgroups, 64 rows each)
-#define GEMM_SPLIT_PARTS 2
 
 #define GEMM_GROUP_M 8  // tile rows per raster group
 
@@ -183,47 +175,6 @@ GA_D void gemm_output(const GemmArgs &p, const GemmTile &g, int m, int n, float 
     if (m >= p.M || n >= p.N) return;
     if (p.splits > 1) gemm_store_partial(p, g, m, n, acc);
     else gemm_finish(p, g.ob, m, n, acc, st);
-}
-
-// EPI_FINISH's arrival counters, [batch][tiles_m][tiles_n][GEMM_SPLIT_PARTS],
-// stored right after the partials.
-GA_D unsigned *gemm_split_counters(const GemmArgs &p) {
-    return (unsigned *)(p.partial + (long long)p.splits * p.batch * p.M * p.N);
-}
-
-// EPI_FINISH, after the `threads` threads (index `tid`) that stored the
-// partials of rows [m0, m0 + rows) x columns [n0, n0 + cols) of tile g (part
-// `part` of it) are done storing: the last of the splits to arrive sums
-// every split's partials of that part in split order -- the same additions
-// as gemm_splitk.cu, so the same bits whichever split arrives last -- and
-// finishes them.  `sync` synchronises exactly those threads; `flag` is an
-// int of shared memory they share (free between calls).  Nobody waits on
-// another block, so persistent grids of any size cannot deadlock.
-template <class Sync>
-GA_D void gemm_split_finish(const GemmArgs &p, const GemmTile &g, int BM, int BN, int part, int m0,
-                            int rows, int n0, int cols, int tid, int threads, volatile int *flag,
-                            Sync sync, GemmStats &st) {
-    __threadfence();  // this thread's partials reach L2 before the block's arrival
-    sync();
-    if (tid == 0) {
-        const long long tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-        const long long slot = ((g.ob * tiles_m + g.tm) * tiles_n + g.tn) * GEMM_SPLIT_PARTS + part;
-        *flag = atomicAdd(gemm_split_counters(p) + slot, 1u) == (unsigned)(p.splits - 1);
-    }
-    sync();
-    const bool last = *flag;
-    sync();  // the flag is read: its memory may serve the next tile
-    if (!last) return;
-    __threadfence();  // the other splits' partials are read after their arrivals
-    const long long slab = (long long)p.batch * p.M * p.N;
-    for (int e = tid; e < rows * cols; e += threads) {
-        const int m = m0 + e / cols, n = n0 + e % cols;
-        if (m >= p.M || n >= p.N) continue;
-        const float *src = p.partial + ((long long)g.ob * p.M + m) * p.N + n;
-        float sum = 0.f;
-        for (int s = 0; s < p.splits; ++s) sum += __ldcg(src + s * slab);  // L2: other SMs wrote them
-        gemm_finish(p, g.ob, m, n, sum, st);
-    }
 }
 
 // Warp-combine the statistics and add them to p.stats.  Every lane of the

@@ -463,9 +463,6 @@ GA_D void gemm(const GemmArgs &p) {
                 }
             }
         }
-        if (p.flags & EPI_FINISH)  // split-K summed here; the stages are free until the next tile
-            gemm_split_finish(p, g, BM, BN, 0, g.tm * BM, BM, g.tn * BN, BN, threadIdx.x, THREADS,
-                              (volatile int *)smem, [] { __syncthreads(); }, st);
     }
     gemm_stats_flush(p, st);
 }

@@ -403,9 +403,6 @@ template <class C> struct Kernel {
                 __syncwarp();
             }
             __syncthreads();  // the staging area overlaps the next tile's first stages
-            if (p.flags & EPI_FINISH)  // split-K summed here
-                gemm_split_finish(p, g, C::BM, C::BN, 0, g.tm * C::BM, C::BM, g.tn * C::BN, C::BN, tid,
-                                  C::THREADS, (volatile int *)smem, [] { __syncthreads(); }, st);
         }
         gemm_stats_flush(p, st);
     }

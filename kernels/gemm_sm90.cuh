@@ -466,10 +466,6 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 ga_wg_sync(cw);
                 ga_epilogue_chunk(p, g, ep, g.tm * BM + cw * 64, g.tn * BN + 32 * c, fast, st);
             }
-            // split-K summed here: each warpgroup's 64 rows are a part of their own
-            if (p.flags & EPI_FINISH)
-                gemm_split_finish(p, g, BM, BN, cw, g.tm * BM + cw * 64, 64, g.tn * BN, BN, threadIdx.x & 127,
-                                  128, (volatile int *)ep, [cw] { ga_wg_sync(cw); }, st);
         }
         gemm_stats_flush(p, st);
     }

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..cuda import driver
 from ..gemm import catalogue as gk, tiles as gemm_tiles
-from ..gemm.replay import GemmPlan, TensorMap, split_workspace
+from ..gemm.replay import GemmPlan, TensorMap
 from .layer import ConvLayer
 
 STEM = "conv_sm90"
@@ -30,6 +30,8 @@ GEOM = struct.Struct("<12i")
 ARGS_BYTES = 512
 #: split-K: at least this many K-tiles per split
 MIN_KTILES_PER_SPLIT = 8
+#: threads per block of gemm_splitk.cu's reduce kernel
+REDUCE_THREADS = 256
 
 
 class Im2colMap:
@@ -118,8 +120,8 @@ def record_update(gpu, layer, beta, lde=None):
     splits = choose_splits(gpu, cfg, m, n, ktiles)
     per_split = -(-ktiles // splits)
     splits = -(-ktiles // per_split)
-    flags = (gk.EPI_BETA if beta else 0) | (gk.EPI_FINISH if splits > 1 else 0)
-    ints = (m, n, k, 1, 1, splits, per_split, flags, gk.TYPE_CODE[layer.dtype], 0)
+    ints = (m, n, k, 1, 1, splits, per_split, gk.EPI_BETA if beta else 0,
+            gk.TYPE_CODE[layer.dtype], 0)
     strides = (1, m, 0, 1, n, 0, 0, 0, 0, 0)
     esz = layer.dtype.itemsize
     lde = lde or m
@@ -160,10 +162,13 @@ def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps):
     total = -(-m // cfg.bm) * -(-n // cfg.bn) * splits
     kernel = gpu.gemm_library.function(STEM, name, cfg.smem)
     launches = [(kernel, (min(total, gpu.sms), 1, 1), (cfg.threads, 1, 1), cfg.smem)]
-    workspace, counters = 0, None
-    if splits > 1:  # the kernel sums its splits itself (EPI_FINISH)
-        workspace, counters = split_workspace(splits, 1, m, n, cfg.bm, cfg.bn)
-    return GemmPlan(name, False, launches, template, maps, workspace, splits, counters)
+    workspace = 0
+    if splits > 1:
+        reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
+        blocks = min(-(-(m * -(-n // 4)) // REDUCE_THREADS), gpu.sms * 8)
+        launches.append((reduce, (blocks, 1, 1), (REDUCE_THREADS, 1, 1), 0))
+        workspace = splits * m * n * 4
+    return GemmPlan(name, False, launches, template, maps, workspace, splits)
 
 
 def _input_name(dtype):

@@ -12,9 +12,8 @@ Families (one ``kernels/gemm_<family>.cu`` each):
 * ``sm90``  -- TMA + wgmma, warp-specialised (Hopper, sm_90a);
 * ``sm80`` / ``sm80u`` -- mma.sync tensor cores, 16-byte aligned operands /
   any alignment (Ampere and later; Hopper's fallback);
-* ``ffma`` / ``ffmau`` -- exact float32 on the FFMA pipes.
-
-Each sums its own K-splits where it has several (``EPI_FINISH``).
+* ``ffma`` / ``ffmau`` -- exact float32 on the FFMA pipes;
+* ``splitk`` -- sums split-K partials and applies the epilogue.
 """
 import struct
 from dataclasses import dataclass, field
@@ -36,10 +35,8 @@ NO_TMAP = bytes(128)
 # GemmArgs::c_type / bias_type
 TYPE_CODE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, dtypes.bfloat16: 2}
 # GemmArgs::flags
-EPI_RELU, EPI_BIAS, EPI_BETA, EPI_SR, EPI_STATS, EPI_FINISH = 1, 2, 4, 8, 16, 32
+EPI_RELU, EPI_BIAS, EPI_BETA, EPI_SR, EPI_STATS = 1, 2, 4, 8, 16
 EPI_SR_BITS_SHIFT = 8
-#: EPI_FINISH's arrival counters per output tile (gemm_common.cuh)
-GEMM_SPLIT_PARTS = 2
 
 
 @dataclass(frozen=True)

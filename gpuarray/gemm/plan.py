@@ -26,8 +26,9 @@ import numpy as np
 from ..core import shapes
 from . import catalogue as gk, tiles
 from .call import GemmCall, epilogue_tree, stats_by_reduction
-from .replay import GemmPlan, TensorMap, split_workspace
+from .replay import GemmPlan, TensorMap
 
+_REDUCE_THREADS = 256
 _MAX_CHOICES = 4096
 _choices = {}
 
@@ -247,19 +248,21 @@ def record(gpu, prob, swapped):
     grid = min(total, gpu.sms * cfg.per_sm) if cfg.persistent else total
     launches = [(gpu.gemm_library.function(cfg.file, name, cfg.smem), (grid, 1, 1),
                  (cfg.threads, 1, 1), cfg.smem)]
-    workspace, counters = 0, None
-    if splits > 1:  # the kernel sums its splits itself (EPI_FINISH): no second launch
-        workspace, counters = split_workspace(splits, prob.batch, prob.m, prob.n, cfg.bm, cfg.bn)
+    if splits > 1:
+        reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
+        outputs = prob.batch * prob.m * -(-prob.n // 4)
+        blocks = min(-(-outputs // _REDUCE_THREADS), gpu.sms * 8)
+        launches.append((reduce, (blocks, 1, 1), (_REDUCE_THREADS, 1, 1), 0))
+    workspace = splits * prob.batch * prob.m * prob.n * 4 if splits > 1 else 0
     tensor_maps = _tensor_maps(cfg, prob) if cfg.tma else None
-    return GemmPlan(name, swapped, launches, template, tensor_maps, workspace, splits, counters)
+    return GemmPlan(name, swapped, launches, template, tensor_maps, workspace, splits)
 
 
 def _integers(prob, splits, per_split):
     call = prob.call
     bias_type = gk.TYPE_CODE[call.bias.dtype] if call.bias is not None else 0
-    finish = gk.EPI_FINISH if splits > 1 else 0
     return (prob.m, prob.n, prob.k, prob.batch, prob.kbatch, splits, per_split,
-            _flags(call) | finish, gk.TYPE_CODE[call.c.dtype], bias_type)
+            _flags(call), gk.TYPE_CODE[call.c.dtype], bias_type)
 
 
 def _tensor_maps(cfg, prob):

@@ -19,7 +19,6 @@ import struct
 
 from ..core.array import Tensor
 from ..cuda import driver, stream
-from . import catalogue as gk
 
 _PTRS = struct.Struct("<6Q")
 _SCALARS = struct.Struct("<2fI")
@@ -92,20 +91,13 @@ class GemmPlan:
     tensor_maps : tuple of two TensorMap, or None
         The descriptors of the kernel's A and B (TMA kernels only).
     workspace_bytes : int
-        Split-K partial sums (and the arrival counters of a kernel that sums
-        them itself), taken from the pool per launch (0: none).
-    splits : int
-        K-splits of the main kernel.
-    counters : (int, int), optional
-        Byte offset in the workspace and count of the 32-bit arrival
-        counters (:func:`split_workspace`), zeroed before each launch.
+        Split-K partial sums, taken from the pool per launch (0: none).
     """
 
-    def __init__(self, name, swapped, launches, template, tensor_maps, workspace_bytes, splits,
-                 counters=None):
+    def __init__(self, name, swapped, launches, template, tensor_maps, workspace_bytes, splits):
         self.name, self.swapped, self.launches = name, swapped, launches
         self.template, self.tensor_maps = template, tensor_maps
-        self.workspace_bytes, self.splits, self.counters = workspace_bytes, splits, counters
+        self.workspace_bytes, self.splits = workspace_bytes, splits
 
     def launch(self, gpu, a, b, c, bias, stats, alpha, beta):
         """Queue the plan's kernels on operands given as device addresses (0: absent).
@@ -126,15 +118,11 @@ class GemmPlan:
         params = driver.parameter_block(bytes(args))
         launches = [(kernel, grid, block, params, smem)
                     for kernel, grid, block, smem in self.launches]
-        zero = None
-        if self.counters is not None:
-            at, count = self.counters
-            zero = (gpu._drv.memset_d32_async, workspace.ptr + at, count)
         # the previous record's workspace goes back to the pool now: work
         # queued after its kernels runs after them anyway.  Freed explicitly,
         # not left to the reference count, so that nothing which happens to
         # hold the record (a debugger's or a sanitizer's frame) keeps it.
-        record = GemmLaunch(self.name, self.splits, launches, workspace, zero)
+        record = GemmLaunch(self.name, self.splits, launches, workspace)
         previous, gpu.last_gemm = gpu.last_gemm, record
         if previous is not None and previous.workspace is not None:
             previous.workspace.free()
@@ -150,36 +138,14 @@ class GemmPlan:
 
 
 class GemmLaunch:
-    """The kernels one GEMM queued: (kernel, grid, block, parameter block, shared
-    bytes), after zeroing its split-K arrival counters (``zero``: the memset,
-    address and count; None without them)."""
+    """The kernels one GEMM queued: (kernel, grid, block, parameter block, shared bytes)."""
 
-    __slots__ = ("name", "splits", "launches", "workspace", "zero")
+    __slots__ = ("name", "splits", "launches", "workspace")
 
-    def __init__(self, name, splits, launches, workspace=None, zero=None):
+    def __init__(self, name, splits, launches, workspace=None):
         self.name, self.splits, self.launches, self.workspace = name, splits, launches, workspace
-        self.zero = zero
 
     def replay(self):
         """Queue the same kernels again (same operands, same call counter)."""
-        if self.zero is not None:
-            memset, ptr, count = self.zero
-            memset(ptr, 0, count, stream.current())
         for kernel, grid, block, params, smem in self.launches:
             kernel.launch(grid, block, params, smem)
-
-
-def split_workspace(splits, batch, m, n, bm, bn):
-    """The workspace of a product split ``splits`` ways along K whose kernel
-    sums the splits itself (EPI_FINISH): fp32 partials ``[splits][batch][m][n]``
-    and after them one 32-bit arrival counter per part of each bm x bn
-    output tile.
-
-    Returns
-    -------
-    (int, (int, int))
-        Bytes, and the counters' byte offset and count (for :class:`GemmPlan`).
-    """
-    partials = splits * batch * m * n * 4
-    counters = batch * -(-m // bm) * -(-n // bn) * gk.GEMM_SPLIT_PARTS
-    return partials + 4 * counters, (partials, counters)

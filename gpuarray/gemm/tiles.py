@@ -12,7 +12,7 @@ plus its epilogue -- a cost per element of the whole tile, masked
 elements included -- and a fixed cost per tile; no launch beats reading
 its operands once from DRAM or a block streaming its own slice at twice
 its fair share of bandwidth.  Split-K adds the partial sums' traffic and
-the last split's tail, where it sums every split of its tile.  The epilogue terms decide short products: a col matrix
+one more launch.  The epilogue terms decide short products: a col matrix
 of 3.2 M rows x 32 times a 32 x 64 filter matrix ran 1.8x faster on
 128 x 64 tiles than on the 128 x 128 ones the flops alone picked.
 """
@@ -26,12 +26,8 @@ _PEAK = {"sm90": 900e12, "sm90_tf32": 450e12, "sm80": 500e12, "sm80_tf32": 250e1
          "ffma": 64e12}
 DRAM_BYTES_PER_S = 3.8e12
 _LAUNCH_S = 2.5e-6
-# split-K's fixed cost: zeroing the arrival counters and the last split's
-# summing tail.  Fitted (H200) when a second kernel summed the splits;
-# kept, so that the planner splits the same products as then
+# the reduce kernel after the main one (GPU time, H200 sweeps)
 SPLIT_S = 6e-6
-# a small kernel of its own (a copy): launch gap and tail (H200 sweeps)
-_KERNEL_S = 6e-6
 # per sm90 tile: the epilogue's time per element of the tile (masked ones
 # included) and a fixed cost, fitted to H100 sweeps of K <= 192 products
 # whose tiles run 0.4-9 us each (M = 1.6-3.2 M, N = 32-64, every sm90 tile)
@@ -113,7 +109,7 @@ def operands_to_pack(gpu, prob):
     saved = flops * (1 / (_PEAK["sm80_tf32"] * 0.44) - 1 / (_PEAK["sm90_tf32"] * 0.78))
     copied = sum((prob.k * prob.kbatch) * (prob.m if name == "a" else prob.n) * prob.batch
                  for name in names) * 4 * 2
-    return names if saved > copied / DRAM_BYTES_PER_S + len(names) * _KERNEL_S else ()
+    return names if saved > copied / DRAM_BYTES_PER_S + len(names) * SPLIT_S else ()
 
 
 def input_name(prob):
