@@ -333,6 +333,31 @@ def test_errors(ng, case):
         build(ng, lambda shape, dtype=np.float32: ng.zeros(shape, dtype))
 
 
+@pytest.mark.parametrize("kind", KINDS, ids=KIND_IDS)
+@pytest.mark.parametrize("mnk", [(64, 64, 16384), (300, 200, 6000), (4096, 32, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_split_k_is_deterministic_with_the_whole_epilogue(gpu_ng, kind, mnk):
+    """Deep products with few tiles split K; the partials are summed in split
+    order, so every run gives the same bits, epilogue and statistics included."""
+    ng, (m, n, k) = gpu_ng, mnk
+    dtype, precision = kind
+    rng = np.random.default_rng(21)
+    (A, a), (B, b) = _operand(ng, rng, m, k, dtype, False), _operand(ng, rng, k, n, dtype, False)
+    bias = rng.standard_normal(n).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(dtype)
+    C, S, BIAS = ng.array(c0), ng.zeros((2,), np.float32), ng.array(bias)
+    ng.dot(A, B, C, alpha=0.5, beta=0.25, relu=True, bias=BIAS, stats=S, precision=precision)
+    assert ng.last_gemm.splits > 1  # sm90 (16-bit), ffma (float32), sm80 (tf32 here)
+    first = C.get()
+    ref = np.maximum(0.5 * (a @ b) + bias, 0) + 0.25 * c0.astype(np.float64)
+    _check(first, ref, _kind_id(dtype, precision))
+    assert S.get()[0] == np.abs(first.astype(np.float32)).max() and S.get()[1] == 0
+    for _ in range(4):
+        C[:] = ng.array(c0)
+        ng.dot(A, B, C, alpha=0.5, beta=0.25, relu=True, bias=BIAS, precision=precision)
+        assert np.array_equal(C.get(), first)
+
+
 def test_second_run_compiles_and_allocates_nothing(gpu_ng):
     ng = gpu_ng
     rng = np.random.default_rng(12)
