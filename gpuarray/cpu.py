@@ -31,7 +31,10 @@ class CPUTensor(Tensor):
     """A tensor in host memory; ``numpy_view()`` shares its memory."""
 
     def numpy_view(self):
-        """numpy array sharing this view's memory."""
+        """numpy array sharing this view's memory (a new empty array for a view
+        without elements, whose offset may point past its buffer's end)."""
+        if self.size == 0:
+            return np.empty(self.shape, self.dtype)
         return np.ndarray(self.shape, self.dtype, buffer=self.buffer, offset=self.offset,
                           strides=self.strides)
 

@@ -494,6 +494,19 @@ def test_empty_axis(ng, shape, axis):
     np.testing.assert_array_equal(got.get(), want)
 
 
+def test_empty_views_past_their_buffer(ng):
+    """An empty view may start past its buffer's end (the last matrix of an
+    empty stack, a reversed empty axis); reducing it to a non-empty result
+    reads nothing, as numpy's (the conformance suite's tensordot found it)."""
+    x = np.zeros((2, 0, 3), np.float32)
+    t = ng.array(x)
+    for view, ref in ((t[1], x[1]), (t[1][::-1], x[1][::-1]), (t[:, :, ::-1][1], x[:, :, ::-1][1])):
+        np.testing.assert_array_equal(ng.sum(view, axis=0).get(), ref.sum(axis=0))
+        np.testing.assert_array_equal(ng.prod(view * 2 + 1, axis=0).get(), np.prod(ref * 2 + 1, axis=0))
+    a, b = ng.zeros((3, 0), np.float32), ng.zeros((0, 4), np.float32)
+    np.testing.assert_array_equal(ng.tensordot(a, b, axes=1).get(), np.zeros((3, 4)))
+
+
 def test_empty_max_raises(ng):
     t = ng.array(np.zeros((3, 0), np.float32))
     with pytest.raises(ValueError, match="zero-size array"):
