@@ -158,6 +158,16 @@ def random_array(rng, shape, dtype, lo=None, hi=None, integer_valued=False):
     return vals.astype(dtype)
 
 
+def normal_array(dtype, shape, seed=0):
+    """Standard normal host data of ``dtype``; complex values get a normal
+    imaginary part too."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        values = values + 1j * rng.standard_normal(shape)
+    return values.astype(dtype)
+
+
 # --------------------------------------------------------------------------
 # comparison
 # --------------------------------------------------------------------------

@@ -10,18 +10,10 @@ import pytest
 
 import gpuarray
 
-from conftest import assert_no_new_allocations
+from conftest import assert_no_new_allocations, normal_array
 
 DTYPES = [np.dtype(d) for d in (np.float32, np.float64, np.complex64, np.complex128)]
 IDS = ["f32", "f64", "c64", "c128"]
-
-
-def _data(dtype, shape, seed=0):
-    rng = np.random.default_rng(seed)
-    values = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        values = values + 1j * rng.standard_normal(shape)
-    return values.astype(dtype)
 
 
 def _check(got, want):
@@ -43,7 +35,7 @@ def _check(got, want):
     ("irfft2", {"s": (6, 10), "norm": "forward"}), ("hfft", {}), ("hfft", {"n": 9, "norm": "ortho"}),
 ])
 def test_transforms_of_any_input(ng, dtype, name, kwargs):
-    host = _data(dtype, (6, 5, 16))
+    host = normal_array(dtype, (6, 5, 16))
     got = getattr(ng.fft, name)(ng.array(host), **kwargs)
     _check(got, getattr(np.fft, name)(host, **kwargs))
 
@@ -55,7 +47,7 @@ def test_transforms_of_any_input(ng, dtype, name, kwargs):
     ("ihfft", {"n": 6, "axis": 0}),
 ])
 def test_real_input_transforms(ng, dtype, name, kwargs):
-    host = _data(dtype, (6, 5, 16))
+    host = normal_array(dtype, (6, 5, 16))
     _check(getattr(ng.fft, name)(ng.array(host), **kwargs), getattr(np.fft, name)(host, **kwargs))
 
 
@@ -69,7 +61,7 @@ def test_result_dtypes_follow_numpy(ng, dtype):
 
 
 def test_views_lazy_inputs_and_out(ng):
-    host = _data(np.complex64, (12, 10))
+    host = normal_array(np.complex64, (12, 10))
     t = ng.array(host)
     _check(ng.fft.fft(t), np.fft.fft(host))  # read in place: left as it was
     assert np.array_equal(t.get(), host)
@@ -86,20 +78,20 @@ def test_views_lazy_inputs_and_out(ng):
 
 
 def test_more_than_three_axes_and_repeated_axes(ng):
-    host = _data(np.complex128, (3, 4, 5, 6, 2))
+    host = normal_array(np.complex128, (3, 4, 5, 6, 2))
     t = ng.array(host)
     _check(ng.fft.fftn(t), np.fft.fftn(host))
     _check(ng.fft.ifftn(t, axes=(1, 1, 3)), np.fft.ifftn(host, axes=(1, 1, 3)))
-    real = _data(np.float64, (3, 4, 5, 6))
+    real = normal_array(np.float64, (3, 4, 5, 6))
     _check(ng.fft.rfftn(ng.array(real)), np.fft.rfftn(real))
     _check(ng.fft.irfftn(t), np.fft.irfftn(host))
 
 
 def test_long_and_awkward_lengths(ng):
     for n in (1, 2, 97, 1000, 4096 * 3, 1 << 18):
-        host = _data(np.complex64, (n,), seed=n)
+        host = normal_array(np.complex64, (n,), seed=n)
         _check(ng.fft.fft(ng.array(host)), np.fft.fft(host))
-    host = _data(np.float32, (7, 1 << 12))
+    host = normal_array(np.float32, (7, 1 << 12))
     _check(ng.fft.irfft(ng.fft.rfft(ng.array(host))), np.fft.irfft(np.fft.rfft(host)))
 
 
@@ -108,7 +100,7 @@ def test_frequencies_and_shifts(ng):
         _check(ng.fft.fftfreq(n, d), np.fft.fftfreq(n, d))
         _check(ng.fft.rfftfreq(n, d), np.fft.rfftfreq(n, d))
     assert ng.fft.fftfreq(4, dtype=np.float32).dtype == np.float32
-    host = _data(np.float32, (5, 6))
+    host = normal_array(np.float32, (5, 6))
     t = ng.array(host)
     _check(ng.fft.fftshift(t), np.fft.fftshift(host))
     _check(ng.fft.ifftshift(t, axes=0), np.fft.ifftshift(host, axes=0))
@@ -118,12 +110,12 @@ def test_frequencies_and_shifts(ng):
 def test_module_namespace_has_fft():
     import gpuarray.numpy as gnp
 
-    host = _data(np.complex64, (8,))
+    host = normal_array(np.complex64, (8,))
     _check(gnp.fft.fft(gnp.asarray(host)), np.fft.fft(host))
 
 
 def test_errors_are_numpys(ng):
-    t = ng.array(_data(np.complex64, (4, 6)))
+    t = ng.array(normal_array(np.complex64, (4, 6)))
     with pytest.raises(ValueError, match="Invalid norm value"):
         ng.fft.fft(t, norm="bad")
     with pytest.raises(ValueError, match=r"Invalid number of FFT data points \(0\)"):
@@ -142,7 +134,7 @@ def test_errors_are_numpys(ng):
 
 def test_plans_are_reused_and_allocations_do_not_grow(gpu_ng):
     ng = gpu_ng
-    t = ng.array(_data(np.complex64, (64, 256)))
+    t = ng.array(normal_array(np.complex64, (64, 256)))
     out = ng.empty((64, 256), np.complex64)
     ng.fft.fft(t, out=out)
     plans = len(ng._fft_plans.plans)

@@ -10,6 +10,8 @@ matrices) and its LinAlgError.
 import numpy as np
 import pytest
 
+from conftest import normal_array, to_host
+
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
 IDS = ["f32", "f64"]
 #: the dtypes of the factorisations that take complex matrices too
@@ -21,31 +23,16 @@ def _tol(dtype):
     return 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
 
 
-def _host(x):
-    if hasattr(x, "op"):
-        x = x.backend.evaluate(x)
-    return x.get() if hasattr(x, "get") else np.asarray(x)
-
-
 def _close(got, want, dtype):
-    got = _host(got)
+    got = to_host(got)
     assert got.shape == np.shape(want), (got.shape, np.shape(want))
     scale = max(np.abs(want).max(), 1.0) if np.size(want) else 1.0
     np.testing.assert_allclose(got, want, rtol=0, atol=_tol(dtype) * scale)
 
 
-def _matrices(dtype, shape, seed=0):
-    """Normal random matrices; complex ones with a normal imaginary part too."""
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.standard_normal(shape)
-    return a.astype(dtype)
-
-
 def _spd(dtype, shape, seed=0):
     """Hermitian (real: symmetric) positive definite matrices."""
-    a = _matrices(np.complex128 if np.dtype(dtype).kind == "c" else np.float64, shape, seed)
+    a = normal_array(np.complex128 if np.dtype(dtype).kind == "c" else np.float64, shape, seed)
     n = shape[-1]
     return (a @ _h(a) + n * np.eye(n)).astype(dtype)
 
@@ -63,13 +50,13 @@ def _identities(x):
 def _check_eigh(ng, t, a, dtype):
     """eigvalsh and eigh of Hermitian ``a``, as ``t`` and as each triangle
     alone: values and dtypes as numpy's, ``A V == V diag(w)``, ``V`` unitary."""
-    values = _host(ng.linalg.eigvalsh(t))
+    values = to_host(ng.linalg.eigvalsh(t))
     want = np.linalg.eigvalsh(a)
     assert values.dtype == want.dtype
     _close(values, want, dtype)
     # only the triangle named is read: the other holds zeros in the last two
     for given, uplo in ((t, "L"), (ng.array(np.tril(a)), "L"), (ng.array(np.triu(a)), "U")):
-        w, v = (_host(x) for x in ng.linalg.eigh(given, UPLO=uplo))
+        w, v = (to_host(x) for x in ng.linalg.eigh(given, UPLO=uplo))
         want = np.linalg.eigh(a, UPLO=uplo)
         assert (w.dtype, v.dtype) == (want.eigenvalues.dtype, want.eigenvectors.dtype)
         assert v.shape == want.eigenvectors.shape
@@ -81,12 +68,12 @@ def _check_eigh(ng, t, a, dtype):
 def _check_svd(ng, t, a, dtype):
     """svdvals and svd (reduced and full) of ``a`` (as ``t``): values, shapes
     and dtypes as numpy's, ``U S Vh == A``, orthonormal columns of ``U`` and rows of ``Vh``."""
-    values = _host(ng.linalg.svdvals(t))
+    values = to_host(ng.linalg.svdvals(t))
     want = np.linalg.svd(a, compute_uv=False)
     assert values.dtype == want.dtype
     _close(values, want, dtype)
     for full in (False, True):
-        u, s, vh = (_host(x) for x in ng.linalg.svd(t, full_matrices=full))
+        u, s, vh = (to_host(x) for x in ng.linalg.svd(t, full_matrices=full))
         want = np.linalg.svd(a, full_matrices=full)
         assert (u.shape, s.shape, vh.shape) == (want.U.shape, want.S.shape, want.Vh.shape)
         assert (u.dtype, s.dtype, vh.dtype) == (want.U.dtype, want.S.dtype, want.Vh.dtype)
@@ -104,7 +91,7 @@ def _check_qr(ng, t, a, dtype):
     ``Q R == A``, ``Q`` with orthonormal columns, ``R`` upper triangular and
     ``R^H R == A^H A`` (the same for every choice of phases)."""
     for mode in ("reduced", "complete"):
-        q, r = (_host(x) for x in ng.linalg.qr(t, mode=mode))
+        q, r = (to_host(x) for x in ng.linalg.qr(t, mode=mode))
         want = np.linalg.qr(a, mode=mode)
         assert (q.shape, r.shape) == (want.Q.shape, want.R.shape)
         assert (q.dtype, r.dtype) == (want.Q.dtype, want.R.dtype)
@@ -113,7 +100,7 @@ def _check_qr(ng, t, a, dtype):
         assert not np.tril(r, -1).any()
         if 0 in a.shape[-2:]:
             assert np.array_equal(q, want.Q)
-    r = _host(ng.linalg.qr(t, mode="r"))
+    r = to_host(ng.linalg.qr(t, mode="r"))
     want = np.linalg.qr(a, mode="r")
     assert (r.shape, r.dtype) == (want.shape, want.dtype)
     assert not np.tril(r, -1).any()
@@ -122,8 +109,8 @@ def _check_qr(ng, t, a, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_solve_inv_det(ng, dtype):
-    a = _matrices(dtype, (3, 5, 5)) + 3 * np.eye(5, dtype=dtype)
-    b = _matrices(dtype, (3, 5, 2), seed=1)
+    a = normal_array(dtype, (3, 5, 5)) + 3 * np.eye(5, dtype=dtype)
+    b = normal_array(dtype, (3, 5, 2), seed=1)
     t = ng.array(a)
     _close(ng.linalg.solve(t, ng.array(b)), np.linalg.solve(a, b), dtype)
     _close(ng.linalg.solve(t[0], ng.array(b[0, :, 0])), np.linalg.solve(a[0], b[0, :, 0]), dtype)
@@ -133,25 +120,25 @@ def test_solve_inv_det(ng, dtype):
     want = np.linalg.slogdet(a)
     _close(sign, want.sign, dtype)
     _close(logabsdet, want.logabsdet, dtype)
-    assert _host(ng.linalg.inv(t)).dtype == dtype
+    assert to_host(ng.linalg.inv(t)).dtype == dtype
 
 
 def test_a_singular_member_of_a_stack_raises(ng):
     stack = np.stack([np.eye(4), np.ones((4, 4)), 2 * np.eye(4)])
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         ng.linalg.solve(ng.array(stack), ng.array(np.ones((3, 4, 1))))
-    np.testing.assert_allclose(_host(ng.linalg.det(ng.array(stack))), np.linalg.det(stack),
+    np.testing.assert_allclose(to_host(ng.linalg.det(ng.array(stack))), np.linalg.det(stack),
                                atol=1e-12)
     sign, logabsdet = ng.linalg.slogdet(ng.array(stack))
-    assert _host(sign)[1] == 0 and _host(logabsdet)[1] == -np.inf
+    assert to_host(sign)[1] == 0 and to_host(logabsdet)[1] == -np.inf
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_stacks_broadcast_and_wide_matrices_factor_one_by_one(ng, dtype):
-    a = _matrices(dtype, (2, 1, 6, 6), seed=4) + 3 * np.eye(6, dtype=dtype)
-    b = _matrices(dtype, (3, 6, 2), seed=5)
+    a = normal_array(dtype, (2, 1, 6, 6), seed=4) + 3 * np.eye(6, dtype=dtype)
+    b = normal_array(dtype, (3, 6, 2), seed=5)
     _close(ng.linalg.solve(ng.array(a), ng.array(b)), np.linalg.solve(a, b), dtype)
-    big = _matrices(dtype, (2, 130, 130), seed=6) + 12 * np.eye(130, dtype=dtype)
+    big = normal_array(dtype, (2, 130, 130), seed=6) + 12 * np.eye(130, dtype=dtype)
     _close(ng.linalg.slogdet(ng.array(big))[1], np.linalg.slogdet(big)[1], dtype)
 
 
@@ -164,7 +151,7 @@ def test_singular_and_not_square_raise(ng):
         ng.linalg.inv(ng.array(np.ones(3)))
     with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
         ng.linalg.cholesky(ng.array(-np.eye(3)))
-    assert _host(ng.linalg.det(ng.array(np.ones((3, 3))))) == 0
+    assert to_host(ng.linalg.det(ng.array(np.ones((3, 3))))) == 0
     with pytest.raises(TypeError, match="unsupported in linalg"):
         ng.linalg.inv(ng.array(np.eye(2, dtype=np.float16)))
 
@@ -182,18 +169,18 @@ def test_cholesky_and_eigh(ng, dtype):
 @pytest.mark.parametrize("shape", [(6, 4), (4, 6), (2, 5, 5), (2, 3, 5), (3, 7, 2)],
                          ids=["tall", "wide", "stack", "wide-stack", "tall-stack"])
 def test_svd_qr_and_friends(ng, dtype, shape):
-    a = _matrices(dtype, shape, seed=2)
+    a = normal_array(dtype, shape, seed=2)
     t = ng.array(a)
     _check_svd(ng, t, a, dtype)
     _check_qr(ng, t, a, dtype)
     _close(ng.linalg.pinv(t), np.linalg.pinv(a), dtype)
-    assert np.array_equal(_host(ng.linalg.matrix_rank(t)), np.linalg.matrix_rank(a))
+    assert np.array_equal(to_host(ng.linalg.matrix_rank(t)), np.linalg.matrix_rank(a))
     _close(ng.linalg.matrix_norm(t, ord="nuc"), np.linalg.matrix_norm(a, ord="nuc"), dtype)
 
 
 @pytest.mark.parametrize("dtype", WITH_COMPLEX, ids=WITH_COMPLEX_IDS)
 def test_factorisations_of_strided_views(ng, dtype):
-    a = _matrices(dtype, (3, 8, 10), seed=11)
+    a = normal_array(dtype, (3, 8, 10), seed=11)
     t = ng.array(a)
     # every other matrix and row, the columns reversed: wide, non-contiguous
     _check_svd(ng, t[::2, 1::2, ::-1], a[::2, 1::2, ::-1], dtype)
@@ -211,7 +198,7 @@ def test_factorisations_of_strided_views(ng, dtype):
 @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 0), (0, 4, 4), (1, 1), (2, 1, 1)],
                          ids=["0x3", "3x0", "stack-0x0", "no-matrices", "1x1", "stack-1x1"])
 def test_factorisations_of_empty_and_1x1_matrices(ng, dtype, shape):
-    a = _matrices(dtype, shape, seed=13)
+    a = normal_array(dtype, shape, seed=13)
     _check_svd(ng, ng.array(a), a, dtype)
     _check_qr(ng, ng.array(a), a, dtype)
     if shape[-1] == shape[-2]:
@@ -223,22 +210,22 @@ def test_factorisations_of_empty_and_1x1_matrices(ng, dtype, shape):
         _close(ng.linalg.det(t), np.linalg.det(h), dtype)
         for got, want in zip(ng.linalg.slogdet(t), np.linalg.slogdet(h)):
             _close(got, want, dtype)
-            assert _host(got).dtype == want.dtype
-        rhs = _matrices(dtype, shape[:-1] + (2,), seed=15)
+            assert to_host(got).dtype == want.dtype
+        rhs = normal_array(dtype, shape[:-1] + (2,), seed=15)
         _close(ng.linalg.solve(t, ng.array(rhs)), np.linalg.solve(h, rhs), dtype)
 
 
 @pytest.mark.parametrize("dtype", WITH_COMPLEX, ids=WITH_COMPLEX_IDS)
 def test_solve_without_right_hand_sides_still_refuses_a_singular_matrix(ng, dtype):
     a = _spd(dtype, (3, 3), seed=16)
-    assert _host(ng.linalg.solve(ng.array(a), ng.zeros((3, 0), dtype))).shape == (3, 0)
+    assert to_host(ng.linalg.solve(ng.array(a), ng.zeros((3, 0), dtype))).shape == (3, 0)
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         ng.linalg.solve(ng.zeros((3, 3), dtype), ng.zeros((3, 0), dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_norms_powers_and_products(ng, dtype):
-    a = _matrices(dtype, (3, 4, 4), seed=3)
+    a = normal_array(dtype, (3, 4, 4), seed=3)
     t = ng.array(a)
     for ord_ in ("fro", 1, -1, np.inf, -np.inf, 2, -2):
         _close(ng.linalg.matrix_norm(t, ord=ord_), np.linalg.matrix_norm(a, ord=ord_), dtype)
@@ -260,7 +247,7 @@ def test_norms_powers_and_products(ng, dtype):
 
 def test_integers_compute_in_float64(ng):
     a = np.array([[2, 1], [1, 3]])
-    got = _host(ng.linalg.inv(ng.array(a)))
+    got = to_host(ng.linalg.inv(ng.array(a)))
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, np.linalg.inv(a))
 
@@ -268,15 +255,15 @@ def test_integers_compute_in_float64(ng):
 def test_empty_matrices(ng):
     for shape in ((0, 3), (3, 0), (2, 0, 0)):
         a = np.zeros(shape)
-        got = _host(ng.linalg.pinv(ng.array(a)))
+        got = to_host(ng.linalg.pinv(ng.array(a)))
         assert got.shape == np.linalg.pinv(a).shape and not got.any()
-        assert np.array_equal(_host(ng.linalg.matrix_rank(ng.array(a))), np.linalg.matrix_rank(a))
+        assert np.array_equal(to_host(ng.linalg.matrix_rank(ng.array(a))), np.linalg.matrix_rank(a))
 
 
 @pytest.mark.parametrize("dtype", WITH_COMPLEX, ids=WITH_COMPLEX_IDS)
 def test_lstsq(ng, dtype):
-    a = _matrices(dtype, (8, 3), seed=7)
-    for b in (_matrices(dtype, (8,), seed=8), _matrices(dtype, (8, 2), seed=9)):
+    a = normal_array(dtype, (8, 3), seed=7)
+    for b in (normal_array(dtype, (8,), seed=8), normal_array(dtype, (8, 2), seed=9)):
         got, want = ng.linalg.lstsq(ng.array(a), ng.array(b)), np.linalg.lstsq(a, b)
         _close(got.x, want[0], dtype)
         _close(got.residuals, want[1], dtype)
@@ -284,7 +271,7 @@ def test_lstsq(ng, dtype):
         assert got.rank == want[2]
         _close(got.s, want[3], dtype)
     wide = ng.linalg.lstsq(ng.array(a[:2]), ng.array(a[:2, 0]))
-    assert _host(wide.residuals).shape == (0,) and wide.rank == 2
+    assert to_host(wide.residuals).shape == (0,) and wide.rank == 2
     deficient = np.column_stack([a[:, 0], a[:, 0]])
     assert ng.linalg.lstsq(ng.array(deficient), ng.array(a[:, 1])).rank == 1
     with pytest.raises(np.linalg.LinAlgError, match="Incompatible dimensions"):
@@ -304,7 +291,7 @@ def test_polyfit(ng):
         want = np.polyfit(*args, **kwargs)
         for g, v in zip(got if isinstance(got, tuple) else (got,),
                         want if isinstance(want, tuple) else (want,)):
-            np.testing.assert_allclose(_host(g), v, rtol=1e-8, atol=1e-10)
+            np.testing.assert_allclose(to_host(g), v, rtol=1e-8, atol=1e-10)
     with pytest.warns(np.exceptions.RankWarning):
         ng.polyfit(ng.array(np.ones(5)), ng.array(np.arange(5.0)), 2)
     with pytest.raises(ValueError, match="deg >= 0"):
@@ -327,13 +314,13 @@ def test_complex_solve_det_and_cholesky(ng, dtype):
                       (ng.linalg.inv(ng.array(a)), np.linalg.inv(a)),
                       (ng.linalg.det(ng.array(a)), np.linalg.det(a)),
                       (ng.linalg.det(ng.array(a[1])), np.linalg.det(a[1]))):
-        got = _host(got)
+        got = to_host(got)
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
     sign, logabsdet = ng.linalg.slogdet(ng.array(a))
     want = np.linalg.slogdet(a)
-    assert _host(logabsdet).dtype == want.logabsdet.dtype
-    np.testing.assert_allclose(_host(sign), want.sign, rtol=tol, atol=tol)
+    assert to_host(logabsdet).dtype == want.logabsdet.dtype
+    np.testing.assert_allclose(to_host(sign), want.sign, rtol=tol, atol=tol)
     hermitian = a @ np.conj(np.swapaxes(a, -1, -2))
-    np.testing.assert_allclose(_host(ng.linalg.cholesky(ng.array(hermitian))),
+    np.testing.assert_allclose(to_host(ng.linalg.cholesky(ng.array(hermitian))),
                                np.linalg.cholesky(hermitian), rtol=tol, atol=tol * 10)

@@ -138,7 +138,7 @@ class Tensor(Expression):
 
     def _part(self, k):
         """View of the real (k=0) or imaginary (k=1) parts of a complex tensor."""
-        part = np.dtype(np.float32 if self.dtype == np.complex64 else np.float64)
+        part = dtypes.real_part(self.dtype)
         return type(self)(self.backend, self.buffer, self.shape, part, self.strides,
                           self.offset + k * part.itemsize)
 

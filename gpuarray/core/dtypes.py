@@ -101,6 +101,15 @@ def is_complex(dtype):
     return np.dtype(dtype).kind == "c"
 
 
+def real_part(dtype):
+    """The dtype of ``dtype``'s real and imaginary parts (float32 for
+    complex64, float64 for complex128); a real dtype is its own."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "c":
+        return dtype
+    return np.dtype(np.float32 if dtype == np.complex64 else np.float64)
+
+
 def kind(dtype):
     """numpy's kind letter, with bfloat16 counted as a float ('f')."""
     return "f" if is_float(dtype) else np.dtype(dtype).kind

@@ -20,6 +20,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ..core import dtypes
 from ..core.array import Tensor
 from ..core.shapes import size_of
 from ..cuda import cufft
@@ -111,4 +112,4 @@ def _target_dtype(kind, dtype):
         return np.dtype(dtype)
     if kind == "r2c":
         return np.dtype(np.complex64 if dtype == np.float32 else np.complex128)
-    return np.dtype(np.float32 if dtype == np.complex64 else np.float64)
+    return dtypes.real_part(dtype)

@@ -24,6 +24,7 @@ numpy's does.
 """
 import numpy as np
 
+from ..core.dtypes import real_part
 from ..core.shapes import size_of
 from ..cuda import cublas, cusolver
 from .namespace import LinAlgError
@@ -98,13 +99,13 @@ class DeviceLinAlg:
         n = a.shape[-1]
         batch = a.shape[:-2]
         if n == 0:  # the empty product: determinant 1, as numpy's
-            return self.gpu.ones(batch, a.dtype), self.gpu.zeros(batch, _real(a.dtype))
+            return self.gpu.ones(batch, a.dtype), self.gpu.zeros(batch, real_part(a.dtype))
         if _stacked(a):
             lu, pivots, _ = self._lu_stack(a, cusolver.precision(a.dtype))
             diagonal = lu.reshape(batch + (n * n,))[..., ::n + 1]
             return self._sign_and_log(diagonal, pivots, n)
         sign = self.gpu.empty(batch, a.dtype)
-        logabsdet = self.gpu.empty(batch, _real(a.dtype))
+        logabsdet = self.gpu.empty(batch, real_part(a.dtype))
         letter = cusolver.precision(a.dtype)
         for idx in np.ndindex(batch):
             lu, pivots = self._lu(a[idx], letter, raise_singular=False)
@@ -133,7 +134,7 @@ class DeviceLinAlg:
         syevd, or heevd for complex ones, on an exact column-major copy, so
         that ``uplo`` names the triangle of ``a`` itself that is read."""
         n = a.shape[-1]
-        values = self.gpu.empty(a.shape[:-1], _real(a.dtype))
+        values = self.gpu.empty(a.shape[:-1], real_part(a.dtype))
         out = self.gpu.empty(a.shape, a.dtype) if vectors else None
         if n == 0:  # nothing to factor (cuSOLVER refuses a leading dimension of 0)
             return values, out
@@ -143,7 +144,7 @@ class DeviceLinAlg:
         job = cusolver.VECTORS if vectors else cusolver.VALUES
         for idx in np.ndindex(a.shape[:-2]):
             c = self._column_major(a[idx])
-            w = self.gpu.empty((n,), _real(a.dtype))
+            w = self.gpu.empty((n,), real_part(a.dtype))
             lwork = self.solver.work_size(name, letter, job, fill, n, c.ptr, n, w.ptr)
             self._run(name, letter, lwork, a.dtype, "Eigenvalues did not converge",
                       lambda work, info: (job, fill, n, c.ptr, n, w.ptr, work, lwork, info))
@@ -158,7 +159,7 @@ class DeviceLinAlg:
         k = min(m, n)
         dtype = a.dtype
         batch = a.shape[:-2]
-        s = self.gpu.empty(batch + (k,), _real(dtype))
+        s = self.gpu.empty(batch + (k,), real_part(dtype))
         u_cols, vh_rows = (m, n) if full else (k, k)
         u = self.gpu.empty(batch + (m, u_cols), dtype) if vectors else None
         vh = self.gpu.empty(batch + (vh_rows, n), dtype) if vectors else None
@@ -230,7 +231,7 @@ class DeviceLinAlg:
         rows, cols = (n, m) if wide else (m, n)
         k = cols
         x = self._column_major(matrix.T if wide else matrix)  # column-major rows x cols
-        sigma = self.gpu.empty((k,), _real(matrix.dtype))
+        sigma = self.gpu.empty((k,), real_part(matrix.dtype))
         letter = cusolver.precision(matrix.dtype)
         lwork = self.solver.work_size("gesvd", letter, rows, cols)
         if not vectors:
@@ -313,9 +314,3 @@ def _addresses(gpu, stack):
     step = stack.shape[-1] * stack.shape[-2] * stack.itemsize
     count = size_of(stack.shape[:-2])
     return gpu.array(stack.ptr + step * np.arange(count, dtype=np.uint64))
-
-
-def _real(dtype):
-    """The real dtype of ``dtype``'s values (float32 for complex64): that of
-    eigenvalues, singular values and log-determinants."""
-    return np.dtype(np.float32 if np.dtype(dtype) in (np.float32, np.complex64) else np.float64)

@@ -161,7 +161,7 @@ class LinAlg:
         rhs = b[:, None] if vector else b
         if 0 in a.shape:
             x = xp.zeros((n, rhs.shape[1]), a.dtype)
-            s = xp.zeros((0,), _real(a.dtype))
+            s = xp.zeros((0,), dtypes.real_part(a.dtype))
             rank = 0
         else:
             u, s, vh = self._engine.svd(a, False, True)
@@ -175,7 +175,7 @@ class LinAlg:
         if rank == n and m > n:
             residuals = xp.sum(xp.square(xp.abs(xp.subtract(xp.matmul(a, x), rhs))), axis=0)
         else:
-            residuals = xp.zeros((0,), _real(a.dtype))
+            residuals = xp.zeros((0,), dtypes.real_part(a.dtype))
         return LstsqResult(x[:, 0] if vector else x, residuals, rank, s)
 
     def matrix_rank(self, x, /, tol=None, hermitian=False, *, rtol=None):
@@ -338,11 +338,6 @@ def _linalg_dtype(dtype):
     if dtypes.is_low_precision(dtype):
         raise TypeError(f"array type {dtypes.name(dtype)} is unsupported in linalg")
     return dtype if dtypes.is_inexact(dtype) else np.dtype(np.float64)
-
-
-def _real(dtype):
-    """The dtype of ``dtype``'s magnitudes (float32 for complex64)."""
-    return np.dtype(np.abs(np.zeros(0, dtype)).dtype)
 
 
 def _uplo(value):
