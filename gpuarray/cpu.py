@@ -22,6 +22,7 @@ from .conv.functions import ConvFunctions
 from .cuda import interop
 from .fft.functions import HostFFTFunctions
 from .linalg.functions import HostLinAlgFunctions
+from .gemm import reference as gemm_reference
 from .gemm.functions import ProductFunctions
 from .rnn.functions import RNNFunctions
 from .userkernels.functions import UserKernelFunctions
@@ -123,26 +124,12 @@ class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Use
 
     def _gemm(self, call):
         self._stats["kernels_launched"] += 1
-        a, b = (_gemm_operand(t, call.precision) for t in (call.a, call.b))
-        with np.errstate(all="ignore"):  # non-finite inputs give NaN/inf, as on the GPU
-            value = np.matmul(a, b)
-        if call.accumulate:
-            value = value.sum(axis=0, keepdims=True)
-        value *= np.float32(call.alpha)
-        if call.bias is not None:
-            value += call.bias.numpy_view().astype(np.float32)
-        if call.relu:
-            value = np.where(value < 0, np.float32(0), value)  # NaN passes, as on the GPU
         dest = call.c.numpy_view()
-        if call.beta != 0:
-            value += np.float32(call.beta) * dest.astype(np.float32)
+        value = gemm_reference.epilogue(call, gemm_reference.product(call), dest)
         with np.errstate(all="ignore"):
             store(dest, value, call.c.rounding, self._rng)
         if call.stats is not None:
-            stored = np.abs(dest.astype(np.float32))
-            finite = np.isfinite(stored)
-            top = stored[finite].max() if finite.any() else 0.0
-            call.stats.numpy_view()[:] = (top, np.count_nonzero(~finite))
+            gemm_reference.fill_stats(call.stats.numpy_view(), dest)
 
     def _conv(self, call):
         self._stats["kernels_launched"] += 1
@@ -190,14 +177,6 @@ class _HostMemory:
                                         data=(buf.ptr + lo, bool(buf.readonly)))
 
 
-def _gemm_operand(t, precision):
-    """float32 value of a GEMM operand; TF32 keeps 10 mantissa bits (rounded
-    to nearest, ties away, as the tensor cores' cvt.rna)."""
-    x = np.ascontiguousarray(t.numpy_view(), dtype=np.float32)
-    if precision == "tf32":
-        bits = x.view(np.uint32)
-        x = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-    return x
 
 
 def compute_dtype(dtype):

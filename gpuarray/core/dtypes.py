@@ -17,6 +17,11 @@ import numpy as np
 import ml_dtypes
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
+#: the 8-bit floats of Hopper's tensor cores (ml_dtypes): 4 exponent bits
+#: and 3 mantissa bits, no infinities, largest 448; 5 and 2, largest 57344
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+FLOAT8 = (float8_e4m3fn, float8_e5m2)
 
 #: dtype -> (C storage type, C compute type)
 _C_TYPES = {

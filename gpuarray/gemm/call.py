@@ -44,6 +44,10 @@ class GemmCall:
     stats: Tensor = None
     precision: str = "fp32"
     accumulate: bool = False
+    scale_a: Tensor = None
+    scale_b: Tensor = None
+    scale_c: Tensor = None
+    amax: Tensor = None
 
     @property
     def mnk(self):
