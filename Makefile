@@ -16,7 +16,7 @@ PORTABLE_SRCS := $(filter-out $(SM90_SRCS) $(HOST_SRCS),$(KERNEL_SRCS))
 KERNEL_BINS := $(patsubst kernels/%.cu,gpuarray/kernels/%.cubin,$(SM90_SRCS)) \
                $(patsubst kernels/%.cu,gpuarray/kernels/%.fatbin,$(PORTABLE_SRCS)) \
                $(patsubst kernels/%.cu,gpuarray/kernels/%.so,$(HOST_SRCS))
-KERNEL_DEPS := $(wildcard kernels/*.cuh) gpuarray/fusion/prelude.cuh
+KERNEL_DEPS := $(wildcard kernels/*.cuh) $(wildcard gpuarray/fusion/*.cuh)
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
 .PHONY: all install kernels python test test-pure conformance bench stress sanitize doc clean

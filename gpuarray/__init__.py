@@ -16,11 +16,11 @@ from . import compiled
 
 compiled.install()  # first: it chooses how the hot-path modules load
 from .cpu import CPU, CPUTensor  # noqa: E402 - after the hook
-from .core.dtypes import bfloat16  # noqa: E402
+from .core.dtypes import bfloat16, float8_e4m3fn, float8_e5m2  # noqa: E402
 from .gpu import GPU, GPUTensor, gpu_available, gpu_unavailable_reason  # noqa: E402
 from .numpy import get_array_module  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["GPU", "CPU", "GPUTensor", "CPUTensor", "bfloat16", "get_array_module",
-           "gpu_available", "gpu_unavailable_reason", "__version__"]
+__all__ = ["GPU", "CPU", "GPUTensor", "CPUTensor", "bfloat16", "float8_e4m3fn", "float8_e5m2",
+           "get_array_module", "gpu_available", "gpu_unavailable_reason", "__version__"]

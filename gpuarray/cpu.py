@@ -5,9 +5,9 @@ host DLPack producers (``from_dlpack``).  Out: the destination filled in;
 tensors sharing the producers' memory.  It is the oracle the GPU path is tested
 against and lets every program run on a machine with no GPU.  It follows
 the GPU's numeric model exactly where that differs from plain numpy:
-float16/bfloat16 values are computed in float32 and rounded only when
-stored (or by an explicit ``astype``), and stochastic rounding uses the
-same bit-level algorithm as the generated kernels.
+float16/bfloat16/float8 values are computed in float32 and rounded only
+when stored (or by an explicit ``astype``), and stochastic rounding uses
+the same bit-level algorithm as the generated kernels.
 """
 import numpy as np
 
@@ -59,7 +59,7 @@ class CPU(AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions, Use
     seed : int
         Seed of ``rand()`` and of stochastic rounding.
     stochastic_round : bool
-        Round float16/bfloat16 results stochastically by default.
+        Round float16/bfloat16/float8 results stochastically by default.
     """
 
     tensor_class = CPUTensor
@@ -177,10 +177,8 @@ class _HostMemory:
                                         data=(buf.ptr + lo, bool(buf.readonly)))
 
 
-
-
 def compute_dtype(dtype):
-    """dtype values of ``dtype`` are held in while computing (fp32 for fp16/bf16)."""
+    """dtype values of ``dtype`` are held in while computing (fp32 for fp16/bf16/fp8)."""
     return dtypes.numpy_compute_dtype(dtype)
 
 
@@ -222,7 +220,7 @@ class _Evaluator:
             return np.where(np.asarray(args[0]).astype(bool), np.asarray(args[1], ct),
                             np.asarray(args[2], ct))
         loop_in, out_dtype = ops.resolve(node.op, tuple(operand_type(a) for a in node.args))
-        # nextafter and spacing step in the dtype's own units, float16 and bfloat16 too
+        # nextafter and spacing step in the dtype's own units, float16, bfloat16 and fp8 too
         exact = node.op in ops.STORAGE_PRECISION
         inputs = [np.asarray(a).astype(dt if exact else compute_dtype(dt), copy=False)
                   for a, dt in zip(args, loop_in)]
@@ -231,7 +229,7 @@ class _Evaluator:
 
 
 def cast(value, dtype):
-    """Explicit conversion: rounds to ``dtype`` (fp16/bf16 stay held in fp32)."""
+    """Explicit conversion: rounds to ``dtype`` (fp16/bf16/fp8 stay held in fp32)."""
     value = np.asarray(value)
     if dtypes.is_low_precision(dtype):
         return value.astype(dtype).astype(np.float32)
@@ -271,8 +269,12 @@ def stochastic_round(x, dtype, nbits, rng):
     mantissa bits and truncates: the magnitude rounds up with probability
     equal to the discarded fraction, so the result is unbiased.  The kept
     bit count shrinks for values in ``dtype``'s subnormal range.  Mirrors
-    ``ga_stochastic_round`` in the CUDA prelude.
+    ``ga_stochastic_round`` in the CUDA prelude; the 8-bit floats take
+    :func:`stochastic_round8`'s algorithm.
     """
+    if dtype in dtypes.FLOAT8:
+        noise = rng.integers(0, 2**32, size=np.shape(x), dtype=np.uint64)
+        return stochastic_round8(x, noise, nbits, dtypes.finfo(dtype).minexp).astype(dtype)
     bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
     drop = np.full(bits.shape, 23 - nbits, np.int64)
     if dtype == np.float16:
@@ -283,3 +285,32 @@ def stochastic_round(x, dtype, nbits, rng):
     rounded = ((bits + np.where(finite, noise, 0)) >> drop.astype(np.uint64)) << drop.astype(np.uint64)
     rounded = np.where(finite, rounded, bits).astype(np.uint32).view(np.float32)
     return rounded.astype(dtype)
+
+
+def stochastic_round8(x, noise, nbits, emin):
+    """Float32 ``x`` rounded to ``nbits`` mantissa bits of an 8-bit float whose
+    smallest normal value is ``2**emin``, with the random 32-bit words ``noise``.
+
+    ``ga_stochastic_round8`` of the CUDA prelude (``float8.cuh``), bit for
+    bit: in the format's normal range the noise is added below the kept
+    mantissa bits and the rest truncated; below ``2**emin`` the value is
+    counted in units of ``2**(emin - nbits)`` as a 32.32 fixed-point number,
+    the noise added to its fraction, so that even values below the smallest
+    subnormal round up with their probability (to 2**-32 of a unit).
+    Returns float32 values on the kept grid (the caller casts them).
+    """
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    noise = np.asarray(noise, np.uint64)
+    magnitude = bits & 0x7FFFFFFF
+    exponent = (magnitude >> 23).astype(np.int64)
+    drop = np.uint64(23 - nbits)
+    normal = ((bits + (noise & ((np.uint64(1) << drop) - np.uint64(1)))) >> drop) << drop
+    significand = np.where(exponent > 0, (magnitude & 0x7FFFFF) | 0x800000, magnitude)
+    shift = emin - nbits + 150 - np.maximum(exponent, 1)  # 21 or more below 2**emin
+    left = np.clip(32 - shift, 0, 32).astype(np.uint64)
+    right = np.clip(shift - 32, 0, 40).astype(np.uint64)  # past 24 nothing is left anyway
+    fixed = np.where(shift <= 32, significand << left, significand >> right)
+    units = ((fixed + noise) >> np.uint64(32)).astype(np.float32) * np.float32(2.0 ** (emin - nbits))
+    small = units.view(np.uint32).astype(np.uint64) | (bits & 0x80000000)
+    rounded = np.where(exponent == 0xFF, bits, np.where(exponent - 127 >= emin, normal, small))
+    return rounded.astype(np.uint32).view(np.float32)

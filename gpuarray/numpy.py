@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from .core.array import Tensor
-from .core.dtypes import bfloat16
+from .core.dtypes import ML_FLOATS
 from .cpu import CPU
 from .gpu import GPU, gpu_available, gpu_unavailable_reason
 
@@ -29,7 +29,7 @@ _DEFAULT = []
 _DTYPES = {name: np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128")}
-_DTYPES["bfloat16"] = bfloat16
+_DTYPES.update({dt.name: dt for dt in ML_FLOATS})  # bfloat16, float8_e4m3fn, float8_e5m2
 _CONSTANTS = {"e": np.e, "pi": np.pi, "inf": np.inf, "nan": np.nan, "newaxis": None}
 #: the array API's double-underscore names, forwarded to the factory (others
 #: stay the module's own: Python probes __path__, __file__... on modules)

@@ -20,8 +20,9 @@ from gpuarray.fusion.layout import Layout
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
-DTYPES = [np.float16, gpuarray.bfloat16, np.float32, np.float64, np.int8, np.uint8,
-          np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.bool_]
+DTYPES = [np.float16, gpuarray.bfloat16, gpuarray.float8_e4m3fn, gpuarray.float8_e5m2, np.float32,
+          np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+          np.uint64, np.bool_]
 FLOAT_UNARY = [n for n in ops.ELEMENTWISE if ops.OPS[n].arity == 1
                and n not in ("invert", "logical_not", "negative")]
 
@@ -45,6 +46,10 @@ def _assignments(ng):
     i = ng.array(rng.integers(0, 9, (8, 64)), dtype=np.int32)
     for name in ("floor_divide", "mod", "power", "left_shift", "right_shift", "bitwise_xor", "gcd", "lcm"):
         cases.append((ng.empty((8, 64), np.int32), getattr(ng, name)(i, 3)))
+    for dt in (gpuarray.float8_e4m3fn, gpuarray.float8_e5m2):  # their own units, casts
+        f = ng.array(rng.random((8, 64)), dtype=dt)
+        cases.append((ng.empty((8, 64), dt), ng.nextafter(f, 0) + ng.spacing(f)))
+        cases.append((ng.empty((8, 64), np.float16), ng.astype(x, dt) * ng.astype(f, np.float64)))
     eps = 1e-5
     cases.append((ng.empty((8, 64), np.float16),
                   ng.reciprocal(ng.sqrt(ng.var(x, axis=1, keepdims=True) + eps))

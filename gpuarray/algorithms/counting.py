@@ -252,8 +252,9 @@ class CountingFunctions:
         """Counts (or weight sums) of ``flat``'s values in the bins between ``edges``."""
         if weight is None:
             counts = self.zeros((nbins,), I64)
-            if flat.size:
-                self._algorithm("histogram_counts", flat, self._as_dtype(edges, F64), counts)
+            if flat.size:  # the 8-bit floats counted as float16 (exact; see _sortable)
+                self._algorithm("histogram_counts", self._sortable(flat), self._as_dtype(edges, F64),
+                                counts)
             return counts
         place = self.searchsorted(edges, flat, side="right")
         last = edges[-1:]

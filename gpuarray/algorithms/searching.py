@@ -53,8 +53,8 @@ class SearchFunctions:
             haystack = self.take(haystack, sorter)
         needles = self._as_tensor(v)
         common = ops.promote(haystack.dtype, needles.dtype)
-        haystack = self._contiguous(self._as_dtype(haystack, common))
-        needles = self._contiguous(self._as_dtype(needles, common))
+        haystack = self._contiguous(self._sortable(self._as_dtype(haystack, common)))
+        needles = self._contiguous(self._sortable(self._as_dtype(needles, common)))
         out = self.empty(needles.shape, I64)
         if out.size:
             if haystack.size:

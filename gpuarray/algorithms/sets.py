@@ -165,6 +165,10 @@ class SetFunctions:
         return self._contiguous(self._as_tensor(a)).reshape(-1)
 
     def _unique(self, x, want_index, want_inverse, want_counts, equal_nan):
+        if x.dtype in dtypes.FLOAT8:  # sorted as float16 (see _sortable), exactly
+            values, *rest = self._unique(self._sortable(x), want_index, want_inverse,
+                                         want_counts, equal_nan)
+            return (self.evaluate(self.astype(values, x.dtype)), *rest)
         flat, n = self._contiguous(x).reshape(-1), x.size
         if n == 0:
             empty = self.empty((0,), I64)

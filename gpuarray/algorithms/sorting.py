@@ -16,6 +16,8 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from ..core import dtypes
+
 I64 = np.dtype(np.int64)
 
 
@@ -94,13 +96,20 @@ class SortFunctions:
         if axis is None:
             x, axis = self._contiguous(x).reshape(-1), 0
         axis = normalize_axis_index(operator.index(axis), x.ndim)
-        moved = self.moveaxis(x, axis, -1)
-        result = self.empty(moved.shape, I64 if positions else x.dtype)
+        moved = self._sortable(self.moveaxis(x, axis, -1))
+        result = self.empty(moved.shape, I64 if positions else moved.dtype)
         if result.size:
             self._algorithm("sort_rows", self._contiguous(moved), moved.shape[-1],
                             bool(descending), None if positions else result,
                             result if positions else None)
+        if not positions and result.dtype != x.dtype:  # back from _sortable's widening
+            result = self.astype(result, x.dtype)
         return self._contiguous(self.moveaxis(result, -1, axis))
+
+    def _sortable(self, t):
+        """``t`` in a dtype the engines sort: the 8-bit floats as float16,
+        which holds each of their values exactly (sort keys are 16 bits at least)."""
+        return self.evaluate(self.astype(t, np.float16)) if t.dtype in dtypes.FLOAT8 else t
 
 
 def _check_kth(kth, x, axis):

@@ -75,11 +75,12 @@ class Tensor(Expression):
 
     @property
     def rounding(self):
-        """Stochastic rounding on store, for float16/bfloat16 tensors.
+        """Stochastic rounding on store, for float16/bfloat16/fp8 tensors.
 
         None rounds to nearest-even.  An int keeps that many mantissa bits
         and rounds the rest away stochastically (unbiased: the mean of many
-        rounded copies of x is x); True keeps all of the format's bits.
+        rounded copies of x is x); True keeps all of the format's bits
+        (10, 7, 3 for float8_e4m3fn, 2 for float8_e5m2).
         """
         return self._rounding
 
@@ -89,11 +90,13 @@ class Tensor(Expression):
             self._rounding = None
             return
         if not dtypes.is_low_precision(self.dtype):
-            raise ValueError(f"stochastic rounding applies to float16/bfloat16 tensors, not {self.dtype}")
-        full = 10 if self.dtype == np.float16 else 7
+            raise ValueError("stochastic rounding applies to float16/bfloat16/float8 tensors, "
+                             f"not {self.dtype}")
+        full = dtypes.mantissa_bits(self.dtype)
         bits = full if nbits is True else int(nbits)
         if not 1 <= bits <= full:
-            raise ValueError(f"rounding must keep between 1 and {full} mantissa bits for {self.dtype}, got {nbits}")
+            raise ValueError(f"rounding must keep between 1 and {full} mantissa bits for "
+                             f"{self.dtype}, got {nbits}")
         self._rounding = bits
 
     def __repr__(self):

@@ -10,20 +10,19 @@ numpy functions ``reshape`` and ``transpose``, ``real`` and ``imag`` (views
 of a complex tensor, as numpy's), and ``__array_namespace_info__()``.  Mixed into both factories through
 :class:`gpuarray.core.backend.Backend`.
 """
-import ml_dtypes
 import numpy as np
 
 from . import dtypes, ops, optree
 from .array import Tensor
 from .optree import Expression
 
-#: the dtypes of the namespace, by the standard's names (bfloat16 besides)
+#: the dtypes of the namespace, by the standard's names (ml_dtypes' besides)
 DTYPES = {name: np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128")}
-DTYPES["bfloat16"] = dtypes.bfloat16
+DTYPES.update({dt.name: dt for dt in dtypes.ML_FLOATS})
 #: the namespace's dtypes the standard does not name
-_NOT_STANDARD = frozenset({"float16", "bfloat16"})
+_NOT_STANDARD = frozenset({"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
 #: isdtype's kinds
 _KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
           "real floating": "f", "complex floating": "c", "numeric": "iufc"}
@@ -40,6 +39,7 @@ class _Namespace:
     float16, float32, float64 = (DTYPES[f"float{n}"] for n in (16, 32, 64))
     complex64, complex128 = DTYPES["complex64"], DTYPES["complex128"]
     bfloat16 = DTYPES["bfloat16"]
+    float8_e4m3fn, float8_e5m2 = DTYPES["float8_e4m3fn"], DTYPES["float8_e5m2"]
 
     @property
     def array_api_device(self):
@@ -157,7 +157,8 @@ class ArrayAPIFunctions(_Namespace):
     # -- dtypes ---------------------------------------------------------
     def isdtype(self, dtype, kind):
         """Whether ``dtype`` is of ``kind``: a dtype, one of the standard's
-        kind names, or a tuple of them (bfloat16 is "real floating").
+        kind names, or a tuple of them (bfloat16 and the 8-bit floats are
+        "real floating").
 
         Raises
         ------
@@ -195,15 +196,15 @@ class ArrayAPIFunctions(_Namespace):
                  else (type(a) if type(a) in (int, float, complex)
                        else dtypes.as_dtype(np.bool_ if type(a) is bool else a))
                  for a in arrays_and_dtypes]
-        return ops.promote(*types)
+        return ops.result_type(*types)
 
     def finfo(self, type, /):  # noqa: A002 - the standard's parameter name
         """Machine limits of a float or complex dtype (or of an array's): numpy's
-        finfo (ml_dtypes' for bfloat16), its limits as Python floats, as the
-        array API asks (numpy gives float32 scalars for float32)."""
+        finfo (ml_dtypes' for bfloat16 and the 8-bit floats), its limits as
+        Python floats, as the array API asks (numpy gives float32 scalars for
+        float32)."""
         dtype = type.dtype if hasattr(type, "dtype") else dtypes.as_dtype(type)
-        info = ml_dtypes.finfo(dtype) if dtype == dtypes.bfloat16 else np.finfo(dtype)
-        return FloatInfo(info)
+        return FloatInfo(dtypes.finfo(dtype))
 
     def iinfo(self, type, /):  # noqa: A002 - the standard's parameter name
         """Machine limits of an integer dtype (or of an array's), numpy's iinfo."""
@@ -265,7 +266,8 @@ class NamespaceInfo:
 
     def dtypes(self, *, device=None, kind=None):
         """The standard's dtypes the namespace has, by name, of ``kind`` (as
-        ``isdtype`` takes it); float16 and bfloat16, which the standard does
-        not know, are left out (they stay ``xp.float16``, ``xp.bfloat16``)."""
+        ``isdtype`` takes it); float16, bfloat16 and the 8-bit floats, which
+        the standard does not know, are left out (they stay ``xp.float16``,
+        ``xp.bfloat16``, ``xp.float8_e4m3fn``, ``xp.float8_e5m2``)."""
         return {name: dt for name, dt in DTYPES.items()
                 if name not in _NOT_STANDARD and (kind is None or self._factory.isdtype(dt, kind))}

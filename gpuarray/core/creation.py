@@ -232,7 +232,7 @@ def _check_concatenable(items, axis):
 def _joined_dtype(items, dtype):
     """Result dtype of a join: numpy's promotion, or ``dtype`` checked 'same_kind'."""
     if dtype is None:
-        return ops.promote(*[x.dtype for x in items])
+        return ops.result_type(*[x.dtype for x in items])
     dtype = dtypes.as_dtype(dtype)
     for x in items:
         if not dtypes.can_cast_same_kind(x.dtype, dtype):

@@ -5,9 +5,13 @@ In: anything numpy accepts as a dtype (``np.float16``, ``"int8"``,
 ``gpuarray.bfloat16``...).  Out: a canonical ``numpy.dtype``, its C storage
 type, the C type its arithmetic runs in, and numpy's promotion result.
 
-float16 and bfloat16 are *storage* formats: arithmetic on them runs in
-float32 and is rounded when the result is stored.  bfloat16 comes from the
-``ml_dtypes`` package, which also teaches numpy to convert and promote it.
+float16, bfloat16 and the two 8-bit floats float8_e4m3fn and float8_e5m2
+are *storage* formats: arithmetic on them runs in float32 and is rounded
+when the result is stored.  bfloat16 and the 8-bit floats come from the
+``ml_dtypes`` package, which also teaches numpy to convert and promote
+them; what numpy then does is the spec, refusals included (``result_type``
+finds no common dtype for float8_e4m3fn and float16, bfloat16, the other
+8-bit float or int32, though ``add`` runs them in float32 or float64).
 complex64 and complex128 are the prelude's ``ga_complex<float>`` and
 ``ga_complex<double>`` (a real and an imaginary part, numpy's layout).
 """
@@ -22,11 +26,19 @@ bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
 float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
 FLOAT8 = (float8_e4m3fn, float8_e5m2)
+#: the float formats numpy itself lacks (ml_dtypes'); numpy's dtype kind
+#: letter of float8_e5m2 is 'f', of the others 'V'
+ML_FLOATS = (bfloat16,) + FLOAT8
+#: the storage-only float formats, and the mantissa bits each keeps (the
+#: most a stochastic rounding may keep)
+_MANTISSA_BITS = {np.dtype(np.float16): 10, bfloat16: 7, float8_e4m3fn: 3, float8_e5m2: 2}
 
 #: dtype -> (C storage type, C compute type)
 _C_TYPES = {
     np.dtype(np.float16): ("ga_half", "float"),
     bfloat16: ("ga_bf16", "float"),
+    float8_e4m3fn: ("ga_fp8e4m3", "float"),
+    float8_e5m2: ("ga_fp8e5m2", "float"),
     np.dtype(np.float32): ("float", "float"),
     np.dtype(np.float64): ("double", "double"),
     np.dtype(np.int8): ("signed char", "int"),
@@ -43,9 +55,11 @@ _C_TYPES = {
 }
 
 SUPPORTED = tuple(_C_TYPES)
+_BY_NAME = {d.name: d for d in SUPPORTED}
 
 #: the dtypes the hand-written kernels take (GEMM, convolution, pooling,
-#: recurrent layers): 16-bit storage accumulates in fp32
+#: recurrent layers): 16-bit storage accumulates in fp32 (the 8-bit floats
+#: are not among them: the FP8 GEMM takes them through its own list)
 KERNEL_FLOATS = (np.dtype(np.float16), bfloat16, np.dtype(np.float32))
 
 
@@ -80,20 +94,26 @@ def name(dtype):
     return np.dtype(dtype).name
 
 
+def from_name(dtype_name):
+    """The supported dtype called ``dtype_name`` (:func:`name`'s inverse; numpy
+    does not know ml_dtypes' names, ``'bfloat16'``, ``'float8_e4m3fn'``...)."""
+    return _BY_NAME[dtype_name]
+
+
 def c_type(dtype):
     """C type that stores ``dtype`` in device memory."""
     return _C_TYPES[np.dtype(dtype)][0]
 
 
 def compute_type(dtype):
-    """C type that arithmetic on ``dtype`` runs in (float for fp16/bf16)."""
+    """C type that arithmetic on ``dtype`` runs in (float for fp16/bf16/fp8)."""
     return _C_TYPES[np.dtype(dtype)][1]
 
 
 def is_float(dtype):
-    """True for the floating dtypes, bfloat16 included."""
+    """True for the floating dtypes, bfloat16 and the 8-bit floats included."""
     dt = np.dtype(dtype)
-    return dt == bfloat16 or dt.kind == "f"
+    return dt.kind == "f" or dt in ML_FLOATS
 
 
 def is_inexact(dtype):
@@ -116,12 +136,12 @@ def real_part(dtype):
 
 
 def kind(dtype):
-    """numpy's kind letter, with bfloat16 counted as a float ('f')."""
+    """numpy's kind letter, with bfloat16 and the 8-bit floats counted as floats ('f')."""
     return "f" if is_float(dtype) else np.dtype(dtype).kind
 
 
 def can_cast_same_kind(src, dst):
-    """numpy's 'same_kind' casting rule, bfloat16 included as a float.
+    """numpy's 'same_kind' casting rule, ml_dtypes' floats included as floats.
 
     Kinds are ordered bool < unsigned < signed < float < complex: a cast
     may move up the order or stay within a kind (any size), never down
@@ -133,13 +153,42 @@ def can_cast_same_kind(src, dst):
 
 
 def is_low_precision(dtype):
-    """True for the storage-only float formats, float16 and bfloat16."""
-    return np.dtype(dtype) in (np.dtype(np.float16), bfloat16)
+    """True for the storage-only float formats: float16, bfloat16 and the 8-bit floats."""
+    return np.dtype(dtype) in _MANTISSA_BITS
+
+
+def mantissa_bits(dtype):
+    """Explicit mantissa bits of a storage-only float format (10 for float16,
+    7 for bfloat16, 3 for float8_e4m3fn, 2 for float8_e5m2)."""
+    return _MANTISSA_BITS[np.dtype(dtype)]
 
 
 def numpy_compute_dtype(dtype):
-    """dtype the CPU evaluator computes ``dtype`` values in (fp32 for fp16/bf16)."""
+    """dtype the CPU evaluator computes ``dtype`` values in (fp32 for fp16/bf16/fp8)."""
     return np.dtype(np.float32) if is_low_precision(dtype) else np.dtype(dtype)
+
+
+def finfo(dtype):
+    """Machine limits of a float dtype: numpy's ``finfo``, ml_dtypes' for
+    bfloat16 and the 8-bit floats (numpy's refuses them)."""
+    dtype = np.dtype(dtype)
+    return ml_dtypes.finfo(dtype) if dtype in ML_FLOATS else np.finfo(dtype)
+
+
+def keep_weak_float(types):
+    """Operand types with a Python float beside an ml_dtypes float operand
+    typed as that operand (NEP 50 keeps the array's dtype; ml_dtypes'
+    promotion would make it float32).
+
+    ``types``: dtypes of tensor operands and the Python types (``int``,
+    ``float``...) of scalar operands, as ``ops.resolve`` takes them.
+    """
+    if not any(t is float for t in types):
+        return types
+    ml = next((t for t in types if not isinstance(t, type) and t in ML_FLOATS), None)
+    if ml is None:
+        return types
+    return tuple(ml if t is float else t for t in types)
 
 
 def scalar_c_type(value):
@@ -174,9 +223,12 @@ def scalar_arg_type(ctype):
 
 
 def check_scalar(value):
-    """Reject scalars gpuarray cannot put into an expression (str, None...)."""
+    """Reject scalars gpuarray cannot put into an expression (str, None...);
+    ml_dtypes' scalars (``ml_dtypes.bfloat16(2)``), no ``np.floating``, are taken."""
     if isinstance(value, (bool, int, float, complex, np.bool_, np.integer, np.floating,
                           np.complexfloating)):
+        return value
+    if isinstance(value, np.generic) and value.dtype in ML_FLOATS:
         return value
     raise TypeError(f"unsupported scalar operand {value!r} of type {type(value).__name__}")
 

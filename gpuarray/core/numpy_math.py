@@ -260,9 +260,8 @@ class NumpyMathFunctions:
         has no loop)."""
         args = self.operands(args)
         types = tuple(a.operand_type for a in args)
-        if float in types and dtypes.bfloat16 in types:
-            # ml_dtypes promotes bfloat16 with a Python float to float32; NEP 50 keeps bfloat16
-            types = tuple(dtypes.bfloat16 if t is float else t for t in types)
+        # ml_dtypes promotes its floats with a Python float to float32; NEP 50 keeps them
+        types = dtypes.keep_weak_float(types)
         try:
             loop = ufunc.resolve_dtypes(types + (None,) * ufunc.nout)
         except np.exceptions.DTypePromotionError as err:
@@ -331,9 +330,9 @@ class NumpyMathFunctions:
         if p.ndim == 0:
             raise TypeError("iteration over a 0-d array")
         if isinstance(p, np.ndarray):
-            if p.ndim == 1 and p.dtype != dtypes.bfloat16:
+            if p.ndim == 1 and p.dtype not in dtypes.ML_FLOATS:
                 return list(p)  # numpy scalars: strongly typed, as numpy's loop sees them
-            p = self.asarray(p)  # rows of coefficients, or bfloat16 (no scalar type here)
+            p = self.asarray(p)  # rows of coefficients, or ml_dtypes' (no scalar type here)
         return [p[i] for i in range(len(p))]
 
 

@@ -94,8 +94,8 @@ _UFUNC_OPS = {
     "conjugate": np.conjugate, "nextafter": np.nextafter, "spacing": np.spacing,
 }
 
-#: ops that work in the units of the dtype itself: float16 and bfloat16
-#: values, which fused kernels and the CPU evaluator hold in float32, are
+#: ops that work in the units of the dtype itself: float16, bfloat16 and
+#: fp8 values, which fused kernels and the CPU evaluator hold in float32, are
 #: rounded to their format and stepped there
 STORAGE_PRECISION = frozenset({"nextafter", "spacing"})
 
@@ -169,9 +169,9 @@ def resolve(name, operand_types):
     """
     spec = OPS[name]
     types = operand_types
-    if any(t is float for t in types) and any(t == dtypes.bfloat16 for t in types):
-        # ml_dtypes promotes bfloat16 with a Python float to float32; NEP 50 keeps bfloat16
-        types = tuple(dtypes.bfloat16 if t is float else t for t in types)
+    # ml_dtypes promotes bfloat16 and the 8-bit floats with a Python float to
+    # float32; NEP 50 keeps the array's dtype
+    types = dtypes.keep_weak_float(types)
     if all(isinstance(t, type) for t in types):
         # only Python scalars: numpy makes them default-typed arrays first (its
         # comparison ufuncs would otherwise resolve two weak ints to an object loop)
@@ -201,6 +201,18 @@ def promote(*operand_types):
         else:  # add's promotion is numpy's result_type (bool + bool stays bool)
             result = resolve("add", (result, t))[1]
     return np.dtype(result)
+
+
+@lru_cache(maxsize=None)
+def result_type(*operand_types):
+    """:func:`promote`, refusing as numpy's ``result_type`` refuses: ml_dtypes'
+    floats have ufunc loops beside dtypes they share no common dtype with
+    (``float8_e4m3fn + float16`` runs in float32), but ``result_type``,
+    ``concatenate`` and ``where`` raise numpy's ``DTypePromotionError`` there."""
+    strong = [t for t in operand_types if not isinstance(t, type)]
+    if any(t in dtypes.ML_FLOATS for t in strong):
+        np.result_type(*strong)
+    return promote(*operand_types)
 
 
 @lru_cache(maxsize=None)

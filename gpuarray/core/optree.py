@@ -307,7 +307,7 @@ def elementwise(backend, name, args):
         return _binary_node(backend, name, args)
     shape = args[0].shape if len(args) == 1 else _common_shape(args)
     if name == "where":
-        dtype = ops.promote(*[a.operand_type for a in args[1:]])
+        dtype = ops.result_type(*[a.operand_type for a in args[1:]])
         # numpy's where wraps a Python int that its result dtype cannot hold
         # (np.where(c, int8, 300) stores 44); we raise NEP 50's OverflowError
         for a in args[1:]:

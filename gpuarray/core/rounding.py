@@ -14,8 +14,6 @@ through :class:`gpuarray.core.manipulation.ManipulationFunctions`.
 """
 import operator
 
-import numpy as np
-
 from . import dtypes, optree
 from .array import Tensor
 
@@ -115,7 +113,7 @@ class RoundingFunctions:
 
     def _finite(self, value, nan, posinf, neginf):
         """Real float ``value`` with NaN and the infinities replaced (nan_to_num)."""
-        info = np.finfo(value.dtype)
+        info = dtypes.finfo(value.dtype)  # ml_dtypes' for bfloat16 and fp8 (numpy's refuses them)
         high = float(info.max) if posinf is None else posinf
         low = float(info.min) if neginf is None else neginf
         node = self.where(self.isnan(value), nan, value)

@@ -166,7 +166,7 @@ def _cdf(p, n):
     """numpy's checks of ``p``, then its cumulative sum normalised to end at 1."""
     atol = math.sqrt(np.finfo(np.float64).eps)
     host = p.get() if isinstance(p, Expression) else p
-    if isinstance(host, np.ndarray) and host.dtype.kind == "f":
+    if isinstance(host, np.ndarray) and np.issubdtype(host.dtype, np.floating):  # not ml_dtypes', as numpy
         atol = max(atol, math.sqrt(np.finfo(host.dtype).eps))
     host = np.asarray(host, dtype=np.float64)
     if host.ndim != 1:

@@ -6,7 +6,8 @@ while a consumer uses the memory) in a ``"dltensor"`` PyCapsule.  In:
 :func:`from_dlpack` takes an object with ``__dlpack__`` (PyTorch, CuPy,
 numpy...) or a capsule and returns an :class:`ExternalBuffer`, which calls
 the producer's deleter once, when collected.  The structs are ``dlpack.h``
-v1.0 in ctypes: nothing here needs pycuda or a compiler.
+v1.0 in ctypes: nothing here needs pycuda or a compiler.  The 8-bit floats
+travel with the type codes DLPack 1.1 added (its structs are 1.0's).
 """
 import ctypes
 import gc
@@ -24,6 +25,8 @@ __all__ = ["cuda_array_interface", "to_dlpack", "from_dlpack", "ExternalBuffer",
 DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION = 1, 0
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
 kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLComplex, kDLBool = 0, 1, 2, 4, 5, 6
+#: DLPack 1.1's codes of the 8-bit floats (PyTorch's torch.float8_e4m3fn/e5m2)
+kDLFloat8_e4m3fn, kDLFloat8_e5m2 = 10, 12
 DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_FLAG_BITMASK_IS_COPIED = 1, 2
 _P, _I64P = ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)
 
@@ -136,7 +139,8 @@ def to_dlpack(ptr, shape, strides_bytes, dtype, device_type, device_id,
     shape, strides_bytes : sequence of int
         Strides in bytes, possibly negative; None means C-contiguous.
     dtype : dtype-like
-        bool, (u)int8-64, float16/32/64 or bfloat16 (else TypeError).
+        bool, (u)int8-64, float16/32/64, bfloat16, float8_e4m3fn,
+        float8_e5m2, complex64/128 (else TypeError).
     device_type, device_id : int
         e.g. ``kDLCUDA, 0`` or ``kDLCPU, 0``.
     owner : object
@@ -210,10 +214,14 @@ def _element_strides(shape, strides_bytes, itemsize):
 
 # -- dtypes ------------------------------------------------------------------
 _BF16 = np.dtype(ml_dtypes.bfloat16)
-_DL_CODES = {np.dtype(np.bool_): kDLBool, _BF16: kDLBfloat}
+#: numpy's typestr of ml_dtypes' floats is no float format (<V2, <f1...)
+_NO_TYPESTR = (_BF16, np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))
+_DL_CODES = {np.dtype(np.bool_): kDLBool, _BF16: kDLBfloat,
+             np.dtype(ml_dtypes.float8_e4m3fn): kDLFloat8_e4m3fn,
+             np.dtype(ml_dtypes.float8_e5m2): kDLFloat8_e5m2}
 _DL_CODES.update({np.dtype(f"{kind}{n}"): code for kind, code in
                   (("i", kDLInt), ("u", kDLUInt), ("f", kDLFloat))
-                  for n in (1, 2, 4, 8) if (kind, n) != ("f", 1)})
+                  for n in (1, 2, 4, 8) if (kind, n) != ("f", 1)})  # f1: float8_e5m2's dtype.str
 _DL_CODES.update({np.dtype(np.complex64): kDLComplex, np.dtype(np.complex128): kDLComplex})
 _FROM_DL = {(code, dt.itemsize * 8): dt for dt, code in _DL_CODES.items()}
 
@@ -222,7 +230,8 @@ def _dl_dtype_of(dtype):
     """numpy dtype -> one-lane DLDataType."""
     if dtype not in _DL_CODES:
         raise TypeError(f"cannot share dtype {dtype} through DLPack: gpuarray "
-                        "shares bool, integer, float16/32/64, bfloat16 and complex64/128 only")
+                        "shares bool, integer, float16/32/64, bfloat16, float8_e4m3fn, "
+                        "float8_e5m2 and complex64/128 only")
     return DLDataType(_DL_CODES[dtype], dtype.itemsize * 8, 1)
 
 
@@ -247,7 +256,8 @@ def cuda_array_interface(ptr, shape, strides, dtype, readonly=False, stream=None
     shape, strides : sequence of int
         Strides in bytes, or None; reported as None when C-contiguous.
     dtype : dtype-like
-        TypeError if it has no typestr, as bfloat16 (use DLPack for it).
+        TypeError if it has no typestr, as bfloat16 and the 8-bit floats
+        (use DLPack for them).
     readonly : bool, optional
     stream : int or None, optional
         Stream to synchronize with before use; None: no need.  0 is
@@ -260,9 +270,9 @@ def cuda_array_interface(ptr, shape, strides, dtype, readonly=False, stream=None
         zero-size array), ``strides``, ``version`` (3), ``stream``.
     """
     dtype = np.dtype(dtype)
-    if dtype == _BF16:
-        raise TypeError("bfloat16 has no __cuda_array_interface__ typestr; share "
-                        "bfloat16 tensors through DLPack (__dlpack__) instead")
+    if dtype in _NO_TYPESTR:
+        raise TypeError(f"{dtype} has no __cuda_array_interface__ typestr; share "
+                        f"{dtype} tensors through DLPack (__dlpack__) instead")
     if dtype.kind not in "biufc" or dtype.fields is not None:
         raise TypeError(f"dtype {dtype} has no __cuda_array_interface__ typestr")
     if stream == 0:

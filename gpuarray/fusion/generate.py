@@ -9,8 +9,8 @@ The kernel's signature and value helpers come from
 :mod:`~gpuarray.fusion.writer`; its body from the writer of the program's
 mode: :mod:`~gpuarray.fusion.elementwise` for ``ew``,
 :mod:`~gpuarray.fusion.reduce` for ``reduce``, ``bcast`` and ``partial``.
-Every kernel includes the prelude (``prelude.cuh`` beside this module),
-which holds the device functions of the op table.
+Every kernel includes the prelude (``prelude.cuh`` beside this module,
+and the ``float8.cuh`` it includes): the device functions of the op table.
 """
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +24,10 @@ from .writer import KernelWriter
 #: the prelude every generated kernel includes, as ``#include "prelude.cuh"``
 PRELUDE_PATH = Path(__file__).with_name("prelude.cuh")
 PRELUDE = PRELUDE_PATH.read_text()
-#: headers to hand the compiler with each generated source
-HEADERS = {"prelude.cuh": PRELUDE}
+#: headers to hand the compiler with each generated source: the prelude and
+#: the header it includes (the 8-bit floats)
+HEADERS = {"prelude.cuh": PRELUDE,
+           "float8.cuh": PRELUDE_PATH.with_name("float8.cuh").read_text()}
 
 
 @dataclass(frozen=True)

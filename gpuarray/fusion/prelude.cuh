@@ -4,12 +4,14 @@
 // numpy's semantics for each loop dtype (integer wrap-around, Python-style
 // floor division and modulo, NaN-propagating maximum...), loads and stores
 // of float16/bfloat16 storage (math runs in float; stores round to nearest
-// even or stochastically), Philox4x32-10 random numbers, and the reduction
-// combiners.  No system header is included so that NVRTC compiles a kernel
-// in a few tens of milliseconds.
+// even or stochastically), those of the 8-bit floats (float8.cuh, beside
+// this file), Philox4x32-10 random numbers, and the reduction combiners.
+// No system header is included so that NVRTC compiles a kernel in a few
+// tens of milliseconds.
 //
 // Layouts: float16 and bfloat16 are stored as 16-bit patterns (ga_half,
-// ga_bf16); complex64 and complex128 as ga_complex<float> / <double>, the
+// ga_bf16), float8_e4m3fn and float8_e5m2 as 8-bit ones (ga_fp8e4m3,
+// ga_fp8e5m2); complex64 and complex128 as ga_complex<float> / <double>, the
 // real part then the imaginary part (numpy's layout); every other dtype is
 // its C type.
 #define GA_D __device__ __forceinline__
@@ -67,6 +69,9 @@ template <class T, int N> struct alignas(sizeof(T) * N) ga_vec { T v[N]; };
 // An explicit astype to fp16/bf16 rounds even when the value stays in float.
 GA_D float ga_round_half(float v) { return ga_value<float>(ga_conv<ga_half>::to(v)); }
 GA_D float ga_round_bf16(float v) { return ga_value<float>(ga_conv<ga_bf16>::to(v)); }
+
+// float8_e4m3fn and float8_e5m2: storage, rounding, nextafter/spacing, stochastic rounding
+#include "float8.cuh"
 
 // ---- Philox4x32-10 ---------------------------------------------------------
 struct ga_u4 { unsigned x, y, z, w; };

@@ -19,10 +19,15 @@ from ..core import dtypes, ops
 _IDENTITY = {
     "sum": "0", "prod": "1", "any": "false", "all": "true",
 }
+#: suffix of the prelude's functions working in a storage format's own
+#: units (nextafter, spacing, the rounding of an explicit astype)
+_STORAGE_SUFFIX = {"float16": "_half", "bfloat16": "_bf16", "float8_e4m3fn": "_fp8e4m3",
+                   "float8_e5m2": "_fp8e5m2"}
+#: exponent of the smallest normal value of the 8-bit floats, which their
+#: stochastic rounding (ga_stochastic_round8) takes
+_FLOAT8_EMIN = {"float8_e4m3fn": -6, "float8_e5m2": -14}
 #: pycuda format of each scalar argument type; a complex scalar is one C
 #: parameter (a ga_complex128, aligned as a double) packed as two doubles
-#: suffix of the prelude's functions working in float16's or bfloat16's units
-_SIXTEEN_BIT = {"float16": "_half", "bfloat16": "_bf16"}
 _FORMAT = {"double": "d", "unsigned long long": "Q", "long long": "q", "bool": "q",
            "ga_complex128": "dd"}
 
@@ -80,8 +85,8 @@ class KernelWriter:
             return f"({args[0]} ? {args[1]} : {args[2]})"
         if ins.op == "user":
             return f"({ins.ctype}){ins.arg.c_name}({', '.join(args)})"
-        if ins.op in ops.STORAGE_PRECISION and ins.dtype in _SIXTEEN_BIT:
-            return f"({ins.ctype})ga_{ins.op}{_SIXTEEN_BIT[ins.dtype]}({', '.join(args)})"
+        if ins.op in ops.STORAGE_PRECISION and ins.dtype in _STORAGE_SUFFIX:
+            return f"({ins.ctype})ga_{ins.op}{_STORAGE_SUFFIX[ins.dtype]}({', '.join(args)})"
         return f"({ins.ctype})ga_{ins.op}({', '.join(args)})"
 
     def element(self, leaf, level):
@@ -130,13 +135,17 @@ class KernelWriter:
         conv = f"ga_conv<{self.p.out_type}>::to"
         value = f"({_compute(self.p.out_dtype)})v{self.p.root}"
         if self.stochastic:
-            half = "true" if self.p.out_dtype == "float16" else "false"
             noise = f"ga_philox(ga_key(seed, replays), {index}, 0xFFFFFFFFu, (unsigned)call).x"
-            value = f"ga_stochastic_round((float){value}, {noise}, (int)nbits, {half})"
+            if self.p.out_dtype in _FLOAT8_EMIN:
+                emin = _FLOAT8_EMIN[self.p.out_dtype]
+                value = f"ga_stochastic_round8((float){value}, {noise}, (int)nbits, {emin})"
+            else:
+                half = "true" if self.p.out_dtype == "float16" else "false"
+                value = f"ga_stochastic_round((float){value}, {noise}, (int)nbits, {half})"
         self.lines.append(f"{indent}{target} = {conv}({value});")
 
     def rounding_variants(self, emit_stores):
-        """Emit the storing code once, or, for float16/bfloat16 outputs, twice:
+        """Emit the storing code once, or, for float16/bfloat16/fp8 outputs, twice:
         with stochastic rounding under ``if (nbits)`` and with round-to-nearest
         otherwise.  A branch per element would keep Philox's registers live
         through the whole unrolled loop."""
@@ -153,14 +162,12 @@ class KernelWriter:
 
 
 def _compute(dtype_name):
-    return dtypes.compute_type(dtype_name if dtype_name != "bfloat16" else dtypes.bfloat16)
+    return dtypes.compute_type(dtypes.from_name(dtype_name))
 
 
 def _cast(arg, dtype, ctype):
-    if dtype == "float16":
-        return f"ga_round_half((float){arg})"
-    if dtype == "bfloat16":
-        return f"ga_round_bf16((float){arg})"
+    if dtype in _STORAGE_SUFFIX:  # rounded to the format, held in float
+        return f"ga_round{_STORAGE_SUFFIX[dtype]}((float){arg})"
     if dtype == "bool":  # nonzero, complex values included
         return f"((bool){arg})"
     return f"({ctype}){arg}"

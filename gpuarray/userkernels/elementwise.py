@@ -11,9 +11,9 @@ the call fuses with the operations around it into one generated kernel
 
 Operands broadcast as numpy's; each is converted to its parameter's dtype
 (numpy's "same_kind" rule); a placeholder (``T``) takes the dtype of the
-arrays bound to it; Python scalars take their parameter's type.  float16
-and bfloat16 parameters are ``float`` in the code, as everywhere in the
-fused kernels, and the output is rounded when stored.  The output
+arrays bound to it; Python scalars take their parameter's type.  float16,
+bfloat16 and float8 parameters are ``float`` in the code, as everywhere in
+the fused kernels, and the output is rounded when stored.  The output
 parameter is write-only (it starts undefined).  The code is compiled when
 a call first meets a new set of dtypes, so a syntax error is raised at the
 call with the compiler's message, its line numbered within the code.

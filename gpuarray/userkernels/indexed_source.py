@@ -12,7 +12,7 @@ structure and C types only, so it is the compiled kernels' cache key.
 In the code, ``i`` is the flat C-order index of the element in the loop
 (``long long``) and ``_ind.size()`` the number of elements.  A raw
 parameter ``x`` is a C-contiguous array: ``x[k]`` its element at flat
-index ``k`` (a reference, as CuPy's; float16/bfloat16 elements read as
+index ``k`` (a reference, as CuPy's; float16/bfloat16/float8 elements read as
 ``float`` and round to nearest when written) and ``x.size()`` its length.
 """
 from dataclasses import dataclass
@@ -24,11 +24,11 @@ GENERATED_LINE = '#line 1 "gpuarray generated"'
 #: pycuda format of each C type a launch argument takes
 FORMATS = {"double": "d", "long long": "q", "unsigned long long": "Q"}
 #: storage types read and written through a float proxy, not a reference
-SIXTEEN_BIT = ("ga_half", "ga_bf16")
+PROXIED = ("ga_half", "ga_bf16", "ga_fp8e4m3", "ga_fp8e5m2")
 
 #: device helpers of the indexed kernels (the prelude holds the conversions)
 HELPERS = r"""
-// One float16/bfloat16 element of a raw array: reads as C, stores rounded.
+// One float16/bfloat16/float8 element of a raw array: reads as C, stores rounded.
 template <class S, class C> struct ga_raw_ref {
     S* p;
     GA_D operator C() const { return ga_value<C>(*p); }
@@ -90,7 +90,7 @@ class IndexedSpec:
 
 def raw_type(slot):
     """The C type of a raw parameter: its accessor over its storage."""
-    view = slot.ctype if slot.storage in SIXTEEN_BIT else slot.storage
+    view = slot.ctype if slot.storage in PROXIED else slot.storage
     return f"ga_raw<{slot.storage}, {view}>"
 
 

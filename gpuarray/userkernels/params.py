@@ -78,7 +78,7 @@ def _numpy_knows(kind):
     try:
         np.dtype(kind)
     except TypeError:
-        return kind == "bfloat16"
+        return kind in ("bfloat16", "float8_e4m3fn", "float8_e5m2")
     return True
 
 
