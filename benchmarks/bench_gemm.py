@@ -8,10 +8,15 @@ the criterion of validate_gemm.py), then timed: medians of CUDA-event pairs
 around back-to-back calls.  gpuarray is timed two ways: the recorded
 launches of ``ng.dot`` replayed (the kernels, as a framework that caches
 its plan calls them) and ``ng.dot(A, B, C)`` as written (Python planning
-included).  cuBLAS is ``torch.matmul(a, b, out=c)``.  TFLOP/s count
-2 M N K; the skinny N = 32 rows also give the TB/s of the M x K operand
-(the weights) read.  Prints a table, writes benchmarks/results/gemm.json
-and gemm.png (ratio to cuBLAS per row, target ratio marked).
+included).  cuBLAS is ``torch.matmul(a, b, out=c)``.  FP8 rows (kinds
+e4m3, e5m2e4m3: A's type then B's) run ``ng.dot(A, B, C, scale_a=,
+scale_b=)`` beside cuBLASLt's ``torch._scaled_mm`` with the same device
+scales, in the same accumulation mode (promoted to float32, the default of
+both, or the tensor cores' own "fast" accumulation; see gemm_fp8.py);
+each library's error against a float32 product is reported.  TFLOP/s count 2 M N K; the
+skinny N = 32 rows also give the TB/s of the M x K operand (the weights)
+read.  Prints a table, writes benchmarks/results/gemm.json and gemm.png
+(ratio to cuBLAS per row, target ratio marked).
 """
 import argparse
 import json
@@ -20,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import device_timer  # noqa: E402
+import gemm_fp8  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = {"f16": 7e-3, "bf16": 7e-3, "f32": 5e-5, "tf32": 7e-3}
@@ -38,6 +44,16 @@ CASES = [
     ("f16", 11008, 4096, 4096, "nn", None), ("f16", 512, 512, 512, "nn", None),
     ("f16", 1000, 1000, 999, "nn", None), ("f32", 4096, 128, 4096, "nn", None),
     ("f32", 4096, 32, 4096, "nn", None),
+]
+#: FP8: (kind, M, N, K, output, accumulation, target ratio to torch._scaled_mm).
+#: Accumulation "fp32" (ours: promoted) is timed against cuBLASLt's default
+#: (promoted too), "fast" against its use_fast_accum=True.
+FP8_CASES = [
+    ("e4m3", 8192, 8192, 8192, "bf16", "fp32", 1.0), ("e4m3", 8192, 8192, 8192, "bf16", "fast", 1.0),
+    ("e4m3", 4096, 4096, 4096, "bf16", "fp32", None), ("e4m3", 4096, 4096, 4096, "bf16", "fast", None),
+    ("e5m2e4m3", 8192, 8192, 8192, "bf16", "fp32", None),
+    ("e4m3", 8192, 8192, 8192, "f32", "fp32", None),
+    ("e4m3", 4096, 128, 4096, "bf16", "fp32", None), ("e4m3", 4096, 32, 4096, "bf16", "fp32", None),
 ]
 
 
@@ -88,6 +104,45 @@ def run_case(ng, torch, case, repeats):
     return row
 
 
+def run_fp8_case(ng, torch, case, repeats):
+    kind, m, n, k, out, accumulation, target = case
+    a_kind, b_kind = (kind[:4], kind[4:] or kind[:4])
+    fast = accumulation == "fast"
+    a, b, A, B = gemm_fp8.operands(ng, torch, a_kind, m, n, k, b_kind=b_kind)
+    sa, sb, SA, SB = gemm_fp8.scales(ng, torch)
+    out_dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[out]
+    c = torch.empty((m, n), device="cuda", dtype=out_dtype)
+    C = ng.from_dlpack(c)
+
+    def ours():
+        ng.dot(A, B, C, scale_a=SA, scale_b=SB, precision=accumulation)
+
+    def peer():
+        return gemm_fp8.scaled_mm(torch, a, b, sa, sb, out_dtype, fast)
+
+    ours()
+    ng.synchronize()
+    ref = gemm_fp8.reference(torch, a, b, sa, sb)
+    err = gemm_fp8.error(torch, c, ref)
+    limit = gemm_fp8.tolerance(accumulation, k)
+    if err > limit:
+        raise AssertionError(f"validation failed: error {err:.2e} > {limit}")
+    last = ng.last_gemm
+    flops = 2.0 * m * n * k
+    warm = max(3, repeats // 10)
+    t_kernel = device_timer(last.replay, repeats, warm, hide_host=True)
+    t_call = device_timer(ours, repeats, 3)
+    t_peer = device_timer(peer, repeats, warm, hide_host=True)
+    row = {"kind": kind + (" fast" if fast else ""), "m": m, "n": n, "k": k, "layout": "nt",
+           "out": out, "kernel": last.name, "splits": last.splits, "error": err,
+           "peer_error": gemm_fp8.error(torch, peer(), ref), "target": target,
+           "ours_us": t_kernel * 1e6, "ours_call_us": t_call * 1e6, "cublas_us": t_peer * 1e6,
+           "ours_tflops": flops / t_kernel / 1e12, "cublas_tflops": flops / t_peer / 1e12}
+    row["ratio"] = t_peer / t_kernel
+    row["met"] = None if target is None else row["ratio"] >= target
+    return row
+
+
 def print_row(row):
     met = {None: "", True: "met", False: "MISSED"}[row["met"]]
     target = f"{row['target']:.1f}x" if row["target"] else ""
@@ -97,6 +152,9 @@ def print_row(row):
           f"{row['ours_tflops']:7.1f} {row['cublas_tflops']:7.1f}  {row['ratio']:5.2f}x "
           f"{target:>5} {met:<6} call {row['ours_call_us']:8.1f} µs  {row['kernel']}"
           f" splits={row['splits']}{tbps}", flush=True)
+    if "peer_error" in row:
+        print(f"      -> {row['out']} out; error vs a float32 product: ours {row['error']:.1e}, "
+              f"cuBLASLt {row['peer_error']:.1e}", flush=True)
 
 
 def chart(rows, path):
@@ -123,6 +181,8 @@ def chart(rows, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--fp8", action="store_true",
+                        help="the FP8 rows only (into gemm_fp8.json / .png)")
     args = parser.parse_args(argv)
     import torch
     torch.empty(1, device="cuda")
@@ -131,18 +191,22 @@ def main(argv=None):
     repeats = 10 if args.quick else 50
     print("kind shape               layout ours  cuBLAS TFLOP/s  ratio target")
     rows = []
-    for case in CASES:
+    cases = [(run_case, case) for case in CASES] + [(run_fp8_case, case) for case in FP8_CASES]
+    if args.fp8:
+        cases = cases[len(CASES):]
+    for run, case in cases:
         try:
-            rows.append(run_case(ng, torch, case, repeats))
+            rows.append(run(ng, torch, case, repeats))
             print_row(rows[-1])
         except Exception as err:  # report the case and go on with the rest
             print(f"{case}: {type(err).__name__}: {err}", flush=True)
         torch.cuda.empty_cache()
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "gemm.json").write_text(json.dumps(
+    stem = "gemm_fp8" if args.fp8 else "gemm"
+    (RESULTS / f"{stem}.json").write_text(json.dumps(
         {"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
     try:
-        chart(rows, RESULTS / "gemm.png")
+        chart(rows, RESULTS / f"{stem}.png")
     except ImportError:
         print("matplotlib missing: no chart")
     return 0

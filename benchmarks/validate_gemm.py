@@ -13,12 +13,20 @@ mean |C_ref| <= 5e-5 for float32, 7e-3 for float16/bfloat16 and TF32
 (whose operands keep float16's 10 mantissa bits), after forgiving one unit
 in the last place of a float16/bfloat16 C.  Prints failures and a summary,
 writes benchmarks/results/validate_gemm.json; exits 1 on any failure.
+
+FP8 (``--fp8`` for the FP8 sweep alone): every operand pair of e4m3 and
+e5m2, the in-place layout and two copied ones, float32 / float16 /
+bfloat16 / FP8 outputs, with and without the epilogue (scale_c, amax);
+the reference and criterion are gemm_fp8.py's.
 """
 import argparse
 import json
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gemm_fp8  # noqa: E402
 
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -80,6 +88,7 @@ def run_case(ng, torch, kind, layout, shape, epilogue, gen):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every third shape")
+    parser.add_argument("--fp8", action="store_true", help="the FP8 sweep only")
     args = parser.parse_args(argv)
     import torch
     torch.empty(1, device="cuda")  # torch's primary context, which gpuarray shares
@@ -88,7 +97,7 @@ def main(argv=None):
     ng = gpuarray.GPU()
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows, failures, start = [], 0, time.time()
-    for kind in ("f16", "bf16", "f32", "tf32"):
+    for kind in () if args.fp8 else ("f16", "bf16", "f32", "tf32"):
         for shape in shapes(args.quick):
             for layout in ("nn", "nt", "tn", "tt"):
                 for epilogue in (False, True):
@@ -102,14 +111,51 @@ def main(argv=None):
                     if not ok:
                         print(f"FAIL {kind} {layout} {shape} epilogue={epilogue}: "
                               f"error {err:.2e} > {TOLERANCE[kind]} ({rows[-1]['kernel']})")
-    worst = {kind: max(r["error"] for r in rows if r["kind"] == kind) for kind in TOLERANCE}
+    failures += fp8_sweep(ng, torch, gen, rows, args.quick)
+    worst = {kind: max(r["error"] for r in rows if r["kind"] == kind)
+             for kind in list(TOLERANCE) + ["fp8"] if any(r["kind"] == kind for r in rows)}
     print(f"{len(rows)} cases, {failures} failed, {time.time() - start:.0f} s; worst error by "
-          "kind: " + ", ".join(f"{k} {v:.2e} (limit {TOLERANCE[k]})" for k, v in worst.items()))
+          "kind: " + ", ".join(f"{k} {v:.2e} (limit {TOLERANCE.get(k, 'per case')})"
+                               for k, v in worst.items()))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "validate_gemm.json").write_text(json.dumps(
         {"device": torch.cuda.get_device_name(), "cases": len(rows), "failed": failures,
          "worst": worst, "rows": rows}, indent=1))
     return 1 if failures else 0
+
+
+def fp8_sweep(ng, torch, gen, rows, quick):
+    """The FP8 cases into ``rows``; returns the number that failed."""
+    failures = 0
+    shapes = gemm_fp8.SHAPES[::2] if quick else gemm_fp8.SHAPES
+    for shape in shapes:
+        for pair in gemm_fp8.PAIRS:
+            for layout in ("nt", "nn", "tn"):
+                for out, epilogue, precision in _fp8_variants(layout):
+                    err, limit, last = gemm_fp8.validate_case(ng, torch, shape, pair, layout, out,
+                                                              epilogue, gen, precision)
+                    ok = err <= limit
+                    failures += not ok
+                    rows.append({"kind": "fp8", "pair": pair, "shape": shape, "layout": layout,
+                                 "out": out, "epilogue": epilogue, "precision": precision,
+                                 "error": err, "limit": limit, "ok": ok, "kernel": last.name,
+                                 "splits": last.splits})
+                    if not ok:
+                        print(f"FAIL fp8 {pair} {layout} {shape} -> {out} epilogue={epilogue} "
+                              f"precision={precision}: error {err:.2e} > {limit:.2e} "
+                              f"({last.name})")
+    return failures
+
+
+def _fp8_variants(layout):
+    """(output, epilogue, precision) of each FP8 case: every output with and
+    without the epilogue (an FP8 output always has its amax), and fast
+    accumulation for the in-place layout."""
+    for out in ("bf16", "f16", "f32", "e4m3", "e5m2"):
+        for epilogue in (False, True) if out in ("bf16", "f16", "f32") else (True,):
+            yield out, epilogue, None
+    if layout == "nt":
+        yield "bf16", False, "fast"
 
 
 if __name__ == "__main__":

@@ -371,16 +371,17 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
 
     @_device_call
     def _gemm(self, call):
-        for t in (call.a, call.b, call.c, call.bias, call.stats):
+        for t in (call.a, call.b, call.c, call.bias, call.stats, call.scale_a, call.scale_b,
+                  call.scale_c, call.amax):
             if t is not None:
                 t.ptr  # noqa: B018 - a freed buffer raises here, before any work is queued
         _check_rounding_capturable(call.c)
         return gemm_plan.run(self, call)
 
     @_device_call
-    def _replay_gemm(self, plan, a, b, c, bias, stats, alpha, beta):
+    def _replay_gemm(self, plan, a, b, c, bias, stats, alpha, beta, scaling=(1.0, None)):
         _check_rounding_capturable(c)
-        plan.replay(self, a, b, c, bias, stats, alpha, beta)
+        plan.replay(self, a, b, c, bias, stats, alpha, beta, scaling)
 
     @_device_call
     def _conv(self, call):

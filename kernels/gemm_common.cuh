@@ -8,9 +8,13 @@
 //     neighbouring blocks share A and B tiles in L2;
 //   * the virtual K axis: K-tiles of all batches summed into one output
 //     (batched_dot into a 2-D C) run as one long K loop;
-//   * the epilogue: C = relu(alpha * acc + bias) + beta * C, rounded to C's
-//     type (nearest even, or stochastically for fp16/bf16), with optional
-//     statistics (max |C| over finite values, count of non-finite values).
+//   * the epilogue: C = scale_c * (relu(alpha * scale_a * scale_b * acc +
+//     bias) + beta * C), rounded to C's type (nearest even, or
+//     stochastically for fp16/bf16; FP8 saturates to its largest finite
+//     value), with optional statistics (max |C| over finite values, count
+//     of non-finite values) and amax (max |value before scale_c|, FP8's
+//     delayed-scaling statistic).  The scales are device floats (null: 1)
+//     read once per thread; a host value of scale_c travels as post_scale.
 //
 // Layouts: operand element (m, k) of A's data batch i is at
 //   a + i * batch_a + m * a_m + k * a_k        (strides in elements)
@@ -37,6 +41,8 @@
 #define GEMM_F32 0
 #define GEMM_F16 1
 #define GEMM_BF16 2
+#define GEMM_E4M3 3   // float8_e4m3fn: largest finite 448, no infinities
+#define GEMM_E5M2 4   // float8_e5m2: largest finite 57344
 
 // GemmArgs::flags
 #define EPI_RELU 1
@@ -45,6 +51,7 @@
 #define EPI_SR 8      // stochastic rounding of fp16/bf16 outputs, keeping
                       // (flags >> EPI_SR_BITS_SHIFT) mantissa bits
 #define EPI_STATS 16  // fill stats[0] = max |C| (finite values), stats[1] += non-finite count
+#define EPI_AMAX 32   // amax[0] = max |value before scale_c| (NaN ignored)
 #define EPI_SR_BITS_SHIFT 8
 
 #define GEMM_GROUP_M 8  // tile rows per raster group
@@ -70,8 +77,12 @@ struct alignas(64) GemmArgs {
     int flags, c_type, bias_type;
     float alpha, beta;
     unsigned call;                        // Philox counter word: one per launch
+    float post_scale;                     // a host scale_c (1 when none)
+    const float *scale_a, *scale_b;       // FP8 dequantisation scales, or null
+    const float *scale_c;                 // output scale, or null
+    float *amax;                          // [max |value before scale_c|], or null
 };
-static_assert(sizeof(GemmArgs) == 448, "GemmArgs ABI changed: update gemm/catalogue.py");
+static_assert(sizeof(GemmArgs) == 512, "GemmArgs ABI changed: update gemm/catalogue.py");
 
 // One unit of work: output tile (tm, tn) of output batch ob, K-split `split`.
 struct GemmTile { int tm, tn, ob, split; };
@@ -121,25 +132,85 @@ GA_D float gemm_load(const void *base, int type, long long i) {
     return ((const float *)base)[i];
 }
 
-// Per-thread statistics, flushed once at the end with gemm_stats_flush().
-struct GemmStats {
-    float max_abs;
-    unsigned nonfinite;
-};
-GA_D GemmStats gemm_stats_init() { GemmStats s = {0.f, 0u}; return s; }
+// FP8 (sm_89 and later: the conversions are instructions there).  cvt
+// saturates out-of-range values to the largest finite one and keeps NaN,
+// as cuBLASLt's FP8 outputs; the pair form converts two floats, `hi` in the
+// upper byte.
+GA_D unsigned short gemm_fp8x2_bits(float lo, float hi, int type) {
+    unsigned short bits = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if (type == GEMM_E4M3) asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(bits) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(bits) : "f"(hi), "f"(lo));
+#else
+    __trap();  // Python sends FP8 outputs to sm_90 kernels only
+#endif
+    return bits;
+}
+// The float an FP8 byte holds.
+GA_D float gemm_fp8_value(unsigned char byte, int type) {
+    unsigned h2 = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    unsigned short in = byte;
+    if (type == GEMM_E4M3) asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(in));
+    else asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"(in));
+#else
+    __trap();
+#endif
+    ga_half h;
+    h.bits = (unsigned short)h2;
+    return ga_value<float>(h);
+}
 
-// Final value of output (ob, m, n) from the accumulator `acc`: bias, relu,
-// alpha, beta, rounding to C's type; stored, and counted into `st`.
-GA_D void gemm_finish(const GemmArgs &p, int ob, int m, int n, float acc, GemmStats &st) {
+// Per-thread epilogue state: the scales, read once, and the statistics,
+// flushed once at the end with gemm_epi_flush().
+struct GemmEpi {
+    float pre;        // alpha * scale_a * scale_b
+    float post;       // post_scale * scale_c
+    float max_abs;    // statistics: max |C| over finite stored values
+    unsigned nonfinite;
+    float amax;       // max |value before the output scale|
+};
+GA_D GemmEpi gemm_epi_init(const GemmArgs &p) {
+    GemmEpi e;
+    e.pre = p.alpha;  // ((alpha * scale_a) * scale_b), as gemm/reference.py
+    if (p.scale_a) e.pre = __fmul_rn(e.pre, *p.scale_a);
+    if (p.scale_b) e.pre = __fmul_rn(e.pre, *p.scale_b);
+    e.post = p.scale_c ? __fmul_rn(p.post_scale, *p.scale_c) : p.post_scale;
+    e.max_abs = 0.f;
+    e.nonfinite = 0u;
+    e.amax = 0.f;
+    return e;
+}
+
+// The value stored for accumulator `acc` of output (m, n) of batch ob,
+// before the output scale and rounding: scales and alpha, bias, relu, beta.
+GA_D float gemm_value(const GemmArgs &p, const GemmEpi &st, int ob, int m, int n, float acc) {
     // explicit roundings (no contraction into FMAs): the same bits in every
     // kernel family and in a vectorised copy of this epilogue, as numpy's
-    float v = __fmul_rn(p.alpha, acc);
+    float v = __fmul_rn(st.pre, acc);
     if (p.flags & EPI_BIAS) v = __fadd_rn(v, gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n));
     if (p.flags & EPI_RELU) v = v < 0.f ? 0.f : v;  // NaN passes, as numpy's maximum
+    if (p.flags & EPI_BETA) {
+        long long ci = ob * p.batch_c + m * p.ldc + n;
+        v = __fadd_rn(v, __fmul_rn(p.beta, gemm_load(p.c, p.c_type, ci)));
+    }
+    return v;
+}
+
+// Final value of output (ob, m, n) from the accumulator `acc`: gemm_value,
+// the amax, the output scale, rounding to C's type; stored, and counted
+// into `st`.
+GA_D void gemm_finish(const GemmArgs &p, int ob, int m, int n, float acc, GemmEpi &st) {
+    float v = gemm_value(p, st, ob, m, n, acc);
+    if (p.flags & EPI_AMAX) st.amax = fmaxf(st.amax, fabsf(v));
+    if (st.post != 1.f) v = __fmul_rn(v, st.post);
     long long ci = ob * p.batch_c + m * p.ldc + n;
-    if (p.flags & EPI_BETA) v = __fadd_rn(v, __fmul_rn(p.beta, gemm_load(p.c, p.c_type, ci)));
     if (p.c_type == GEMM_F32) {
         ((float *)p.c)[ci] = v;
+    } else if (p.c_type >= GEMM_E4M3) {
+        unsigned char byte = (unsigned char)gemm_fp8x2_bits(v, 0.f, p.c_type);
+        ((unsigned char *)p.c)[ci] = byte;
+        v = gemm_fp8_value(byte, p.c_type);
     } else {
         bool half = p.c_type == GEMM_F16;
         if (p.flags & EPI_SR) {
@@ -171,16 +242,21 @@ GA_D void gemm_store_partial(const GemmArgs &p, const GemmTile &g, int m, int n,
 }
 
 // Element (m, n) of tile g: finish it, or store its partial sum.
-GA_D void gemm_output(const GemmArgs &p, const GemmTile &g, int m, int n, float acc, GemmStats &st) {
+GA_D void gemm_output(const GemmArgs &p, const GemmTile &g, int m, int n, float acc, GemmEpi &st) {
     if (m >= p.M || n >= p.N) return;
     if (p.splits > 1) gemm_store_partial(p, g, m, n, acc);
     else gemm_finish(p, g.ob, m, n, acc, st);
 }
 
-// Warp-combine the statistics and add them to p.stats.  Every lane of the
-// warp must call this (after its last gemm_finish).  A non-negative float's
-// bit pattern orders like the float, so max is an integer atomicMax.
-GA_D void gemm_stats_flush(const GemmArgs &p, const GemmStats &st) {
+// Warp-combine the statistics and the amax and add them to p.stats and
+// p.amax.  Every lane of the warp must call this (after its last
+// gemm_finish).  A non-negative float's bit pattern orders like the float
+// (+inf above every number), so max is an integer atomicMax.
+GA_D void gemm_epi_flush(const GemmArgs &p, const GemmEpi &st) {
+    if (p.flags & EPI_AMAX) {
+        unsigned bits = __reduce_max_sync(0xffffffffu, __float_as_uint(st.amax));
+        if ((threadIdx.x & 31) == 0) atomicMax((unsigned *)p.amax, bits);
+    }
     if (!(p.flags & EPI_STATS)) return;
     unsigned bits = __reduce_max_sync(0xffffffffu, __float_as_uint(st.max_abs));
     unsigned count = __reduce_add_sync(0xffffffffu, st.nonfinite);

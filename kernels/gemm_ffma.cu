@@ -278,7 +278,7 @@ struct Feed {
 // statistics are done here: with a bias or beta the compiler may fuse a
 // multiply and an add into one FFMA here but not in gemm_finish() (or the
 // other way round), and results must be bit-identical to gemm_output()'s.
-GA_D void output4(const GemmArgs &p, const GemmTile &g, int m, int n, const float acc[4], GemmStats &st) {
+GA_D void output4(const GemmArgs &p, const GemmTile &g, int m, int n, const float acc[4], GemmEpi &st) {
     if (p.splits > 1) {
         long long slab = (long long)(g.split * p.batch + g.ob) * p.M;
         *(float4 *)&p.partial[(slab + m) * p.N + n] = make_float4(acc[0], acc[1], acc[2], acc[3]);
@@ -287,7 +287,7 @@ GA_D void output4(const GemmArgs &p, const GemmTile &g, int m, int n, const floa
     float out[4];
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
-        float v = p.alpha * acc[j];
+        float v = st.pre * acc[j];
         if (p.flags & EPI_RELU) v = v < 0.f ? 0.f : v;
         out[j] = v;
         if (p.flags & EPI_STATS) {
@@ -437,7 +437,7 @@ GA_D void gemm(const GemmArgs &p) {
     typedef Micro<BM, BN, BK, TM, TN, THREADS> U;
     extern __shared__ float4 ga_ffma_smem[];
     float *const smem = (float *)ga_ffma_smem;
-    GemmStats st = gemm_stats_init();
+    GemmEpi st = gemm_epi_init(p);
 
     const int tiles = gemm_tiles_total(p, BM, BN);
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -464,7 +464,7 @@ GA_D void gemm(const GemmArgs &p) {
             }
         }
     }
-    gemm_stats_flush(p, st);
+    gemm_epi_flush(p, st);
 }
 
 }  // namespace ga_ffma

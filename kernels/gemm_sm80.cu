@@ -362,7 +362,7 @@ template <class C> struct Kernel {
         extern __shared__ __align__(128) unsigned char smem[];
         const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
         const int wm = (warp / C::WARPS_N) * C::WTM, wn = (warp % C::WARPS_N) * C::WTN;
-        GemmStats st = gemm_stats_init();
+        GemmEpi st = gemm_epi_init(p);
         const int total = gemm_tiles_total(p, C::BM, C::BN);
         for (int t = blockIdx.x; t < total; t += gridDim.x) {
             const GemmTile g = gemm_tile(p, t, C::BM, C::BN);
@@ -404,7 +404,7 @@ template <class C> struct Kernel {
             }
             __syncthreads();  // the staging area overlaps the next tile's first stages
         }
-        gemm_stats_flush(p, st);
+        gemm_epi_flush(p, st);
     }
 };
 

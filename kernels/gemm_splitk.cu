@@ -25,7 +25,7 @@
 
 extern "C" __global__ void __launch_bounds__(SPLITK_THREADS)
 ga_gemm_splitk_reduce(const __grid_constant__ GemmArgs p) {
-    GemmStats st = gemm_stats_init();
+    GemmEpi st = gemm_epi_init(p);
     long long slab = (long long)p.batch * p.M * p.N;
     long long row_groups = (p.N + SPLITK_VEC - 1) / SPLITK_VEC;
     long long groups = (long long)p.batch * p.M * row_groups;
@@ -46,5 +46,5 @@ ga_gemm_splitk_reduce(const __grid_constant__ GemmArgs p) {
         for (int j = 0; j < SPLITK_VEC; ++j)
             if (j < width) gemm_finish(p, ob, m, n0 + j, sum[j], st);
     }
-    gemm_stats_flush(p, st);
+    gemm_epi_flush(p, st);
 }

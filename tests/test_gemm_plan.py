@@ -16,7 +16,7 @@ from test_dispatch import RecordingGPU
 
 FIELDS = ("tmap_a tmap_b a b c bias partial stats a_m a_k b_k b_n ldc batch_a batch_b "
           "batch_c bias_m bias_n seed M N K batch kbatch splits tiles_per_split flags c_type "
-          "bias_type alpha beta call").split()
+          "bias_type alpha beta call post_scale scale_a scale_b scale_c amax").split()
 
 
 class _Function:
@@ -231,3 +231,46 @@ def test_missing_cubins_raise_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(gk, "KERNEL_DIR", tmp_path)
     with pytest.raises(gk.KernelsMissing, match="make kernels"):
         gk.Library().function("gemm_sm90", "ga_gemm_sm90_128x256x64_f16_kn", 218176)
+
+
+E4M3, E5M2 = gk.dtypes.float8_e4m3fn, gk.dtypes.float8_e5m2
+
+
+def test_fp8_in_place_layout_reads_scales_on_the_device(ng, tensor_maps):
+    A = ng.empty((300, 512), E4M3)                 # K contiguous
+    B = ng.empty((1024, 512), E5M2).T              # (512, 1024), K contiguous
+    C, sb, amax = ng.empty((300, 1024), E4M3), ng.empty((1,), np.float32), ng.empty((1,), np.float32)
+    ng.dot(A, B, C, alpha=2.0, scale_a=0.5, scale_b=sb, scale_c=3.0, amax=amax)
+    assert len(ng.launches) == 1  # no copy
+    name, args = _main(ng)
+    assert name.startswith("ga_gemm_fp8_sm90_") and name.endswith("x128_e4m3e5m2_kk")
+    # a number scale_a folds into alpha, a number scale_c travels as post_scale
+    assert (args["alpha"], args["post_scale"]) == (1.0, 3.0)
+    assert (args["scale_a"], args["scale_b"], args["scale_c"], args["amax"]) == (0, sb.ptr, 0, amax.ptr)
+    assert args["flags"] == gk.EPI_AMAX and args["c_type"] == gk.TYPE_CODE[E4M3] == 3
+    assert [m["dtype"] for m in tensor_maps] == [E4M3, E5M2]
+    assert tensor_maps[0]["box"][0] == 128 and tensor_maps[0]["strides"][0] == 512
+
+
+def test_fp8_column_major_c_swaps_the_scales(ng, tensor_maps):
+    A, B = ng.empty((64, 32), E4M3), ng.empty((48, 32), E4M3).T
+    sa, sb = ng.empty((1,), np.float32), ng.empty((), np.float32)
+    ng.dot(A, B, ng.empty((48, 64), np.float32).T, scale_a=sa, scale_b=sb)
+    _, args = _main(ng)
+    assert (args["M"], args["N"]) == (48, 64)
+    assert (args["a"], args["b"], args["scale_a"], args["scale_b"]) == (B.ptr, A.ptr, sb.ptr, sa.ptr)
+
+
+def test_fp8_other_layouts_are_copied_k_major(ng, tensor_maps):
+    A, B = ng.empty((64, 32), E4M3), ng.empty((32, 48), E4M3)   # B row-major: N contiguous
+    ng.dot(A, B, ng.empty((64, 48), np.float16), scale_a=1.0, scale_b=1.0)
+    name, args = ng.launches[-1][0], ng.launches[-1][3]
+    assert len(ng.launches) == 2 and name.endswith("_e4m3_kk")
+    assert (args["b_k"], args["b_n"]) == (1, 32) and args["b"] != B.ptr
+
+
+def test_fp8_needs_hopper():
+    ng = GemmRecordingGPU(arch="sm_89")
+    with pytest.raises(tiles.UnsupportedDevice, match="FP8 products run on Hopper"):
+        ng.dot(ng.empty((8, 16), E4M3), ng.empty((8, 16), E4M3).T, ng.empty((8, 8), np.float32),
+               scale_a=1.0, scale_b=1.0)

@@ -27,7 +27,7 @@ CHUNK = 64
 #: ConvGeom (gemm_sm90.cuh): P, Q, R, S, cchunks, C, strides, paddings, dilations
 GEOM = struct.Struct("<12i")
 #: ConvGemmArgs is GemmArgs then ConvGeom, padded to the 64-byte alignment
-ARGS_BYTES = 512
+ARGS_BYTES = 576
 #: split-K: at least this many K-tiles per split
 MIN_KTILES_PER_SPLIT = 8
 #: threads per block of gemm_splitk.cu's reduce kernel

@@ -29,6 +29,9 @@ _DATA_TYPE = {
     np.dtype(np.float16): 6,
     np.dtype(np.float32): 7,
     dtypes.bfloat16: 9,
+    # the copy engine moves FP8 as bytes (it has no FP8 type)
+    dtypes.float8_e4m3fn: 0,
+    dtypes.float8_e5m2: 0,
 }
 _TFLOAT32 = 11
 # CUtensorMapSwizzle, by the width in bytes of the swizzled row
@@ -79,7 +82,7 @@ def encode_tiled(ptr, dtype, dims, strides, box, swizzle_bytes, tf32=False):
     ptr : int
         Device address of element (0, 0, ...); 16-byte aligned.
     dtype : numpy.dtype
-        float16, bfloat16 or float32.
+        float16, bfloat16, float32 or an FP8 type.
     dims : sequence of int
         Extents, innermost (contiguous) first.
     strides : sequence of int

@@ -8,7 +8,11 @@ node (no ``C`` given), or a checked :class:`GemmCall` -- every operand a
 numpy's wording where numpy has one, before anything runs.
 
 The product computed is ``C = relu(alpha * op(A) @ op(B) + bias) + beta * C``
-where op() is whatever view (``A.T``...) the user passed.
+where op() is whatever view (``A.T``...) the user passed; FP8 operands add
+per-tensor scales: ``C = scale_c * (relu(alpha * scale_a * scale_b *
+op(A) @ op(B) + bias) + beta * C)``, with ``amax`` receiving the largest
+``abs`` of the value before ``scale_c`` (cuBLASLt's FP8 convention, which
+``torch._scaled_mm`` follows).
 """
 from dataclasses import dataclass
 
@@ -23,6 +27,10 @@ INPUT_DTYPES = dtypes.KERNEL_FLOATS
 #: dtypes of C and of the bias
 OUTPUT_DTYPES = INPUT_DTYPES
 PRECISIONS = ("fp32", "tf32")
+#: FP8 products: K must be a multiple of this (16-byte rows for the copy engine)
+FP8_K_MULTIPLE = 16
+#: where an FP8 output saturates (its largest finite value)
+FP8_LARGEST = {dtypes.float8_e4m3fn: 448.0, dtypes.float8_e5m2: 57344.0}
 
 
 @dataclass
@@ -44,10 +52,18 @@ class GemmCall:
     stats: Tensor = None
     precision: str = "fp32"
     accumulate: bool = False
+    #: FP8 only: device scales (one float32 each, or None: 1), the host
+    #: value of a Python-number scale_c, and the amax output
     scale_a: Tensor = None
     scale_b: Tensor = None
     scale_c: Tensor = None
+    post_scale: float = 1.0
     amax: Tensor = None
+
+    @property
+    def fp8(self):
+        """True for a product of FP8 operands."""
+        return self.a.dtype in dtypes.FLOAT8
 
     @property
     def mnk(self):
@@ -70,6 +86,11 @@ def check_inputs(backend, a, b, what):
     if isinstance(a, Scalar) or isinstance(b, Scalar):
         raise TypeError(f"{what} needs tensors (or expressions), not scalars")
     a, b = (x if isinstance(x, Tensor) else backend.evaluate(x) for x in (a, b))
+    if a.dtype in dtypes.FLOAT8 or b.dtype in dtypes.FLOAT8:
+        if a.dtype not in dtypes.FLOAT8 or b.dtype not in dtypes.FLOAT8:
+            raise TypeError(f"{what} multiplies FP8 operands with FP8 operands only, not "
+                            f"{_name(a.dtype)} and {_name(b.dtype)}; convert one with astype()")
+        return a, b
     if a.dtype not in INPUT_DTYPES or b.dtype not in INPUT_DTYPES:
         raise TypeError(f"{what} supports float16, bfloat16 and float32 operands, "
                         f"not {_name(a.dtype)} and {_name(b.dtype)}")
@@ -82,6 +103,14 @@ def check_inputs(backend, a, b, what):
 def check_precision(precision, dtype):
     """Normalise ``precision``: "fp32" (exact, the default) or "tf32"."""
     precision = "fp32" if precision in (None, "float32", "highest") else precision
+    if dtype in dtypes.FLOAT8:
+        # FP8: "fp32" (the default) promotes the tensor cores' partial sums
+        # into float32 accumulators every 128 products; "fast" leaves the
+        # whole sum to the tensor cores (cuBLASLt's fast accumulation)
+        if precision not in ("fp32", "fast"):
+            raise ValueError(f"precision for FP8 operands must be 'fp32' or 'fast', not "
+                             f"{precision!r}")
+        return precision
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be 'fp32' or 'tf32', not {precision!r}")
     if precision == "tf32" and dtype != np.float32:
@@ -134,11 +163,12 @@ def _as_3d(t, rows, cols, batches):
     return t._view((batches, rows, cols), strides, t.offset)
 
 
-def _check_output(c, shape, what):
+def _check_output(c, shape, what, fp8=False):
     if not isinstance(c, Tensor):
         raise TypeError(f"{what}: C must be a tensor, not {type(c).__name__}")
-    if c.dtype not in OUTPUT_DTYPES:
-        raise TypeError(f"{what}: C must be float16, bfloat16 or float32, not {_name(c.dtype)}")
+    if c.dtype not in OUTPUT_DTYPES and not (fp8 and c.dtype in dtypes.FLOAT8):
+        kinds = "float16, bfloat16, float32 or FP8" if fp8 else "float16, bfloat16 or float32"
+        raise TypeError(f"{what}: C must be {kinds}, not {_name(c.dtype)}")
     if c.shape != tuple(shape):
         raise ValueError(f"{what}: C has shape {shapes.shape_str(c.shape)}, but the product "
                          f"has shape {shapes.shape_str(shape)}")
@@ -176,20 +206,24 @@ def _check_stats(stats, backend):
 
 
 def make_call(backend, a, b, c, batched, alpha=1.0, beta=0.0, relu=False, bias=None,
-              stats=None, precision=None):
-    """Check a full GEMM request and build its :class:`GemmCall`."""
+              stats=None, precision=None, scaling=None):
+    """Check a full GEMM request and build its :class:`GemmCall`.
+
+    ``scaling``: the FP8 arguments ``(scale_a, scale_b, scale_c, amax)``, or None.
+    """
     what = "batched_dot" if batched else "dot"
     a, b = check_inputs(backend, a, b, what)
     precision = check_precision(precision, a.dtype)
+    fp8 = a.dtype in dtypes.FLOAT8
     if batched:
         batches, m, n = batched_shape(a, b)
         k = a.shape[-1]
         accumulate = isinstance(c, Tensor) and c.ndim == 2
-        _check_output(c, (m, n) if accumulate else (batches, m, n), what)
+        _check_output(c, (m, n) if accumulate else (batches, m, n), what, fp8)
         c3 = c._view((1, m, n), (0,) + c.strides, c.offset) if accumulate else c
     else:
         shape = dot_shape(a, b)
-        _check_output(c, shape, what)
+        _check_output(c, shape, what, fp8)
         batches, accumulate = 1, False
         m = a.shape[0] if a.ndim == 2 else 1
         n = b.shape[1] if b.ndim == 2 else 1
@@ -199,10 +233,88 @@ def make_call(backend, a, b, c, batched, alpha=1.0, beta=0.0, relu=False, bias=N
         raise ValueError("C belongs to a different factory than A and B")
     if max(m, n, k, batches) >= 2**31:
         raise ValueError(f"{what}: dimensions must be below 2**31, got M={m} N={n} K={k}")
-    return GemmCall(_as_3d(a, m, k, batches), _as_3d(b, k, n, batches), c3,
+    call = GemmCall(_as_3d(a, m, k, batches), _as_3d(b, k, n, batches), c3,
                     alpha=real(alpha, "alpha"), beta=real(beta, "beta"), relu=bool(relu),
                     bias=_check_bias(bias, m, n, backend), stats=_check_stats(stats, backend),
                     precision=precision, accumulate=accumulate)
+    if fp8:
+        _check_fp8(backend, call, scaling, what, (a, b, c))
+    elif scaling is not None and any(x is not None for x in scaling):
+        raise ValueError("scale_a, scale_b, scale_c and amax apply to FP8 operands "
+                         "(float8_e4m3fn, float8_e5m2), not " + _name(a.dtype))
+    return call
+
+
+def scale_values(alpha, scaling):
+    """How FP8 scales reach the kernel: (alpha, post_scale, tensors).
+
+    A Python-number ``scale_a`` or ``scale_b`` multiplies alpha and a
+    Python-number ``scale_c`` becomes the host output scale; tensors are read
+    by the kernel (``tensors``: scale_a, scale_b, scale_c, amax, None where
+    absent).
+    """
+    scale_a, scale_b, scale_c, amax = scaling
+    tensors = []
+    for name, value in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if isinstance(value, Tensor):
+            tensors.append(value)
+        else:
+            alpha *= real(value, name)
+            tensors.append(None)
+    post = 1.0
+    if scale_c is not None and not isinstance(scale_c, Tensor):
+        post, scale_c = real(scale_c, "scale_c"), None
+    return alpha, post, (*tensors, scale_c, amax)
+
+
+def _check_fp8(backend, call, scaling, what, user):
+    """The FP8 rules: scales given and well formed, K a multiple of 16, an amax
+    for an FP8 C, no beta into an FP8 C, C apart from everything it reads."""
+    scale_a, scale_b, scale_c, amax = scaling or (None,) * 4
+    if scale_a is None or scale_b is None:
+        raise ValueError(f"{what} of FP8 operands needs scale_a and scale_b (their "
+                         "dequantisation scales; 1.0 when the values are not scaled)")
+    m, n, k = call.mnk
+    if k % FP8_K_MULTIPLE:
+        raise ValueError(f"{what} of FP8 operands needs K to be a multiple of "
+                         f"{FP8_K_MULTIPLE}, got K={k}; pad both operands with zeros along K")
+    for name, value in (("scale_a", scale_a), ("scale_b", scale_b), ("scale_c", scale_c)):
+        if isinstance(value, Tensor):
+            _check_scalar_tensor(backend, value, name)
+        elif value is not None:
+            real(value, name)
+    out_fp8 = call.c.dtype in dtypes.FLOAT8
+    if amax is not None:
+        _check_scalar_tensor(backend, amax, "amax")
+    elif out_fp8:
+        raise ValueError(f"{what}: an FP8 output C needs amax= (a float32 tensor of one "
+                         "element), the statistic the next step's scale_c comes from")
+    if out_fp8 and call.beta != 0:
+        raise ValueError(f"{what}: beta must be 0 for an FP8 output C (accumulate in a "
+                         "float16, bfloat16 or float32 C instead)")
+    if out_fp8 and call.c.rounding:
+        raise ValueError(f"{what}: stochastic rounding into an FP8 GEMM output is not "
+                         "supported (the kernels round to nearest)")
+    a, b, c = user
+    written = [c] + ([amax] if amax is not None else [])
+    read = [a, b] + [x for x in (call.bias, call.stats, scale_a, scale_b, scale_c)
+                     if isinstance(x, Tensor)]
+    for out in written:
+        for other in read + [w for w in written if w is not out]:
+            if backend.shares_memory(out, other):
+                raise ValueError(f"{what}: C and amax must not share memory with the "
+                                 "operands, the scales or each other")
+    call.alpha, call.post_scale, tensors = scale_values(call.alpha, scaling)
+    call.scale_a, call.scale_b, call.scale_c, call.amax = tensors
+
+
+def _check_scalar_tensor(backend, t, name):
+    if not isinstance(t, Tensor) or t.backend is not backend:
+        raise TypeError(f"{name} must be a float32 tensor of the same factory (or a Python "
+                        f"number), not {type(t).__name__}")
+    if t.dtype != np.float32 or t.size != 1 or t.ndim > 1:
+        raise ValueError(f"{name} must be a float32 tensor of one element, shape () or (1,), "
+                         f"got {t.dtype} {shapes.shape_str(t.shape)}")
 
 
 def real(value, name):
@@ -235,6 +347,22 @@ def epilogue_tree(backend, call, product):
     if call.beta != 0:
         value = value + call.c * call.beta
     return value
+
+
+def fp8_zero_product(backend, call):
+    """An FP8 call whose product is 0 (K = 0, or no batches summed), by fused
+    kernels: the epilogue, the amax, the output scale and FP8 saturation."""
+    value = backend.empty(call.c.shape, np.float32)
+    value[...] = epilogue_tree(backend, call, Scalar(0.0))
+    if call.amax is not None:
+        call.amax[...] = backend.max(backend.absolute(value.reshape(-1)))
+    scaled = value * call.post_scale
+    if call.scale_c is not None:
+        scaled = scaled * call.scale_c.reshape(())
+    if call.c.dtype in FP8_LARGEST:
+        top = FP8_LARGEST[call.c.dtype]
+        scaled = backend.clip(scaled, -top, top)
+    call.c[...] = scaled
 
 
 def stats_by_reduction(backend, c, stats):

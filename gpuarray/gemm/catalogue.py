@@ -27,15 +27,17 @@ from ..cuda.library import KernelsMissing  # noqa: F401 - raised to this module'
 KERNEL_DIR = library.KERNEL_DIR
 
 #: GemmArgs: two tensor maps, six pointers, ten strides, seed, ten ints,
-#: two floats, the call counter, padding to the struct's 64-byte alignment
-ARGS = struct.Struct("<128s128s6Q10qQ7i3i2fI4x")
-ARGS_BYTES = 448
+#: two floats, the call counter, the host output scale, the four pointers
+#: of the FP8 scales and amax, padding to the struct's 64-byte alignment
+ARGS = struct.Struct("<128s128s6Q10qQ7i3i2fIf4Q32x")
+ARGS_BYTES = 512
 NO_TMAP = bytes(128)
 
 # GemmArgs::c_type / bias_type
-TYPE_CODE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, dtypes.bfloat16: 2}
+TYPE_CODE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, dtypes.bfloat16: 2,
+             dtypes.float8_e4m3fn: 3, dtypes.float8_e5m2: 4}
 # GemmArgs::flags
-EPI_RELU, EPI_BIAS, EPI_BETA, EPI_SR, EPI_STATS = 1, 2, 4, 8, 16
+EPI_RELU, EPI_BIAS, EPI_BETA, EPI_SR, EPI_STATS, EPI_AMAX = 1, 2, 4, 8, 16, 32
 EPI_SR_BITS_SHIFT = 8
 
 
@@ -74,11 +76,14 @@ class Config:
         return "gemm_" + self.family.rstrip("u")
 
 
-def pack(tmap_a, tmap_b, ptrs, strides, seed, ints, alpha, beta, call):
+def pack(tmap_a, tmap_b, ptrs, strides, seed, ints, alpha, beta, call, post_scale=1.0,
+         scale_ptrs=(0, 0, 0, 0)):
     """GemmArgs bytes.  ptrs: a, b, c, bias, partial, stats; strides: a_m,
     a_k, b_k, b_n, ldc, batch_a, batch_b, batch_c, bias_m, bias_n; ints: M,
-    N, K, batch, kbatch, splits, tiles_per_split, flags, c_type, bias_type."""
-    return ARGS.pack(tmap_a, tmap_b, *ptrs, *strides, seed, *ints, alpha, beta, call)
+    N, K, batch, kbatch, splits, tiles_per_split, flags, c_type, bias_type;
+    scale_ptrs: scale_a, scale_b, scale_c, amax (0: none)."""
+    return ARGS.pack(tmap_a, tmap_b, *ptrs, *strides, seed, *ints, alpha, beta, call, post_scale,
+                     *scale_ptrs)
 
 
 class Library(library.Library):

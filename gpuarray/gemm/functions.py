@@ -9,7 +9,8 @@ Both factories mix :class:`ProductFunctions` in.
 """
 from ..core.optree import Scalar
 from . import fuse, replay
-from .call import epilogue_tree, make_call, product_node, real, stats_by_reduction
+from .call import (epilogue_tree, fp8_zero_product, make_call, product_node, real, scale_values,
+                   stats_by_reduction)
 
 #: recorded GEMM plans a factory keeps (a training loop asks the same few)
 MAX_PLANS = 1024
@@ -29,7 +30,7 @@ class ProductFunctions:
     last_gemm = None
 
     def dot(self, A, B, C=None, alpha=1.0, beta=0.0, relu=False, bias=None, stats=None,
-            precision=None):
+            precision=None, scale_a=None, scale_b=None, scale_c=None, amax=None):
         """Matrix product ``C = relu(alpha * A @ B + bias) + beta * C``.
 
         Parameters
@@ -38,10 +39,16 @@ class ProductFunctions:
             float16, bfloat16 or float32, one dtype; transposed views
             (``A.T``) select the transposed product without a copy.  Two
             vectors give their inner product, a 0-d result (numpy's).
+            Or FP8 (``float8_e4m3fn``, ``float8_e5m2``, any pair) with
+            ``scale_a`` and ``scale_b``; K a multiple of 16.  The tensor
+            cores read FP8 K-major only: A as (M, K) rows and B as the
+            transpose of an (N, K) matrix (``W.T``, as ``torch._scaled_mm``
+            takes it) run in place, other layouts are copied first.
         C : tensor, optional
-            Output of the product's shape (float16, bfloat16 or float32).
-            Without it the product is a lazy op-tree node, so
-            ``C[:] = ng.relu(ng.dot(A, B) + bias)`` runs as one GEMM.
+            Output of the product's shape (float16, bfloat16 or float32; FP8
+            too for FP8 operands).  Without it the product is a lazy
+            op-tree node, so ``C[:] = ng.relu(ng.dot(A, B) + bias)`` runs
+            as one GEMM (not for FP8 operands, which need C).
         alpha, beta : float
             Scale of the product and of C's previous value (beta needs C).
         relu : bool
@@ -52,17 +59,43 @@ class ProductFunctions:
         stats : float32 tensor of shape (2,), optional
             Filled with the largest ``abs(C)`` over finite values and the number of
             non-finite values of the stored C (needs C).
-        precision : {None, "fp32", "tf32"}
+        precision : {None, "fp32", "tf32", "fast"}
             float32 operands: exact fp32 math (default) or TF32 tensor cores.
+            FP8 operands: "fp32" (default) adds the tensor cores' sums of
+            128 products at a time into float32 accumulators, "fast" leaves
+            the whole sum to the tensor cores, which keep fewer bits
+            (cuBLASLt's ``use_fast_accum``; about 10 % faster, less accurate on long K).
+        scale_a, scale_b : float32 tensor of one element, or a number
+            FP8 operands only (and required there): the dequantisation
+            scales, ``C = alpha * scale_a * scale_b * A @ B ...``.  Tensors
+            are read on the device (no synchronisation: a delayed-scaling
+            loop updates them in place).
+        scale_c : float32 tensor of one element, or a number, optional
+            FP8 operands only: multiplies the finished result (after bias,
+            relu and beta * C) before it is rounded into C; an FP8 C
+            saturates to its largest finite value (448 or 57344), as
+            cuBLASLt's FP8 outputs.
+        amax : float32 tensor of one element, optional
+            FP8 operands only; required for an FP8 C: set to the largest
+            ``abs`` of the result before ``scale_c`` (NaN ignored).
 
         Returns
         -------
         C, or a lazy op-tree node when C is None.
+
+        Raises
+        ------
+        ValueError
+            FP8 operands without scales, scales or amax of the wrong dtype
+            or shape, K not a multiple of 16, an FP8 C without amax or with
+            beta != 0, C or amax sharing memory with what the call reads.
         """
-        return self._product(A, B, C, False, alpha, beta, relu, bias, stats, precision)
+        scaling = _scaling(scale_a, scale_b, scale_c, amax)
+        return self._product(A, B, C, False, alpha, beta, relu, bias, stats, precision, scaling)
 
     def batched_dot(self, A, B, C=None, alpha=1.0, beta=0.0, relu=False, bias=None,
-                    stats=None, precision=None):
+                    stats=None, precision=None, scale_a=None, scale_b=None, scale_c=None,
+                    amax=None):
         """Batched matrix products ``C[i] = relu(alpha * A[i] @ B[i] + bias) + beta * C[i]``.
 
         A is (batches, M, K) and B (batches, K, N); one of them may be 2-D and
@@ -71,14 +104,18 @@ class ProductFunctions:
         beta * C`` (weight-gradient accumulation).  Other parameters as
         :meth:`dot`.
         """
-        return self._product(A, B, C, True, alpha, beta, relu, bias, stats, precision)
+        scaling = _scaling(scale_a, scale_b, scale_c, amax)
+        return self._product(A, B, C, True, alpha, beta, relu, bias, stats, precision, scaling)
 
-    def _product(self, A, B, C, batched, alpha, beta, relu, bias, stats, precision):
+    def _product(self, A, B, C, batched, alpha, beta, relu, bias, stats, precision, scaling):
         if C is not None:
-            self.run_product(A, B, C, batched, alpha, beta, relu, bias, stats, precision)
+            self.run_product(A, B, C, batched, alpha, beta, relu, bias, stats, precision, scaling)
             return C
         if beta != 0 or stats is not None:
             raise ValueError("beta and stats need an output tensor C")
+        if scaling is not None:
+            raise ValueError("scale_a, scale_b, scale_c and amax need an output tensor C "
+                             "(FP8 products run with C given)")
         node = product_node(self, A, B, batched, precision)
         if alpha != 1:
             node = node * real(alpha, "alpha")
@@ -87,19 +124,22 @@ class ProductFunctions:
         return self.relu(node) if relu else node
 
     def run_product(self, A, B, C, batched, alpha=1.0, beta=0.0, relu=False, bias=None,
-                    stats=None, precision=None):
+                    stats=None, precision=None, scaling=None):
         """``C = relu(alpha * A @ B + bias) + beta * C``, replayed when a recorded plan fits,
-        else checked and run."""
+        else checked and run.  ``scaling``: FP8's (scale_a, scale_b, scale_c, amax)."""
         key = None
         if self.records_gemm_plans:
-            key = replay.signature(self, batched, A, B, C, bias, stats, relu, beta, precision)
+            key = replay.signature(self, batched, A, B, C, bias, stats, relu, beta, precision,
+                                   scaling)
             plan = self._gemm_plans.get(key) if key is not None and self._gemm_plans else None
             if plan is not None:
-                self._replay_gemm(plan, A, B, C, bias, stats, real(alpha, "alpha"),
-                                  real(beta, "beta"))
+                alpha, post, tensors = (real(alpha, "alpha"), 1.0, None) if scaling is None \
+                    else scale_values(real(alpha, "alpha"), scaling)
+                self._replay_gemm(plan, A, B, C, bias, stats, alpha, real(beta, "beta"),
+                                  (post, tensors))
                 return
         plan = self.run_gemm(make_call(self, A, B, C, batched, alpha, beta, relu, bias, stats,
-                                       precision))
+                                       precision, scaling))
         if key is not None and plan is not None:
             if self._gemm_plans is None or len(self._gemm_plans) >= MAX_PLANS:
                 self._gemm_plans = {}
@@ -113,8 +153,13 @@ class ProductFunctions:
         """
         m, n, k = call.mnk
         if call.c.size == 0:
+            for t in (call.stats, call.amax):
+                if t is not None:
+                    t.fill(0)
+        elif (k == 0 or call.batches == 0) and call.fp8:
+            fp8_zero_product(self, call)
             if call.stats is not None:
-                call.stats.fill(0)
+                stats_by_reduction(self, call.c, call.stats)
         elif k == 0 or call.batches == 0:
             self.assign(call.c, epilogue_tree(self, call, Scalar(0.0)))
             if call.stats is not None:
@@ -128,3 +173,9 @@ class ProductFunctions:
 
     def _assign_products(self, target, tree):
         fuse.execute(self, target, tree)
+
+
+def _scaling(scale_a, scale_b, scale_c, amax):
+    """The FP8 arguments as one tuple, or None when none is given."""
+    scaling = (scale_a, scale_b, scale_c, amax)
+    return None if all(x is None for x in scaling) else scaling

@@ -26,7 +26,7 @@ import numpy as np
 from ..core import shapes
 from . import catalogue as gk, tiles
 from .call import GemmCall, epilogue_tree, stats_by_reduction
-from .replay import GemmPlan, TensorMap
+from .replay import GemmPlan, TensorMap, scale_pointers
 
 _REDUCE_THREADS = 256
 _MAX_CHOICES = 4096
@@ -84,6 +84,9 @@ def run(gpu, call):
     read the operands in place (no copy, no temporary), else None.
     """
     c = call.c
+    if call.fp8 and not (_unit(c, 2) or _unit(c, 1)):
+        _run_via_contiguous(gpu, call)  # (make_call refused overlaps)
+        return None
     if _overlaps(c, call.a) or _overlaps(c, call.b) or not (_unit(c, 2) or _unit(c, 1)):
         _run_via_temporary(gpu, call)
         return None
@@ -113,7 +116,17 @@ def _transposed(call):
     swap = (0, 2, 1)
     bias = call.bias.transpose() if call.bias is not None else None
     return replace(call, a=call.b.transpose(*swap), b=call.a.transpose(*swap),
-                   c=call.c.transpose(*swap), bias=bias)
+                   c=call.c.transpose(*swap), bias=bias, scale_a=call.scale_b,
+                   scale_b=call.scale_a)
+
+
+def _run_via_contiguous(gpu, call):
+    """An FP8 call whose C has no unit stride: into a contiguous C of its dtype, then copied."""
+    temporary = gpu.empty(call.c.shape, call.c.dtype)
+    if call.beta != 0:
+        temporary[...] = call.c
+    run(gpu, replace(call, c=temporary))
+    call.c[...] = temporary
 
 
 def _run_via_temporary(gpu, call):
@@ -229,9 +242,11 @@ def launch(gpu, prob, swapped=False):
     """Record the :class:`GemmPlan` of ``prob``, queue it on prob's operands, return it."""
     plan = record(gpu, prob, swapped)
     call = prob.call
+    tensors = (call.scale_a, call.scale_b, call.scale_c, call.amax) if call.fp8 else None
     plan.launch(gpu, prob.a.ptr, prob.b.ptr, call.c.ptr,
                 call.bias.ptr if call.bias is not None else 0,
-                call.stats.ptr if call.stats is not None else 0, call.alpha, call.beta)
+                call.stats.ptr if call.stats is not None else 0, call.alpha, call.beta,
+                scale_pointers(call.post_scale, tensors, False))
     return plan
 
 
@@ -303,6 +318,8 @@ def _flags(call):
         flags |= gk.EPI_BETA
     if call.stats is not None:
         flags |= gk.EPI_STATS
+    if call.amax is not None:
+        flags |= gk.EPI_AMAX
     if call.c.rounding:
         flags |= gk.EPI_SR | (call.c.rounding << gk.EPI_SR_BITS_SHIFT)
     return flags

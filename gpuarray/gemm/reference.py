@@ -10,7 +10,7 @@ the output scale, an FP8 output saturated to its largest finite value.
 """
 import numpy as np
 
-from ..core import dtypes
+from .call import FP8_LARGEST
 
 
 def operand(t, precision):
@@ -47,8 +47,8 @@ def epilogue(call, value, dest):
     ``scale_c`` (NaN ignored, as the kernels' fmaxf).
     """
     with np.errstate(all="ignore"):
-        value *= _scale(call.scale_a) * _scale(call.scale_b)
-        value *= np.float32(call.alpha)
+        # the kernels' order: ((alpha * scale_a) * scale_b) * acc, in float32
+        value *= np.float32(call.alpha) * _scale(call.scale_a) * _scale(call.scale_b)
         if call.bias is not None:
             value += call.bias.numpy_view().astype(np.float32)
         if call.relu:
@@ -59,17 +59,14 @@ def epilogue(call, value, dest):
             magnitude = np.abs(value)
             top = np.nanmax(magnitude) if np.any(~np.isnan(magnitude)) else np.float32(0)
             call.amax.numpy_view()[...] = top
-        value = value * _scale(call.scale_c)
-    if call.c.dtype in dtypes.FLOAT8:
+        post = np.float32(call.post_scale) * _scale(call.scale_c)
+        if post != 1:
+            value = value * post
+    if call.c.dtype in FP8_LARGEST:
         # the kernels' cvt.rn.satfinite: out-of-range values saturate, NaN stays
-        top = np.float32(ml_max(call.c.dtype))
+        top = np.float32(FP8_LARGEST[call.c.dtype])
         value = np.where(np.isnan(value), value, np.clip(value, -top, top))
     return value
-
-
-def ml_max(dtype):
-    """Largest finite value of an FP8 dtype (448 for e4m3fn, 57344 for e5m2)."""
-    return 448.0 if np.dtype(dtype) == dtypes.float8_e4m3fn else 57344.0
 
 
 def fill_stats(stats, dest):

@@ -22,10 +22,13 @@ from ..cuda import driver, stream
 
 _PTRS = struct.Struct("<6Q")
 _SCALARS = struct.Struct("<2fI")
-#: GemmArgs byte offsets: the two descriptors, the pointers, alpha/beta/call
+_SCALING = struct.Struct("<f4Q")
+#: GemmArgs byte offsets: the two descriptors, the pointers, alpha/beta/call,
+#: then the host output scale and the FP8 scale and amax pointers
 _TMAP_AT = (0, 128)
 _PTRS_AT = struct.calcsize("<128s128s")
 _SCALARS_AT = struct.calcsize("<128s128s6Q10qQ7i3i")
+_SCALING_AT = _SCALARS_AT + _SCALARS.size
 
 
 def _view_key(t, backend):
@@ -35,28 +38,43 @@ def _view_key(t, backend):
     return (t.shape, t.strides, t.dtype, t.rounding, t.ptr & 15)
 
 
-def signature(backend, batched, a, b, c, bias, stats, relu, beta, precision):
+def signature(backend, batched, a, b, c, bias, stats, relu, beta, precision, scaling=None):
     """The cache key of a GEMM request, or None when it cannot be replayed.
 
     Operands must be plain tensors of ``backend`` in distinct buffers (an
     operand sharing C's memory takes the temporary route, whose launches
     are not recorded).  Alpha and beta are not in the key; whether beta is
-    zero is (it switches an epilogue term).
+    zero is (it switches an epilogue term).  FP8's ``scaling`` (scale_a,
+    scale_b, scale_c, amax): whether each is absent, a number (not its
+    value) or a tensor (its structure); tensors in buffers of their own.
     """
     operands = (a, b, c) if bias is None else (a, b, c, bias)
     buffers = {id(t.buffer) for t in operands if isinstance(t, Tensor)}
-    if stats is not None:
-        if not isinstance(stats, Tensor):
+    extra = [stats] if stats is not None else []
+    extra += [t for t in scaling or () if isinstance(t, Tensor)]
+    for t in extra:
+        if not isinstance(t, Tensor):
             return None
-        buffers.add(id(stats.buffer))
-    if len(buffers) != len(operands) + (stats is not None):
+        buffers.add(id(t.buffer))
+    if len(buffers) != len(operands) + len(extra):
         return None
     try:
         return (batched, _view_key(a, backend), _view_key(b, backend), _view_key(c, backend),
                 None if bias is None else _view_key(bias, backend), stats is not None,
-                bool(relu), beta != 0, precision)
+                bool(relu), beta != 0, precision,
+                None if scaling is None else tuple(_scale_key(t, backend) for t in scaling))
     except LookupError:
         return None
+
+
+def _scale_key(value, backend):
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        return _view_key(value, backend)
+    if isinstance(value, (bool, complex)) or not isinstance(value, (int, float)):
+        raise LookupError  # let the full path raise its error
+    return float
 
 
 class TensorMap:
@@ -99,10 +117,12 @@ class GemmPlan:
         self.template, self.tensor_maps = template, tensor_maps
         self.workspace_bytes, self.splits = workspace_bytes, splits
 
-    def launch(self, gpu, a, b, c, bias, stats, alpha, beta):
+    def launch(self, gpu, a, b, c, bias, stats, alpha, beta, scaling=None):
         """Queue the plan's kernels on operands given as device addresses (0: absent).
 
         ``a`` and ``b`` are the kernel's operands (already swapped).
+        ``scaling``: FP8's (post_scale, scale_a, scale_b, scale_c, amax), the
+        last four device addresses (0: absent), or None.
         """
         args = bytearray(self.template)
         if self.tensor_maps is not None:
@@ -115,6 +135,10 @@ class GemmPlan:
         _SCALARS.pack_into(args, _SCALARS_AT, alpha, beta, gpu._calls & 0xFFFFFFFF)
         if stats:
             gpu._drv.memset_d32_async(stats, 0, 2, stream.current())
+        if scaling is not None:
+            _SCALING.pack_into(args, _SCALING_AT, *scaling)
+            if scaling[4]:
+                gpu._drv.memset_d32_async(scaling[4], 0, 1, stream.current())
         params = driver.parameter_block(bytes(args))
         launches = [(kernel, grid, block, params, smem)
                     for kernel, grid, block, smem in self.launches]
@@ -129,12 +153,28 @@ class GemmPlan:
         record.replay()  # not gpu.last_gemm: another thread may have replaced it
         gpu._stats["kernels_launched"] += len(launches)
 
-    def replay(self, gpu, a, b, c, bias, stats, alpha, beta):
-        """Run the plan on user tensors of the recorded structure."""
+    def replay(self, gpu, a, b, c, bias, stats, alpha, beta, scaling=(1.0, None)):
+        """Run the plan on user tensors of the recorded structure.
+
+        ``scaling``: (post_scale, tensors) of :func:`gpuarray.gemm.call.scale_values`,
+        tensors None for a product without FP8 scales.
+        """
         if self.swapped:
             a, b = b, a
         self.launch(gpu, a.ptr, b.ptr, c.ptr, bias.ptr if bias is not None else 0,
-                    stats.ptr if stats is not None else 0, alpha, beta)
+                    stats.ptr if stats is not None else 0, alpha, beta,
+                    scale_pointers(*scaling, self.swapped))
+
+
+def scale_pointers(post, tensors, swapped):
+    """FP8's GemmArgs tail (post_scale, scale_a, scale_b, scale_c, amax) for the
+    kernel's operand order, or None without scales."""
+    if tensors is None:
+        return None
+    scale_a, scale_b, scale_c, amax = (t.ptr if t is not None else 0 for t in tensors)
+    if swapped:
+        scale_a, scale_b = scale_b, scale_a
+    return (post, scale_a, scale_b, scale_c, amax)
 
 
 class GemmLaunch:

@@ -22,8 +22,8 @@ from ..core import dtypes
 from .catalogue import Config
 
 # Hopper-class figures (H100/H200); used as ratios, so other GPUs rank alike
-_PEAK = {"sm90": 900e12, "sm90_tf32": 450e12, "sm80": 500e12, "sm80_tf32": 250e12,
-         "ffma": 64e12}
+_PEAK = {"sm90": 900e12, "sm90_tf32": 450e12, "fp8_sm90": 1800e12, "sm80": 500e12,
+         "sm80_tf32": 250e12, "ffma": 64e12}
 DRAM_BYTES_PER_S = 3.8e12
 _LAUNCH_S = 2.5e-6
 # the reduce kernel after the main one (GPU time, H200 sweeps)
@@ -39,15 +39,26 @@ _MIN_KTILES_PER_SPLIT = 4
 _HALF = ("f16", "bf16")
 _F32 = ("f32",)
 _TF32 = ("tf32",)
+#: FP8 operand pairs (A type then B type, one name when they agree): the
+#: promoted kernels, then the fast-accumulation ones
+_FP8 = ("e4m3", "e5m2", "e4m3e5m2", "e5m2e4m3")
+_FP8_FAST = tuple(name + "fast" for name in _FP8)
+_FP8_NAMES = {dtypes.float8_e4m3fn: "e4m3", dtypes.float8_e5m2: "e5m2"}
 
 
-def _sm90(bm, bn, bk, smem, inputs, efficiency, layouts=("kn", "kk", "mn", "mk")):
+def _sm90(bm, bn, bk, smem, inputs, efficiency, layouts=("kn", "kk", "mn", "mk"),
+          family="sm90"):
     """A TMA/wgmma tile: boxes per (operand, layout) as gemm_sm90.cu's table."""
     b_n = (32, 64, 64) if bn == 32 else (64, 64, 128)
     tma = {("a", "k"): (bk, bm, 128), ("a", "m"): (64, 64, 128),
            ("b", "n"): b_n, ("b", "k"): (bk, bn, 128)}
-    return Config("sm90", bm, bn, bk, 384 if bm == 128 else 256, smem, inputs, layouts,
+    return Config(family, bm, bn, bk, 384 if bm == 128 else 256, smem, inputs, layouts,
                   tma=tma, efficiency=efficiency, persistent=True)
+
+
+def _fp8(bm, bn, smem, efficiency, inputs=_FP8 + _FP8_FAST):
+    """An FP8 tile of gemm_fp8_sm90.cu: K-major operands, 128-element K-tiles."""
+    return _sm90(bm, bn, 128, smem, inputs, efficiency, ("kk",), family="fp8_sm90")
 
 
 #: every kernel the planner may pick: tile, threads, shared memory (the
@@ -63,6 +74,11 @@ CONFIGS = (
     _sm90(128, 128, 32, 218208, _TF32, 0.65, ("kk",)),
     _sm90(128, 64, 32, 218240, _TF32, 0.5, ("kk",)),
     _sm90(64, 32, 32, 208128, _TF32, 0.3, ("kk",)),
+    _fp8(128, 256, 218176, 0.63),
+    _fp8(128, 128, 218208, 0.58),
+    _fp8(128, 64, 218240, 0.4),
+    _fp8(64, 128, 208000, 0.4),
+    _fp8(64, 32, 208128, 0.15),
     Config("sm80", 128, 128, 32, 256, 81920, _HALF, per_sm=2, efficiency=0.5),
     Config("sm80", 64, 64, 32, 128, 40960, _HALF, per_sm=4, efficiency=0.32),
     Config("sm80", 128, 128, 32, 256, 98304, _TF32, per_sm=1, efficiency=0.44),
@@ -90,6 +106,11 @@ def family(gpu, prob):
     if major < 8:
         raise UnsupportedDevice(f"GEMM kernels need compute capability 8.0 or newer; "
                                 f"this GPU is {gpu.arch}")
+    if prob.call.fp8:
+        if major != 9:
+            raise UnsupportedDevice(f"FP8 products run on Hopper's tensor cores (sm_90); "
+                                    f"this GPU is {gpu.arch}")
+        return "fp8_sm90"
     aligned = prob.a.aligned(16) and prob.b.aligned(16)
     if prob.dtype == np.float32 and prob.call.precision == "fp32":
         return "ffma" if aligned else "ffmau"
@@ -101,7 +122,12 @@ def family(gpu, prob):
 
 def operands_to_pack(gpu, prob):
     """Operands worth copying K-major so that a TF32 product runs on wgmma
-    (which reads 32-bit operands K-major only) rather than mma.sync."""
+    (which reads 32-bit operands K-major only) rather than mma.sync; for
+    FP8 (which only wgmma runs, K-major) every operand that is not K-major
+    or not 16-byte aligned."""
+    if prob.call.fp8:
+        return [name for name, op in (("a", prob.a), ("b", prob.b))
+                if op.layout != "k" or not op.aligned(16)]
     if gpu.arch != "sm_90" or prob.call.precision != "tf32" or prob.layout == "kk":
         return ()
     names = [name for name, op in (("a", prob.a), ("b", prob.b)) if op.layout != "k"]
@@ -113,9 +139,12 @@ def operands_to_pack(gpu, prob):
 
 
 def input_name(prob):
-    """Kernel-name spelling of the operands' type: f16, bf16, f32 or tf32."""
+    """Kernel-name spelling of the operands' type: f16, bf16, f32, tf32 or an FP8 pair."""
     if prob.call.precision == "tf32":
         return "tf32"
+    if prob.call.fp8:
+        a, b = _FP8_NAMES[prob.a.t.dtype], _FP8_NAMES[prob.b.t.dtype]
+        return (a if a == b else a + b) + ("fast" if prob.call.precision == "fast" else "")
     return "bf16" if prob.dtype == dtypes.bfloat16 else {2: "f16", 4: "f32"}[prob.dtype.itemsize]
 
 
@@ -150,7 +179,7 @@ def model_time(gpu, prob, cfg, splits):
     k_chunk = -(-ktiles // splits) * cfg.bk
     waves = -(-tiles * splits // slots)
     per_tile = 2.0 * cfg.bm * cfg.bn * k_chunk / (peak * cfg.efficiency / slots)
-    if cfg.family == "sm90":  # measured there (the other families' epilogues differ)
+    if cfg.family.endswith("sm90"):  # measured there (the other families' epilogues differ)
         per_tile += cfg.bm * cfg.bn * _EPILOGUE_S_PER_ELEMENT + _TILE_S
     compute = waves * per_tile
     isz = prob.dtype.itemsize
