@@ -484,13 +484,14 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                     // TFLOP/s at 8192^3 this way against 817 for a
                     // ping-pong between two half-width partial sets.
                     if constexpr (BN == 256) {
-                        // each half of the columns (B rows 128 .., +8192
-                        // bytes: +512 in the address field) in turn
+                        // each half of the columns in turn (B rows 128 ..,
+                        // 128 bytes each: +16384 bytes, +1024 in the
+                        // descriptor's address field)
                         #pragma unroll
                         for (int h = 0; h < 2; ++h) {
                             if (h) ga_wgmma_fence();
                             ga_fp8_ktile<BN / 2, IN, C::BK / C::KSTEP>(acc2, ga_desc(sa, A_LBO, A_SBO, 1),
-                                                                       ga_desc(sb, B_LBO, B_SBO, B_SWZ) + 512 * h);
+                                                                       ga_desc(sb, B_LBO, B_SBO, B_SWZ) + 1024 * h);
                             ga_wgmma_commit();
                             ga_wgmma_wait<0>();
                             ga_promote_at(acc, acc2, h * BN / 4);

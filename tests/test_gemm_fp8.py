@@ -241,6 +241,8 @@ def test_fp8_mixed_with_other_dtypes_and_misplaced_scales(ng):
         ng.dot(ng.zeros((8, 32), F16), ng.zeros((32, 8), F16), ng.empty((8, 8), E4M3))
     with pytest.raises(ValueError, match="need an output tensor C"):
         ng.dot(A, B, scale_a=1.0, scale_b=1.0)
+    with pytest.raises(ValueError, match="runs with an output tensor C"):
+        ng.dot(A, B)
     with pytest.raises(ValueError, match="precision for FP8 operands must be 'fp32' or 'fast'"):
         ng.dot(A, B, ng.empty((8, 8), F32), scale_a=1.0, scale_b=1.0, precision="tf32")
 
@@ -250,3 +252,26 @@ def test_fp8_amax_must_not_alias_what_is_read(ng):
     scales = ng.ones((2,), F32)
     with pytest.raises(ValueError, match="must not share memory"):
         ng.dot(A, B, ng.empty((8, 8), F32), scale_a=scales[0:1], scale_b=1.0, amax=scales[0:1])
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fast"])
+def test_fp8_every_tile_of_the_catalogue(gpu_ng, monkeypatch, precision):
+    # the planner picks the large tiles only for large products: each tile
+    # configuration in turn, on a product spanning several tiles of each
+    from gpuarray.gemm import plan, tiles
+    ng = gpu_ng
+    m, n, k = 300, 520, 384
+    rng = np.random.default_rng(9)
+    A, a = _operand(ng, _fp8(rng, (m, k), E4M3), False)
+    B, b = _operand(ng, _fp8(rng, (n, k), E5M2).T, False)
+    name = "e4m3e5m2" + ("fast" if precision == "fast" else "")
+    configs = tiles.configs("fp8_sm90", name, "kk")
+    assert len(configs) >= 4
+    for cfg in configs:
+        monkeypatch.setattr(tiles, "CONFIGS", (cfg,))
+        monkeypatch.setattr(plan, "_choices", {})
+        monkeypatch.setattr(ng, "_gemm_plans", None)
+        C = ng.empty((m, n), F32)
+        ng.dot(A, B, C, scale_a=1.0, scale_b=0.5, precision=precision)
+        assert ng.last_gemm.name == cfg.kernel_name(name, "kk")
+        _check(C.get(), 0.5 * (a @ b), 0.5 * (abs(a) @ abs(b)))

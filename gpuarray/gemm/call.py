@@ -327,6 +327,9 @@ def product_node(backend, a, b, batched, precision):
     """The lazy ``dot(A, B)`` / ``batched_dot(A, B)`` op-tree node."""
     what = "batched_dot" if batched else "dot"
     a, b = check_inputs(backend, a, b, what)
+    if a.dtype in dtypes.FLOAT8:
+        raise ValueError(f"{what} of FP8 operands runs with an output tensor C and the "
+                         f"scales: ng.{what}(A, B, C, scale_a=..., scale_b=...)")
     precision = check_precision(precision, a.dtype)
     shape = batched_shape(a, b) if batched else dot_shape(a, b)
     op = "batched_dot" if batched else "dot"
