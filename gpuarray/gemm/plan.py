@@ -133,7 +133,7 @@ def _run_via_temporary(gpu, call):
     """Product into a float32 temporary, then the epilogue by the fusion compiler."""
     product = gpu.empty(call.c.shape, np.float32)
     run(gpu, GemmCall(call.a, call.b, product, precision=call.precision,
-                           accumulate=call.accumulate))
+                      accumulate=call.accumulate))
     gpu.assign(call.c, epilogue_tree(gpu, call, product))
     if call.stats is not None:
         stats_by_reduction(gpu, call.c, call.stats)
@@ -294,7 +294,7 @@ def _tensor_map(cfg, op, name, prob):
     # one batch: the stride is never used, but must still be a multiple of 16
     batch_bytes = op.batch * isz if op.batch else -(-(op.ld * extents[1] * isz) // 16) * 16
     return TensorMap(op.t.dtype, (extents[0], extents[1], batches), (op.ld * isz, batch_bytes),
-                      (inner, outer, 1), swizzle, prob.call.precision == "tf32")
+                     (inner, outer, 1), swizzle, prob.call.precision == "tf32")
 
 
 def _strides(prob):

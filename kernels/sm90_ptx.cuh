@@ -1,0 +1,221 @@
+// sm90_ptx.cuh: the Hopper instructions the sm90 GEMM and convolution
+// kernels are built from, as inline-PTX device functions.
+//
+// What it holds: mbarrier set-up, arrival and parity waits; TMA tile copies
+// (plain and im2col) that count their bytes on an mbarrier; wgmma shared-
+// memory descriptors, the m64nNk16 (fp16/bf16), m64nNk8 (tf32) and
+// m64nNk32 (FP8) instructions with their accumulator register lists, the
+// wgmma fence/commit/wait, a consumer warpgroup's named barrier, register
+// pins; an FP8 K-tile into a partial-sum set and its promotion into fp32
+// accumulators.  Layouts and launch shapes: gemm_sm90.cu's header; no
+// kernel is defined here.
+#pragma once
+#include "gemm_common.cuh"
+
+typedef unsigned long long ga_u64;
+
+#define GA_IN_F16 0
+#define GA_IN_BF16 1
+#define GA_IN_TF32 2
+// FP8 operand pairs (A type, B type): K-major only, as tf32
+#define GA_IN_E4M3 3       // e4m3 x e4m3
+#define GA_IN_E5M2 4       // e5m2 x e5m2
+#define GA_IN_E4M3_E5M2 5  // e4m3 x e5m2
+#define GA_IN_E5M2_E4M3 6  // e5m2 x e4m3
+#define GA_MAJOR_K 0   // operand's K is its contiguous dim
+#define GA_MAJOR_MN 1  // operand's M (A) or N (B) is its contiguous dim
+
+// ---- PTX wrappers ----------------------------------------------------------
+GA_D unsigned ga_smem_addr(const void *p) {
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+GA_D void ga_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+GA_D void ga_mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+GA_D void ga_mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+GA_D void ga_mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+// 3-D tile (contiguous dim, other dim, data batch) of a tensor map into shared
+// memory; the copy engine counts its bytes (zero-filled ones too) on `bar`.
+GA_D void ga_tma_load(unsigned dst, const GemmTmap *map, unsigned bar, int c0, int c1, int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+        ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+// im2col tile of a 4-D NHWC tensor map: pixelsPerColumn output positions
+// from input position (w, h) of image n (offsets (0, 0)), each its
+// channelsPerPixel channels from c, read at (w + off_w, h + off_h); the
+// traversal wraps rows and images within the map's bounding box.
+GA_D void ga_tma_load_im2col(unsigned dst, const GemmTmap *map, unsigned bar, int c, int w, int h, int n,
+                             int off_w, int off_h) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+        "[%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};"
+        ::"r"(dst), "l"(map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar),
+          "h"((unsigned short)off_w), "h"((unsigned short)off_h) : "memory");
+}
+
+// wgmma shared-memory matrix descriptor: start address, leading and stride
+// byte offsets (16-byte units), swizzle mode (1: 128 B, 2: 64 B).
+GA_D ga_u64 ga_desc(unsigned addr, unsigned lbo, unsigned sbo, unsigned swizzle) {
+    return (ga_u64)((addr & 0x3FFFF) >> 4) | ((ga_u64)(lbo >> 4) << 16) | ((ga_u64)(sbo >> 4) << 32) |
+           ((ga_u64)swizzle << 62);
+}
+
+// Register lists of the m64nN accumulators (N / 2 fp32 per thread) and the
+// operand numbers that follow them.
+#define GA_ACC32 "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define GA_OUT32(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define GA_ARG32 "%16, %17, p, 1, 1"
+#define GA_SCALE32 "%18"
+#define GA_TRANS32 ", %19, %20"
+#define GA_ACC64 "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define GA_OUT64(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define GA_ARG64 "%32, %33, p, 1, 1"
+#define GA_SCALE64 "%34"
+#define GA_TRANS64 ", %35, %36"
+#define GA_ACC128 "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define GA_OUT128(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define GA_ARG128 "%64, %65, p, 1, 1"
+#define GA_SCALE128 "%66"
+#define GA_TRANS128 ", %67, %68"
+#define GA_ACC256 "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define GA_OUT256(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+    "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#define GA_ARG256 "%128, %129, p, 1, 1"
+#define GA_SCALE256 "%130"
+#define GA_TRANS256 ", %131, %132"
+
+// One FP8 wgmma m64nNk32 (both operands K-major), A type TA, B type TB;
+// scale_d 0 overwrites D (a promoted K-tile's first step) instead of adding.
+#define GA_WGMMA_F8(N, TA, TB)                                                                        \
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, " GA_SCALE##N ", 0; "                                \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." TA "." TB " " GA_ACC##N             \
+                 ", " GA_ARG##N "; }"                                                                  \
+                 : GA_OUT##N(d) : "l"(da), "l"(db), "r"(scale_d))
+
+// D += A * B for one m64nNk16 (fp16/bf16; TA/TB: operand is MN-major),
+// m64nNk8 (tf32, K-major only) or m64nNk32 (FP8, K-major only) step;
+// scale-d is 1 (accumulators are zeroed) except where FP8 asks otherwise.
+template <int N> struct GaWgmma;
+#define GA_WGMMA(N)                                                                                   \
+    template <> struct GaWgmma<N> {                                                                   \
+        template <int IN, int TA, int TB>                                                             \
+        static GA_D void mma(float *d, ga_u64 da, ga_u64 db, int scale_d = 1) {                       \
+            if constexpr (IN == GA_IN_E4M3) GA_WGMMA_F8(N, "e4m3", "e4m3");                           \
+            else if constexpr (IN == GA_IN_E5M2) GA_WGMMA_F8(N, "e5m2", "e5m2");                      \
+            else if constexpr (IN == GA_IN_E4M3_E5M2) GA_WGMMA_F8(N, "e4m3", "e5m2");                 \
+            else if constexpr (IN == GA_IN_E5M2_E4M3) GA_WGMMA_F8(N, "e5m2", "e4m3");                 \
+            else if constexpr (IN == GA_IN_TF32)                                                      \
+                asm volatile("{ .reg .pred p; setp.ne.b32 p, " GA_SCALE##N ", 0; "                    \
+                             "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " GA_ACC##N     \
+                             ", " GA_ARG##N "; }"                                                      \
+                             : GA_OUT##N(d) : "l"(da), "l"(db), "r"(1));                               \
+            else if constexpr (IN == GA_IN_BF16)                                                      \
+                asm volatile("{ .reg .pred p; setp.ne.b32 p, " GA_SCALE##N ", 0; "                    \
+                             "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 " GA_ACC##N    \
+                             ", " GA_ARG##N GA_TRANS##N "; }"                                          \
+                             : GA_OUT##N(d) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB));             \
+            else                                                                                      \
+                asm volatile("{ .reg .pred p; setp.ne.b32 p, " GA_SCALE##N ", 0; "                    \
+                             "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.f16.f16 " GA_ACC##N      \
+                             ", " GA_ARG##N GA_TRANS##N "; }"                                          \
+                             : GA_OUT##N(d) : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB));             \
+        }                                                                                             \
+    };
+GA_WGMMA(32)
+GA_WGMMA(64)
+GA_WGMMA(128)
+GA_WGMMA(256)
+
+GA_D void ga_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+GA_D void ga_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int PENDING> GA_D void ga_wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
+}
+// Barrier of one consumer warpgroup (named barrier 1 or 2; 0 is __syncthreads).
+GA_D void ga_wg_sync(int cw) {
+    if (cw == 0) asm volatile("bar.sync 1, 128;" ::: "memory");
+    else asm volatile("bar.sync 2, 128;" ::: "memory");
+}
+// Pins the accumulators: the compiler must not move their reads or writes
+// across the asynchronous wgmma window that this marks.
+template <int R> GA_D void ga_fence_regs(float (&d)[R]) {
+    #pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// One FP8 K-tile (KSTEPS wgmma k32 steps) of N columns into the partial-sum
+// set d, the first step overwriting it (scale-d 0); K-major operands, +32
+// bytes (+2 in a descriptor's address field) a step.
+template <int N, int IN, int KSTEPS>
+GA_D void ga_fp8_ktile(float (&d)[N / 2], ga_u64 da, ga_u64 db) {
+    #pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk)
+        GaWgmma<N>::template mma<IN, GA_MAJOR_K, GA_MAJOR_K>(d, da + 2 * kk, db + 2 * kk, kk != 0);
+}
+// acc[at ..] += part in fp32, once the wgmma writing part has completed.
+// (Columns 8 j .. of an m64nN set are its registers 4 j ..: the right half
+// of an N-column tile starts at register N / 4.)  `at` is a constant once
+// unrolled.
+template <int R, int P> GA_D void ga_promote_at(float (&acc)[R], float (&part)[P], int at) {
+    ga_fence_regs(part);
+    #pragma unroll
+    for (int i = 0; i < P; ++i) acc[at + i] += part[i];
+}
