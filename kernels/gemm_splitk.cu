@@ -2,8 +2,9 @@
 //
 // What it computes: for every output element (ob, m, n), the sum over the
 // K-splits of the fp32 partial sums that the main kernel stored, finished
-// by the shared epilogue (gemm_finish: alpha, bias, relu, beta * C,
-// rounding to C's type, statistics).
+// by the shared epilogue (gemm_finish: the FP8 scales, alpha, bias, relu,
+// beta * C, the amax and output scale, rounding to C's type -- an FP8 C
+// only in the sm_90 code, whose cvt instructions it needs -- statistics).
 //
 // Layouts: partial is [splits][batch][M][N] fp32, row-major; C as in
 // gemm_common.cuh (row-major, ldc, batch_c).
