@@ -21,11 +21,10 @@ outputs     ``(N, M, P, Q, K)``   NDHWC
 
 Shapes are always 5-D; a 2-D layer has ``D = T = M = 1``.
 """
-import operator
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import arguments, dtypes
 
 #: dtypes of convolution and pooling tensors (fp16/bf16 accumulate in fp32)
 DTYPES = dtypes.KERNEL_FLOATS
@@ -42,26 +41,10 @@ def _dtype(dtype):
     return dt
 
 
-def _integer(name, value):
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, not bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
-
-
-def _positive(name, value):
-    value = _integer(name, value)
-    if value < 1:
-        raise ValueError(f"{name} must be positive, got {value}")
-    return value
-
-
 def _output_size(axis, size, pad, extent, stride):
     """One output size by cuDNN's formula; ``axis`` names (in, filter, pad, out)."""
     name, fname, pname, oname = axis
-    pad = _integer(pname, pad)
+    pad = arguments.integer(pname, pad)
     if pad < 0:
         raise ValueError(f"{pname} must be non-negative, got {pad}")
     if pad >= extent:
@@ -105,12 +88,12 @@ class ConvLayer:
     def __init__(self, dtype, N, C, K, D=1, H=1, W=1, T=1, R=1, S=1, pad_d=0, pad_h=0,
                  pad_w=0, str_d=1, str_h=1, str_w=1, dil_d=1, dil_h=1, dil_w=1):
         self.dtype = _dtype(dtype)
-        self.N, self.C, self.K = (_positive(n, v) for n, v in (("N", N), ("C", C), ("K", K)))
-        self.D, self.H, self.W = (_positive(n, v) for n, v in (("D", D), ("H", H), ("W", W)))
-        self.T, self.R, self.S = (_positive(n, v) for n, v in (("T", T), ("R", R), ("S", S)))
-        self.stride = tuple(_positive(n, v) for n, v in
+        self.N, self.C, self.K = (arguments.positive(n, v) for n, v in (("N", N), ("C", C), ("K", K)))
+        self.D, self.H, self.W = (arguments.positive(n, v) for n, v in (("D", D), ("H", H), ("W", W)))
+        self.T, self.R, self.S = (arguments.positive(n, v) for n, v in (("T", T), ("R", R), ("S", S)))
+        self.stride = tuple(arguments.positive(n, v) for n, v in
                             (("str_d", str_d), ("str_h", str_h), ("str_w", str_w)))
-        self.dilation = tuple(_positive(n, v) for n, v in
+        self.dilation = tuple(arguments.positive(n, v) for n, v in
                               (("dil_d", dil_d), ("dil_h", dil_h), ("dil_w", dil_w)))
         self.pad = (pad_d, pad_h, pad_w)
         sizes, taps = (self.D, self.H, self.W), (self.T, self.R, self.S)
@@ -171,12 +154,12 @@ class PoolLayer:
             raise ValueError(f"pooling op must be 'max' or 'avg', not {op!r}")
         self.op = op
         self.include_padding = bool(include_padding)
-        self.N, self.C = _positive("N", N), _positive("C", C)
-        self.D, self.H, self.W = (_positive(n, v) for n, v in (("D", D), ("H", H), ("W", W)))
-        taps = tuple(_positive(n, v) for n, v in (("J", J), ("T", T), ("R", R), ("S", S)))
+        self.N, self.C = arguments.positive("N", N), arguments.positive("C", C)
+        self.D, self.H, self.W = (arguments.positive(n, v) for n, v in (("D", D), ("H", H), ("W", W)))
+        taps = tuple(arguments.positive(n, v) for n, v in (("J", J), ("T", T), ("R", R), ("S", S)))
         self.J, self.T, self.R, self.S = taps
         strides = (str_c, str_d, str_h, str_w)
-        self.stride = tuple(tap if st is None else _positive(name, st)
+        self.stride = tuple(tap if st is None else arguments.positive(name, st)
                             for name, st, tap in zip(("str_c", "str_d", "str_h", "str_w"),
                                                      strides, taps))
         pads = (pad_c, pad_d, pad_h, pad_w)

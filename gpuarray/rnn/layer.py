@@ -19,26 +19,10 @@ H-wide value (the LSTM's cell state c, the GRU's ``W_hn h + b_hn``), and
 the gradients of the recurrent pre-activations, which ``bprop_rnn``
 writes and ``update_rnn`` reads.
 """
-import operator
-
-import numpy as np
-
-from ..core import dtypes
+from ..core import arguments, dtypes
 
 MODES = {"relu": 1, "tanh": 1, "gru": 3, "lstm": 4}
 DTYPES = dtypes.KERNEL_FLOATS
-
-
-def _positive(name, value):
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, not bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be positive, got {value}")
-    return value
 
 
 class RNNLayer:
@@ -78,10 +62,10 @@ class RNNLayer:
         if not isinstance(mode, str) or mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}")
         self.dtype, self.mode, self.gates = dt, mode, MODES[mode]
-        self.hidden = _positive("hidden", hidden)
-        self.batch = _positive("batch", batch)
-        self.seq_len = _positive("seq_len", seq_len)
-        self.input_size = None if input_size is None else _positive("input_size", input_size)
+        self.hidden = arguments.positive("hidden", hidden)
+        self.batch = arguments.positive("batch", batch)
+        self.seq_len = arguments.positive("seq_len", seq_len)
+        self.input_size = None if input_size is None else arguments.positive("input_size", input_size)
         T, N, H, G = self.seq_len, self.batch, self.hidden, self.gates
         self.x_shape = (T, N, G * H)
         self.weight_shape = (G * H, H + 1)

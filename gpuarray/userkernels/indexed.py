@@ -38,11 +38,10 @@ structure and C types (never sizes or addresses), compiled once per spec
 and kept by the kernel object.
 """
 import math
-import operator
 import re
 from dataclasses import dataclass
 
-from ..core import dtypes, shapes
+from ..core import arguments, dtypes, shapes
 from ..core.array import Tensor
 from ..core.optree import Expression, settled
 from ..cuda import compiler
@@ -103,7 +102,7 @@ def plan(kernel, operands, out, size):
         decides the loop, operands that do not broadcast, an ``out`` of
         the wrong shape, a raw ``out`` that is not C-contiguous.
     """
-    size = _check_size(size)
+    size = None if size is None else arguments.count("size", size)
     params, out_param = kernel.in_params, kernel.out_param
     _check_raw(params, operands)
     resolved, bound = parsing.bind(params, [a.operand_type for a in operands])
@@ -206,20 +205,6 @@ def collapse(shape, strides):
         return (1,), [(0,) for _ in strides]
     walked = [tuple(step[k] for _, step in dims) for k in range(len(strides))]
     return tuple(n for n, _ in dims), walked
-
-
-def _check_size(size):
-    if size is None:
-        return None
-    if isinstance(size, bool):
-        raise TypeError("size must be an int, not bool")
-    try:
-        size = operator.index(size)
-    except TypeError:
-        raise TypeError(f"size must be an int, not {type(size).__name__}") from None
-    if size < 0:
-        raise ValueError(f"size must not be negative, not {size}")
-    return size
 
 
 def _check_raw(params, operands):
