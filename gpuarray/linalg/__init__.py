@@ -2,7 +2,8 @@
 ``linalg`` extension, on cuSOLVER (GPU) or numpy (CPU).
 
 :mod:`~gpuarray.linalg.namespace` holds the functions and their arguments,
-:mod:`~gpuarray.linalg.device` the GPU factorisations,
+:mod:`~gpuarray.linalg.device` the GPU factorisations (the general
+eigensolver in :mod:`~gpuarray.linalg.geev`),
 :mod:`~gpuarray.linalg.functions` the factories' ``linalg`` attribute and
 the CPU factorisations.
 """

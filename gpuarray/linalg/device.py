@@ -6,7 +6,8 @@ Out: new tensors in numpy's dtypes -- the Cholesky factor, solutions,
 sign and log-determinant, eigenvalues and vectors, singular values and
 vectors, Q and R (eigenvalues and singular values real: float32 for
 complex64) -- or numpy's ``LinAlgError`` where cuSOLVER reports a matrix
-it cannot factor.
+it cannot factor.  The non-symmetric eigensolver (Xgeev) is in
+:mod:`gpuarray.linalg.geev`.
 
 cuSOLVER reads and writes column-major matrices.  A row-major matrix
 ``m`` copied as ``m.T`` into a contiguous buffer *is* ``m`` column-major
@@ -27,6 +28,7 @@ import numpy as np
 from ..core.dtypes import real_part
 from ..core.shapes import size_of
 from ..cuda import cublas, cusolver
+from .geev import DeviceEig
 from .namespace import LinAlgError
 
 #: stacks of matrices up to this wide solve and take determinants through
@@ -34,8 +36,9 @@ from .namespace import LinAlgError
 BATCHED_LU_MAX = 128
 
 
-class DeviceLinAlg:
-    """cuSOLVER factorisations of one GPU factory (its handle made on first use)."""
+class DeviceLinAlg(DeviceEig):
+    """cuSOLVER factorisations of one GPU factory (its handle made on first use);
+    the general eigensolver ``eig`` is :class:`~gpuarray.linalg.geev.DeviceEig`'s."""
 
     def __init__(self, gpu):
         self.gpu = gpu

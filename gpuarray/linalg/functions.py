@@ -114,6 +114,12 @@ class HostLinAlg:
             return self._arrays(*np.linalg.eigh(a.get(), uplo))
         return self._arrays(np.linalg.eigvalsh(a.get(), uplo), None)
 
+    def eig(self, a, vectors):
+        # the dtypes are the installed numpy's (always complex from numpy 2.5 on)
+        if vectors:
+            return self._arrays(*np.linalg.eig(a.get()))
+        return self._arrays(np.linalg.eigvals(a.get()), None)
+
     def svd(self, a, full, vectors):
         if vectors:
             return self._arrays(*np.linalg.svd(a.get(), full_matrices=full))

@@ -3,8 +3,9 @@
 In: tensors, op-trees or array_likes of the factory and numpy's arguments.
 Out: tensors (factorisations, solutions), lazy op-trees (norms, traces,
 products) or numpy's named tuples of them, with numpy's dtypes (integers
-and bool computed in float64) and numpy's ``LinAlgError`` for matrices
-that are not square, not positive definite or singular.
+and bool computed in float64; ``eig``'s real or complex as the installed
+numpy's) and numpy's ``LinAlgError`` for matrices that are not square,
+not positive definite, singular, or (``eig``) not finite.
 
 The argument checks, the dtype rule, stacks of matrices and everything
 built from other functions (``inv`` from ``solve``, ``pinv``, ``lstsq``
@@ -22,6 +23,7 @@ from ..core import dtypes
 from ..core.optree import Expression
 
 LinAlgError = np.linalg.LinAlgError
+EigResult = namedtuple("EigResult", "eigenvalues eigenvectors")
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
 QRResult = namedtuple("QRResult", "Q R")
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
@@ -105,6 +107,34 @@ class LinAlg:
     def eigvalsh(self, x, /, UPLO="L"):  # noqa: N803 - numpy's parameter name
         """Eigenvalues (ascending) of symmetric matrices."""
         return self._engine.eigh(self._square(x), _uplo(UPLO), False)[0]
+
+    def eig(self, x, /):
+        """Eigenvalues and right eigenvectors (columns, unit 2-norm, largest
+        component real) of general square matrices, as ``numpy.linalg.eig``.
+
+        Returns
+        -------
+        EigResult
+            ``eigenvalues`` (..., M) and ``eigenvectors`` (..., M, M), in no
+            particular order, in the installed numpy's dtypes: complex for
+            complex matrices, and for real ones (integers and bool in
+            float64) complex of their precision (complex64 for float32) from
+            numpy 2.5 on; up to numpy 2.4 real where every eigenvalue of the
+            stack is real -- a data-dependent rule, which on the GPU reads
+            one boolean back.
+
+        Raises
+        ------
+        LinAlgError
+            Fewer than two dimensions, not square, infs or NaNs, or
+            eigenvalues that did not converge.
+        """
+        return EigResult(*self._engine.eig(self._general(x), True))
+
+    def eigvals(self, x, /):
+        """Eigenvalues of general square matrices, as ``numpy.linalg.eigvals``
+        (dtypes and errors as :meth:`eig`)."""
+        return self._engine.eig(self._general(x), False)[0]
 
     def svd(self, x, /, full_matrices=True, compute_uv=True, hermitian=False):
         """Singular value decomposition ``x = U @ diag(S) @ Vh``, as numpy's
@@ -317,6 +347,14 @@ class LinAlg:
                               f"two-dimensional")
         if a.shape[-1] != a.shape[-2]:
             raise LinAlgError("Last 2 dimensions of the array must be square")
+        return a
+
+    def _general(self, x):
+        """``x`` checked for ``eig``: square, and finite, as numpy's (one boolean
+        read back; cuSOLVER's Xgeev would return garbage for NaNs)."""
+        a = self._square(x)
+        if a.size and not bool(self._xp.all(self._xp.isfinite(a))):
+            raise LinAlgError("Array must not contain infs or NaNs")
         return a
 
     def _adjoint(self, x):
