@@ -1,18 +1,19 @@
 """User kernels in CuPy's syntax: ng.ElementwiseKernel, ng.ReductionKernel and ng.RawKernel.
 
-On the GPU, numpy as the oracle: values for several dtypes, broadcasting,
-Python scalars, placeholders and fixed types; an elementwise kernel used
-inside an expression is one fused kernel; out= and errors (malformed
+On both factories (the CPU one runs the code as C++ compiled for the host),
+numpy as the oracle: values for several dtypes, broadcasting, Python
+scalars, placeholders and fixed types; out= and errors (malformed
 parameters, wrong arguments, code that does not compile -- the compiler's
 message with the line in the user's code).  Indexed elementwise kernels
 (CuPy's ``raw`` parameters, ``i``, ``_ind.size()``, ``size=``): values for
-several dtypes, one launch per call, one compile per structure.  Without a
-GPU: the generated source of a tree holding a user function, and of
-indexed kernels, compiles for sm_90; the argument checks of indexed calls
-(they run before any device work) on CPU tensors; the CPU factory refuses
-user kernels with a clear error.
+several dtypes (on the CPU factory, fewer: each dtype's loop is a host
+compile).  On the GPU: an elementwise kernel used inside an expression is
+one fused kernel; an indexed call is one launch, one compile per structure;
+RawKernel.  Without a GPU: the generated source of a tree holding a user
+function, and of indexed kernels, compiles for sm_90; the CPU factory
+refuses RawKernel with a clear error.  Raw reductions: test_userkernels_reduction.py;
+the host compiler and its cache: test_userkernels_cpu.py.
 """
-import functools
 import shutil
 import subprocess
 
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 import gpuarray
-from conftest import BF16, dtype_id, random_array
+from conftest import BF16, dtype_id, get_factory, random_array
 from gpuarray.core import ops, optree
 from gpuarray.cuda import compiler
 from gpuarray.cuda.compiler import CompileError
@@ -29,12 +30,35 @@ from gpuarray.userkernels import indexed, indexed_source
 from gpuarray.userkernels.elementwise import ElementwiseKernel, UserFunction
 from gpuarray.userkernels.reduction import UserReduction
 
+#: the dtypes of the CPU factory's cases: float16 and bfloat16 compute in
+#: float, as float32 does, so the three share compiled host loops
+CPU_DTYPES = (np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.int8),
+              np.dtype(np.bool_))
+
+
+def on_both(dtypes):
+    """(factory kind, dtype) cases: the GPU's for each of ``dtypes``, the CPU's
+    for those among CPU_DTYPES (every distinct host loop is a compile)."""
+    return [pytest.param(kind, np.dtype(dt), id=f"{kind}-{dtype_id(dt)}")
+            for kind in ("cpu", "gpu") for dt in dtypes
+            if kind == "gpu" or np.dtype(dt) in CPU_DTYPES]
+
+
+def is_gpu(ng):
+    return getattr(ng, "arch", None) is not None
+
+
+def compile_error(name, line):
+    """The compiler's location of an error in user code: NVRTC's ``name(line)``, g++'s ``name:line:``."""
+    return rf"{name}(\({line}\)|:{line}:)"
+
+
 SQDIFF = ("T x, T y", "T z", "z = (x - y) * (x - y)", "sqdiff")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.float16])
-def test_elementwise_kernel_values_and_broadcasting(gpu_ng, dtype):
-    ng = gpu_ng
+@pytest.mark.parametrize("kind, dtype", on_both([np.float32, np.float64, np.int32, np.float16]))
+def test_elementwise_kernel_values_and_broadcasting(kind, dtype):
+    ng = get_factory(kind)
     k = ng.ElementwiseKernel(*SQDIFF)
     rng = np.random.default_rng(0)
     x, y = (rng.integers(-5, 5, shape).astype(dtype) for shape in ((3, 4), (4,)))
@@ -44,8 +68,7 @@ def test_elementwise_kernel_values_and_broadcasting(gpu_ng, dtype):
     np.testing.assert_array_equal(k(ng.array(x), 2).get(), ((x - 2) * (x - 2)).astype(dtype))
 
 
-def test_fixed_types_cast_and_refuse(gpu_ng):
-    ng = gpu_ng
+def test_fixed_types_cast_and_refuse(ng):
     k = ng.ElementwiseKernel("float32 x, int32 n", "float64 z", "z = x * n + 0.5", "scale")
     x = np.arange(5, dtype=np.float64)
     got = k(ng.array(x), np.int32(3))
@@ -55,15 +78,17 @@ def test_fixed_types_cast_and_refuse(gpu_ng):
         k(ng.array(x), ng.array(x))
 
 
-def test_elementwise_kernel_fuses_with_the_expression(gpu_ng):
-    ng = gpu_ng
+def test_elementwise_kernel_fuses_with_the_expression(ng):
+    """One fused kernel on the GPU; on the CPU factory the kernel runs at the
+    call, with the same values."""
     k = ng.ElementwiseKernel(*SQDIFF)
     a = ng.array(np.linspace(-1, 1, 4096, dtype=np.float32))
     b = ng.array(np.linspace(2, 0, 4096, dtype=np.float32))
     out = ng.empty(4096, np.float32)
     before = ng.stats()["kernels_launched"]
     out[:] = ng.sqrt(k(a * 2, b) + 1)
-    assert ng.stats()["kernels_launched"] - before == 1
+    if is_gpu(ng):
+        assert ng.stats()["kernels_launched"] - before == 1
     ha, hb = a.get() * 2, b.get()
     np.testing.assert_allclose(out.get(), np.sqrt((ha - hb) ** 2 + 1), rtol=1e-6)
     total = float(ng.sum(k(a, b)))
@@ -73,14 +98,11 @@ def test_elementwise_kernel_fuses_with_the_expression(gpu_ng):
     np.testing.assert_allclose(result.get(), (a.get() - hb) ** 2, rtol=1e-6)
 
 
-def test_elementwise_kernel_errors(gpu_ng):
-    ng = gpu_ng
+def test_elementwise_kernel_errors(ng):
     with pytest.raises(ValueError, match="Syntax error"):
         ng.ElementwiseKernel("float32", "float32 z", "z = 1", "k")
     with pytest.raises(ValueError, match="exactly one output"):
         ng.ElementwiseKernel("T x", "T y, T z", "y = x; z = x", "k")
-    with pytest.raises(NotImplementedError, match="raw parameters are not supported by Reduction"):
-        ng.ReductionKernel("raw T x", "T y", "x[0]", "a + b", "y = a", "0", "k")
     with pytest.raises(ValueError, match="C identifier"):
         ng.ElementwiseKernel("T x", "T z", "z = x", "not a name")
     k = ng.ElementwiseKernel(*SQDIFF)
@@ -91,7 +113,7 @@ def test_elementwise_kernel_errors(gpu_ng):
     with pytest.raises(ValueError):
         k(ng.ones(3), ng.ones(4))
     bad = ng.ElementwiseKernel("T x", "T z", "z = x +* 2;", "broken")
-    with pytest.raises(CompileError, match=r"broken\(1\)"):
+    with pytest.raises(CompileError, match=compile_error("broken", 1)):
         bad(ng.ones(3))
 
 
@@ -99,8 +121,7 @@ L2 = ("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)], ids=str)
-def test_reduction_kernel_values(gpu_ng, axis):
-    ng = gpu_ng
+def test_reduction_kernel_values(ng, axis):
     k = ng.ReductionKernel(*L2)
     x = np.random.default_rng(1).standard_normal((37, 300)).astype(np.float32)
     got = k(ng.array(x), axis=axis)
@@ -115,8 +136,7 @@ def to_np(t):
     return np.asarray(t.get())
 
 
-def test_reduction_kernel_max_fuses_and_splits(gpu_ng):
-    ng = gpu_ng
+def test_reduction_kernel_max_fuses_and_splits(ng):
     absmax = ng.ReductionKernel("T x", "T y", "fabs(x)", "a > b ? a : b", "y = a", "0", "absmax")
     host = np.random.default_rng(2).standard_normal(1 << 21).astype(np.float64)
     host[12345] = -9.5
@@ -125,15 +145,15 @@ def test_reduction_kernel_max_fuses_and_splits(gpu_ng):
     out = ng.empty((64, 1), np.float64)
     before = ng.stats()["kernels_launched"]
     out[:] = absmax(x.reshape(64, -1), axis=1, keepdims=True) + 1
-    assert ng.stats()["kernels_launched"] - before == 1
+    if is_gpu(ng):
+        assert ng.stats()["kernels_launched"] - before == 1
     np.testing.assert_array_equal(out.get(), np.abs(host.reshape(64, -1)).max(1, keepdims=True) + 1)
     count = ng.ReductionKernel("T x", "int64 n", "x > 0", "a + b", "n = a", "0", "positives",
                                reduce_type=np.int64)
     assert int(count(x)) == int((host > 0).sum())
 
 
-def test_reduction_kernel_errors(gpu_ng):
-    ng = gpu_ng
+def test_reduction_kernel_errors(ng):
     with pytest.raises(ValueError, match="identity"):
         ng.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "", "k")
     k = ng.ReductionKernel(*L2)
@@ -142,7 +162,7 @@ def test_reduction_kernel_errors(gpu_ng):
     with pytest.raises(ValueError, match="wrong shape"):
         k(ng.ones((2, 3)), axis=1, out=ng.empty((2, 1)))
     bad = ng.ReductionKernel("T x", "T y", "x", "a +* b", "y = a", "0", "badreduce")
-    with pytest.raises(CompileError, match=r"badreduce\(1\)"):
+    with pytest.raises(CompileError, match=compile_error("badreduce", 1)):
         bad(ng.ones(3))
 
 
@@ -174,16 +194,10 @@ def test_raw_kernel(gpu_ng):
         k((1,), (32,), (a, b, np.zeros(3), np.int32(n), np.float32(1)))
 
 
-def test_the_cpu_factory_refuses_user_kernels():
-    ng = gpuarray.CPU()
-    with pytest.raises(NotImplementedError, match="needs the GPU factory"):
-        ng.ElementwiseKernel(*SQDIFF)
-    with pytest.raises(NotImplementedError, match="needs the GPU factory"):
-        ng.ElementwiseKernel(*REVERSE)
-    with pytest.raises(NotImplementedError, match="needs the GPU factory"):
-        ng.RawKernel(ADD, "add")
-    with pytest.raises(NotImplementedError, match="needs the GPU factory"):
-        ng.ReductionKernel(*L2)
+def test_the_cpu_factory_refuses_raw_kernels():
+    with pytest.raises(NotImplementedError, match=r"RawKernel is a CUDA C kernel .* needs the GPU "
+                       r"factory \(gpuarray.GPU\(\)\), not CPU"):
+        gpuarray.CPU().RawKernel(ADD, "add")
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -243,9 +257,9 @@ def oracle(fn, dtype, *hosts):
     return fn(*(h.astype(compute) for h in hosts)).astype(dtype)
 
 
-@pytest.mark.parametrize("dtype", INDEXED_DTYPES + [np.dtype(np.bool_)], ids=dtype_id)
-def test_raw_reverse(gpu_ng, dtype):
-    ng = gpu_ng
+@pytest.mark.parametrize("kind, dtype", on_both(INDEXED_DTYPES + [np.dtype(np.bool_)]))
+def test_raw_reverse(kind, dtype):
+    ng = get_factory(kind)
     rev = ng.ElementwiseKernel(*REVERSE)
     host = small_values((3, 4), dtype)
     x = ng.array(host)
@@ -261,9 +275,9 @@ def test_raw_reverse(gpu_ng, dtype):
     np.testing.assert_array_equal(x.get(), host)
 
 
-@pytest.mark.parametrize("dtype", INDEXED_DTYPES, ids=dtype_id)
-def test_raw_neighbour_difference(gpu_ng, dtype):
-    ng = gpu_ng
+@pytest.mark.parametrize("kind, dtype", on_both(INDEXED_DTYPES))
+def test_raw_neighbour_difference(kind, dtype):
+    ng = get_factory(kind)
     host = small_values((50,), dtype, seed=1)
     want = oracle(lambda h: h - np.roll(h, -1), dtype, host)
     got = ng.ElementwiseKernel(*NEIGHBOUR)(ng.array(host), 50, size=50)
@@ -277,9 +291,9 @@ def test_raw_neighbour_difference(gpu_ng, dtype):
     np.testing.assert_array_equal(made.get(), want)
 
 
-@pytest.mark.parametrize("dtype", INDEXED_DTYPES, ids=dtype_id)
-def test_index_and_loop_size(gpu_ng, dtype):
-    ng = gpu_ng
+@pytest.mark.parametrize("kind, dtype", on_both(INDEXED_DTYPES))
+def test_index_and_loop_size(kind, dtype):
+    ng = get_factory(kind)
     a, b = ng.array(small_values((3, 1), dtype)), ng.array(small_values((4,), dtype))
     index = ng.ElementwiseKernel(*INDEX)
     got = index(a, b)  # i is the flat C-order index into the broadcast output
@@ -298,9 +312,9 @@ def test_index_and_loop_size(gpu_ng, dtype):
     np.testing.assert_array_equal(plus(ng.array(host)).get(), want)
 
 
-@pytest.mark.parametrize("dtype", INDEXED_DTYPES, ids=dtype_id)
-def test_raw_with_broadcast_parameters(gpu_ng, dtype):
-    ng = gpu_ng
+@pytest.mark.parametrize("kind, dtype", on_both(INDEXED_DTYPES))
+def test_raw_with_broadcast_parameters(kind, dtype):
+    ng = get_factory(kind)
     k = ng.ElementwiseKernel(*WEIGHTED)
     ha, hb, hw = (small_values(s, dtype, seed) for seed, s in enumerate(((3, 4), (4,), (4, 3))))
     want = oracle(lambda a, b, w: a + b * w.reshape(3, 4) - 1, dtype, ha, hb, hw)
@@ -315,9 +329,9 @@ def test_raw_with_broadcast_parameters(gpu_ng, dtype):
     np.testing.assert_array_equal(k(at, ng.array(hb), ng.array(hw), 1).get(), want)
 
 
-@pytest.mark.parametrize("dtype", INDEXED_DTYPES + [np.dtype(np.bool_)], ids=dtype_id)
-def test_placeholders_bound_through_raw(gpu_ng, dtype):
-    ng = gpu_ng
+@pytest.mark.parametrize("kind, dtype", on_both(INDEXED_DTYPES + [np.dtype(np.bool_)]))
+def test_placeholders_bound_through_raw(kind, dtype):
+    ng = get_factory(kind)
     host = small_values((6,), dtype, seed=3)
     if dtype != np.bool_:
         got = ng.ElementwiseKernel(*TWICE)(ng.array(host), size=6)
@@ -331,8 +345,7 @@ def test_placeholders_bound_through_raw(gpu_ng, dtype):
     np.testing.assert_array_equal(got.get(), host.astype(np.float32) * 2)
 
 
-def test_indexed_kernel_runs_at_the_call_and_compiles_per_structure(gpu_ng):
-    ng = gpu_ng
+def test_indexed_kernel_runs_at_the_call_and_compiles_per_structure(ng):
     rev = ng.ElementwiseKernel(*REVERSE)
     rev(ng.ones(3, np.float32), size=3)
     for n in (7, 1000, 70001):  # new sizes: no new kernel
@@ -347,25 +360,12 @@ def test_indexed_kernel_runs_at_the_call_and_compiles_per_structure(gpu_ng):
         np.testing.assert_array_equal(y.get(), host[::-1])
     assert rev(ng.ones(0, np.float32), size=0).shape == (0,)
     bad = ng.ElementwiseKernel("raw T x", "T y", "T v = x[i];\ny = v +* 2;", "broken_raw")
-    with pytest.raises(CompileError, match=r"broken_raw\(2\)"):
+    with pytest.raises(CompileError, match=compile_error("broken_raw", 2)):
         bad(ng.ones(3), size=3)
 
 
-@pytest.fixture(params=["host", "gpu"])
-def checked(request):
-    """A factory and a maker of its elementwise kernels.  "host": kernels on
-    CPU tensors -- the CPU factory runs no user code, but the argument checks
-    of an indexed call run before anything touches a device, so they are
-    tested here without a GPU."""
-    if request.param == "gpu":
-        ng = request.getfixturevalue("gpu_ng")
-        return ng, ng.ElementwiseKernel
-    ng = gpuarray.CPU()
-    return ng, functools.partial(ElementwiseKernel, ng)
-
-
-def test_indexed_kernel_bad_input(checked):
-    ng, make = checked
+def test_indexed_kernel_bad_input(ng):
+    make = ng.ElementwiseKernel
     rev, weighted, into = make(*REVERSE), make(*WEIGHTED), make(*NEIGHBOUR_INTO)
     x, a, b = ng.ones(12, np.float32), ng.ones((3, 4), np.float32), ng.ones(4, np.float32)
     with pytest.raises(TypeError, match="raw parameter x takes a tensor of this factory"):

@@ -23,6 +23,9 @@ which has ``raw`` parameters, cannot fuse: its element depends on the
 whole loop.  Such a kernel -- and any kernel called with ``size=`` -- runs
 as a kernel of its own, at the call, with CuPy's semantics
 (:mod:`.indexed`); its result is a tensor, an operand like any other.
+
+On the CPU factory every call runs at once, the same code compiled as C++
+for the host (:mod:`gpuarray.userkernels.host`), with the same rules and values.
 """
 import hashlib
 import re
@@ -32,7 +35,7 @@ from ..core import dtypes, optree, shapes
 from ..core.optree import Expression
 from ..cuda import compiler
 from ..fusion import generate
-from . import indexed
+from . import host, indexed
 from . import params as parsing
 from .indexed_source import GENERATED_LINE
 
@@ -79,7 +82,7 @@ class ElementwiseKernel:
 
     Parameters
     ----------
-    backend : gpuarray.GPU
+    backend : gpuarray.GPU or gpuarray.CPU
         The factory whose tensors it runs on.
     in_params, out_params : str
         ``"float32 x, T y"``: ``[type] [name]`` items; one output.
@@ -115,8 +118,10 @@ class ElementwiseKernel:
         self.out_param = outs[0]
         #: runs unfused (indexed): raw parameters, or code using i or _ind
         self.indexed = any(p.raw for p in self.in_params + outs) or indexed.uses_index(operation)
+        #: the CPU factory's kernel: C++ compiled for the host (:mod:`gpuarray.userkernels.host`)
+        self.host = getattr(backend, "arch", None) is None
         self._checked = set()
-        self._indexed = {}  # IndexedSpec -> (loaded kernel, argument format)
+        self._indexed = {}  # spec -> compiled kernel (GPU: and its argument format)
 
     def __repr__(self):
         return f"<ElementwiseKernel {self.name}>"
@@ -148,9 +153,12 @@ class ElementwiseKernel:
             raw arrays (and scalars) are given (CuPy's "Loop size is
             undecided.").
         gpuarray.cuda.compiler.CompileError
-            Code that does not compile (the compiler's message).
+            Code that does not compile (the compiler's message), or no
+            host C++ compiler on the CPU factory.
         """
         operands, out = self._operands(args, out)
+        if self.host:
+            return host.run_elementwise(self, operands, out, size)
         if self.indexed or size is not None:
             return indexed.run(self, operands, out, size)
         fn, cast, out_dtype = self._function(operands)

@@ -4,8 +4,10 @@
 In: CuPy's arguments.  Out: kernel objects bound to the factory
 (:class:`~gpuarray.userkernels.elementwise.ElementwiseKernel`,
 :class:`~gpuarray.userkernels.reduction.ReductionKernel`,
-:class:`~gpuarray.userkernels.raw.RawKernel`).  They run CUDA C, so the
-CPU factory raises NotImplementedError for each.
+:class:`~gpuarray.userkernels.raw.RawKernel`).  On the CPU factory the
+elementwise and reduction kernels run the same code as C++ compiled for
+the host (:mod:`~gpuarray.userkernels.host`); a RawKernel, a CUDA kernel
+with a launch grid, needs the GPU factory.
 """
 from .elementwise import ElementwiseKernel
 from .raw import RawKernel
@@ -13,14 +15,15 @@ from .reduction import ReductionKernel
 
 
 class UserKernelFunctions:
-    """Mixin: user kernels in CuPy's syntax (GPU factory only)."""
+    """Mixin: user kernels in CuPy's syntax."""
 
     def ElementwiseKernel(self, in_params, out_params, operation, name="kernel"):  # noqa: N802
         """An elementwise kernel of C code per element that fuses into op-trees.
 
         Code using CuPy's index ``i`` or ``_ind.size()``, or ``raw``
         parameters (whole arrays the code indexes), runs as a kernel of its
-        own at the call instead (:mod:`gpuarray.userkernels.indexed`).
+        own at the call instead (:mod:`gpuarray.userkernels.indexed`).  On
+        the CPU factory every call runs at once, as C++ compiled for the host.
 
         Parameters
         ----------
@@ -38,12 +41,16 @@ class UserKernelFunctions:
         >>> rev = ng.ElementwiseKernel("raw T x", "T y", "y = x[_ind.size() - i - 1]", "rev")
         >>> rev(x, size=x.size)                   # x reversed, flattened
         """
-        self._check_cuda("ElementwiseKernel")
         return ElementwiseKernel(self, in_params, out_params, operation, name)
 
     def ReductionKernel(self, in_params, out_params, map_expr, reduce_expr,  # noqa: N802
                         post_map_expr, identity, name="reduce_kernel", reduce_type=None):
         """A reduction of C expressions that fuses into op-trees: ``k(x, axis=, keepdims=, out=)``.
+
+        With ``raw`` parameters, or CuPy's indices (``_i``, ``_j``, ``_J``,
+        ``_in_ind.size()``, ``_out_ind.size()``) in its code, it runs as a
+        kernel of its own at the call (:mod:`gpuarray.userkernels.indexed_reduction`);
+        on the CPU factory every call does, as C++ compiled for the host.
 
         Parameters
         ----------
@@ -61,16 +68,20 @@ class UserKernelFunctions:
         reduce_type : numpy.dtype, optional
             The type of ``a`` and ``b`` (default: the output's).
         """
-        self._check_cuda("ReductionKernel")
         return ReductionKernel(self, in_params, out_params, map_expr, reduce_expr, post_map_expr,
                                identity, name, reduce_type)
 
     def RawKernel(self, code, name):  # noqa: N802
-        """A CUDA C kernel launched as written: ``k(grid, block, args, shared_mem=0)``."""
-        self._check_cuda("RawKernel")
-        return RawKernel(self, code, name)
+        """A CUDA C kernel launched as written: ``k(grid, block, args, shared_mem=0)``.
 
-    def _check_cuda(self, what):
+        Raises
+        ------
+        NotImplementedError
+            On the CPU factory: a CUDA kernel with a launch grid has no host equivalent.
+        """
         if getattr(self, "arch", None) is None:
-            raise NotImplementedError(f"{what} runs CUDA C: it needs the GPU factory, "
-                                      f"not {type(self).__name__}")
+            raise NotImplementedError(
+                f"RawKernel is a CUDA C kernel launched on a grid of GPU threads: it needs the "
+                f"GPU factory (gpuarray.GPU()), not {type(self).__name__}; an ElementwiseKernel "
+                "or ReductionKernel runs on both factories")
+        return RawKernel(self, code, name)

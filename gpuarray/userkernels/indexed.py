@@ -102,13 +102,8 @@ def plan(kernel, operands, out, size):
         decides the loop, operands that do not broadcast, an ``out`` of
         the wrong shape, a raw ``out`` that is not C-contiguous.
     """
-    size = None if size is None else arguments.count("size", size)
+    size, resolved, bound, out_dtype, loop = check(kernel, operands, out, size)
     params, out_param = kernel.in_params, kernel.out_param
-    _check_raw(params, operands)
-    resolved, bound = parsing.bind(params, [a.operand_type for a in operands])
-    out_dtype = _output_dtype(out_param, bound, out)
-    _check_out(kernel.backend, out_param, out, out_dtype)
-    loop = launch_shape(params, operands, out_param, out, size)
     layouts = [None if p.raw or not isinstance(a, Expression) else _layout(a, dt, loop)
                for p, a, dt in zip(params, operands, resolved)]
     strided = [k for k, lay in enumerate(layouts) if lay is not None and lay[0] == "strided"]
@@ -128,6 +123,33 @@ def plan(kernel, operands, out, size):
                 dict(zip(strided, walked)), out, out_dtype, store, direct, size)
 
 
+def check(kernel, operands, out, size):
+    """The checks of a call, shared by the GPU's plan and the host's run:
+    ``size`` as an int, the input dtypes and placeholder bindings, the
+    output dtype and the loop's shape.
+
+    A kernel that could fuse (no ``raw``, ``i`` or ``_ind``), called
+    without ``size``, keeps the fused kernels' rules -- the CPU factory runs
+    it here: the loop is the broadcast shape of all operands (scalars alone
+    give one element) and ``out`` does not bind the output's placeholder.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`plan`.
+    """
+    size = None if size is None else arguments.count("size", size)
+    params, out_param = kernel.in_params, kernel.out_param
+    fused = not kernel.indexed and size is None
+    _check_raw(params, operands)
+    resolved, bound = parsing.bind(params, [a.operand_type for a in operands])
+    out_dtype = _output_dtype(out_param, bound, None if fused else out)
+    _check_out(kernel.backend, out_param, out, out_dtype)
+    if fused and out is None and not any(isinstance(a, Expression) for a in operands):
+        return size, resolved, bound, out_dtype, ()
+    return size, resolved, bound, out_dtype, launch_shape(params, operands, out_param, out, size)
+
+
 def run(kernel, operands, out, size):
     """Plan and launch a call; returns its output tensor."""
     call = plan(kernel, operands, out, size)
@@ -140,14 +162,14 @@ def run(kernel, operands, out, size):
         buffer = target if call.direct else backend.empty(call.loop, call.store_dtype)
     if call.n == 0:
         return target  # nothing to compute, as CuPy's: no kernel is compiled
-    function, fmt = _function(kernel, spec)
+    loaded, fmt = function(kernel, spec)
     values = [call.n, *(call.dims if spec.ndim else ())]
     keep = []  # copies made here live until the launch is queued
     for k, slot in enumerate(spec.inputs):
         values += _arguments(call, k, slot, keep)
     values += [buffer.ptr, buffer.size] if spec.output.role == "raw" else [buffer.ptr]
     blocks = max(1, min(-(-call.n // BLOCK), getattr(backend, "sms", 132) * 32))
-    backend._launch_user_kernel(function, fmt, (blocks, 1, 1), (BLOCK, 1, 1), values, 0)
+    backend._launch_user_kernel(loaded, fmt, (blocks, 1, 1), (BLOCK, 1, 1), values, 0)
     backend._stats["kernels_launched"] += 1
     if buffer is not target:
         backend.assign(target, buffer)
@@ -274,11 +296,13 @@ def _out_slot(p, dtype, store):
     return Slot(p.name, "raw" if p.raw else "flat", dtypes.c_type(store), dtypes.compute_type(dtype))
 
 
-def _function(kernel, spec):
-    """The loaded kernel of ``spec`` and its argument format, compiled on first use."""
+def function(kernel, spec, generate=indexed_source.generate):
+    """The loaded kernel of ``spec`` (made by ``generate``, which returns its
+    :class:`~gpuarray.fusion.generate.Source`) and its argument format,
+    compiled on the kernel object's first use of ``spec``."""
     found = kernel._indexed.get(spec)
     if found is None:
-        src = indexed_source.generate(spec)
+        src = generate(spec)
         backend = kernel.backend
         cubin = compiler.compile_source(src.text, backend.arch, HEADERS)
         function = backend._load_user_kernel(cubin, src.name)

@@ -12,6 +12,12 @@ user's reduction and the post-map, three nodes the fusion compiler turns
 into one kernel with the rest of the expression (a long reduction splits
 into partials as the built-in ones do) -- or ``out`` evaluated.
 
+A kernel with ``raw`` parameters, or whose map or post map uses CuPy's
+indices (``_i``, ``_j``, ``_J``, ``_in_ind``, ``_out_ind``), runs as a
+kernel of its own at the call, with CuPy's rules
+(:mod:`.indexed_reduction`); on the CPU factory every call runs at once,
+as C++ compiled for the host (:mod:`gpuarray.userkernels.host`).
+
 The combiner is registered in the op table's user reductions
 (:data:`gpuarray.core.ops.USER_REDUCTIONS`) under a name made from its code
 and types.  Code is compiled at the first call with new dtypes, so errors
@@ -21,6 +27,7 @@ import hashlib
 from dataclasses import dataclass
 
 from ..core import dtypes, ops, optree, shapes
+from . import host, indexed_reduction
 from . import params as parsing
 from .elementwise import GENERATED_LINE, ElementwiseKernel, UserFunction, check_source
 
@@ -69,15 +76,11 @@ class ReductionKernel(ElementwiseKernel):
     ValueError
         Malformed parameters or name, not exactly one output, or a missing
         expression or identity.
-    NotImplementedError
-        ``raw`` parameters.
     """
 
     def __init__(self, backend, in_params, out_params, map_expr, reduce_expr, post_map_expr,
                  identity, name="reduce_kernel", reduce_type=None):
         super().__init__(backend, in_params, out_params, "", name)
-        if any(p.raw for p in self.in_params + (self.out_param,)):
-            raise NotImplementedError("raw parameters are not supported by ReductionKernel")
         for what, text in (("map_expr", map_expr), ("reduce_expr", reduce_expr),
                            ("post_map_expr", post_map_expr), ("identity", identity)):
             if not isinstance(text, str) or not text.strip():
@@ -85,24 +88,40 @@ class ReductionKernel(ElementwiseKernel):
         self.map_expr, self.reduce_expr = map_expr, reduce_expr
         self.post_map_expr, self.identity = post_map_expr, identity
         self.reduce_type = None if reduce_type is None else dtypes.as_dtype(reduce_type)
+        #: runs unfused (:mod:`.indexed_reduction`): raw parameters, or CuPy's indices in the code
+        self.indexed = (any(p.raw for p in self.in_params + (self.out_param,))
+                        or indexed_reduction.uses_index(map_expr, post_map_expr))
 
     def __repr__(self):
         return f"<ReductionKernel {self.name}>"
 
     def __call__(self, *args, axis=None, keepdims=False, out=None):
-        """The reduction of ``args`` over ``axis`` (lazy, fusing), or into ``out``.
+        """The reduction of ``args`` over ``axis`` (lazy, fusing), or into ``out``;
+        an indexed kernel, or any on the CPU factory, runs at once and
+        returns a tensor.
 
         Raises
         ------
         TypeError
-            A wrong number of arguments, or operands that do not fit the
-            parameters' types.
+            A wrong number of arguments, operands that do not fit the
+            parameters' types, or a scalar given to a ``raw`` parameter.
+        ValueError
+            Operands that do not broadcast, an ``out`` of the wrong shape;
+            CuPy's: no non-raw array to decide the loop (indexed), a raw
+            output without ``out``.
+        NotImplementedError
+            CuPy's "Illegal conditions": ``raw`` inputs with reduced axes
+            that are not the leading ones.
         numpy.exceptions.AxisError
             An axis out of range.
         gpuarray.cuda.compiler.CompileError
-            Code that does not compile (the compiler's message).
+            Code that does not compile (the compiler's message), or no
+            host C++ compiler on the CPU factory.
         """
         operands, out = self._operands(args, out)
+        if self.host or self.indexed:
+            call = indexed_reduction.plan(self, operands, axis, keepdims, out)
+            return host.run_reduction(call) if self.host else indexed_reduction.run(call)
         resolved, bound = parsing.bind(self.in_params, [a.operand_type for a in operands])
         out_dtype = parsing.output_dtype(self.out_param, bound)
         reduce_dtype = self.reduce_type or out_dtype
@@ -127,10 +146,14 @@ class ReductionKernel(ElementwiseKernel):
         self._check(fn)
         return optree.OpTreeNode(self.backend, "user", cast, (fn,), shape, reduce_dtype)
 
+    def combiner(self, reduce_dtype, typedefs):
+        """The :class:`UserReduction` of this kernel at ``reduce_dtype``."""
+        return UserReduction(self.name, self.reduce_expr, self.identity,
+                             dtypes.compute_type(reduce_dtype), typedefs)
+
     def _reduced(self, mapped, axes, reduce_dtype, typedefs):
         """The user's reduction of the mapped values over ``axes`` (keepdims shape)."""
-        combiner = UserReduction(self.name, self.reduce_expr, self.identity,
-                                 dtypes.compute_type(reduce_dtype), typedefs)
+        combiner = self.combiner(reduce_dtype, typedefs)
         ops.USER_REDUCTIONS.setdefault(combiner.op, combiner)
         kept = tuple(1 if i in axes else d for i, d in enumerate(mapped.shape))
         if not axes:  # numpy's reduction over no axes: each value on its own
