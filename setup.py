@@ -2,7 +2,8 @@
 
 The modules listed in ``gpuarray/compiled.py`` are also compiled by Cython
 into extension modules beside their sources (the host path of every call:
-op-trees, dispatch).  They are optional: without Cython or a C compiler,
+op-trees, dispatch), and so is the kernel launch entry
+``gpuarray/cuda/launch_entry.pyx``.  They are optional: without Cython or a C compiler,
 or with ``GPUARRAY_PURE_PYTHON=1`` set at build time, the package installs
 and runs from the Python sources alone.
 """
@@ -23,6 +24,10 @@ def compiled_extensions():
         return []
     modules = [Extension(name, [name.replace(".", "/") + ".py"], optional=True)
                for name in hot["MODULES"]]
+    # the kernel launch entry: C calling cuLaunchKernel (no Python source;
+    # gpuarray.cuda.driver launches through ctypes where it is not built)
+    modules.append(Extension("gpuarray.cuda.launch_entry", ["gpuarray/cuda/launch_entry.pyx"],
+                             optional=True))
     # binding: compiled functions keep Python's introspection (signatures,
     # docstrings for Sphinx, functools.wraps); the generated C stays out of
     # the source tree

@@ -1,4 +1,4 @@
-"""Host cost per call: gpuarray beside torch eager, CuPy and pycuda's own launch.
+"""Host cost per call: gpuarray beside torch eager, CuPy and the raw launch entries.
 
     python3 benchmarks/bench_host.py [--quick] [--cases 1,2,...]
 
@@ -20,14 +20,15 @@ median and p90 over all calls.  Beside it, the device time per call of the
 same calls issued back to back (CUDA events, common.device_timer) and the
 kernel alone (host hidden behind a spin kernel): host-bound when the host
 time is above the kernel time.  Case 5 is the end-to-end figure users see:
-events around back-to-back calls, max(host, device).  "pycuda launch" is
-pycuda's own launch of the kernel gpuarray compiled for the case, with the
-arguments gpuarray recorded: prepared_async_call (argument parsing per
-call) and _launch_kernel with the packed buffer, the floor of our path.
-"ctypes launch" and "cuda.bindings" are the other launch entries for the
-same kernel and packed buffer: cuLaunchKernel called through ctypes, and
-through NVIDIA's cuda-bindings when it imports (the choice of entry,
-docs/host.rst).
+events around back-to-back calls, max(host, device).  The launch rows time
+the kernel gpuarray compiled for the case, with the packed arguments it
+recorded, through each launch entry (the choice of entry, docs/host.rst):
+"launch entry" is ours (gpuarray.cuda.launch_entry, cuLaunchKernel called
+from C; ctypes under GPUARRAY_PURE_PYTHON=1), the floor of our path;
+"pycuda packed" is pycuda's _launch_kernel with the packed buffer, "pycuda
+launch" its prepared_async_call (argument parsing per call), "ctypes
+launch" cuLaunchKernel called through ctypes and "cuda.bindings" through
+NVIDIA's cuda-bindings when it imports.
 Each implementation is validated against numpy before it is timed; a
 missing library reads "n/a"; no GPU: a clear message and exit status 2.
 
@@ -38,6 +39,7 @@ instead, for the comparison.
 import argparse
 import re
 import statistics
+import struct
 import sys
 import time
 import traceback
@@ -49,9 +51,9 @@ import gpuarray  # noqa: E402
 from common import (check_close, device_timer, device_times, free_memory,  # noqa: E402
                     measure, new_row, print_table, set_target, table_cells, write_results)
 
-IMPLS = ("gpuarray", "torch eager", "torch.compile", "cupy", "pycuda launch",
-         "pycuda packed", "ctypes launch", "cuda.bindings")
-LAUNCH_IMPLS = ("pycuda launch", "pycuda packed", "ctypes launch", "cuda.bindings")
+LAUNCH_IMPLS = ("launch entry", "pycuda packed", "pycuda launch", "ctypes launch",
+                "cuda.bindings")
+IMPLS = ("gpuarray", "torch eager", "torch.compile", "cupy") + LAUNCH_IMPLS
 N = 1024
 
 
@@ -108,25 +110,15 @@ def _tensors(ctx, hosts, dtype=None):
     return out
 
 
-def _pycuda_rows(ctx, row, run, out, check):
-    """Time pycuda's own launch of the kernel ``run`` replays (its last one)."""
+def _launch_rows(ctx, row, run, out, check):
+    """Time each launch entry on the kernel ``run`` replays (its last one)
+    with the packed buffer gpuarray recorded for it."""
     ng = ctx.need("ng")
     run()
     launcher = list(ng._dispatcher.recipes.values())[-1].launchers[-1]
-    kernel, grid, block = launcher.kernel, launcher.grid, launcher.block
-    buffer = launcher.packed
-    args = launcher.unpack(buffer)
-    kernel.prepared_async_call(grid, block, None, *args)
-    ng.synchronize()
-    check(out, "pycuda launch")
-    measure(row, "pycuda launch",
-            lambda: ctx.host(lambda: kernel.prepared_async_call(grid, block, None, *args),
-                             row, "pycuda launch"))
-    measure(row, "pycuda packed",
-            lambda: ctx.host(lambda: kernel._launch_kernel(grid, block, buffer, 0, None),
-                             row, "pycuda packed"))
-    entries = _driver_entries(ng, kernel, grid, block, buffer)
-    for impl in ("ctypes launch", "cuda.bindings"):
+    kernel, grid, block, buffer = launcher.kernel, launcher.grid, launcher.block, launcher.packed
+    entries = _launch_entries(ng, kernel, grid, block, buffer)
+    for impl in LAUNCH_IMPLS:
         def timed(impl=impl):
             launch = entries[impl]()
             launch()
@@ -136,10 +128,9 @@ def _pycuda_rows(ctx, row, run, out, check):
         measure(row, impl, timed)
 
 
-def _driver_entries(ng, kernel, grid, block, buffer):
+def _launch_entries(ng, kernel, grid, block, buffer):
     """impl -> a builder of a no-argument launch of ``kernel``'s code with the
-    packed ``buffer`` through cuLaunchKernel's ``extra`` (as pycuda does),
-    the module loaded again from the cached cubin."""
+    packed ``buffer`` (pycuda and the raw entries load the cached cubin again)."""
     import ctypes
 
     from gpuarray.cuda import compiler, driver
@@ -147,17 +138,30 @@ def _driver_entries(ng, kernel, grid, block, buffer):
 
     lib = driver._libcuda()
     cubin = compiler.compile_source(kernel.source, ng.arch, generate.HEADERS)
-    module, function = ctypes.c_void_p(), ctypes.c_void_p()
-    driver._check(lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(cubin)),
-                  "loading the kernel")
     name = re.search(r"__global__ void .*\) (\w+)\($", kernel.source, re.M).group(1)
-    driver._check(lib.cuModuleGetFunction(ctypes.byref(function), module, name.encode()),
-                  "looking up the kernel")
+    function = driver.Kernel(driver.load_module_data(cubin), name).handle
     data = ctypes.create_string_buffer(bytes(buffer), len(buffer))
     size = ctypes.c_size_t(len(buffer))
     # CU_LAUNCH_PARAM_BUFFER_POINTER (1), BUFFER_SIZE (2), END (0)
     extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(data), 2, ctypes.addressof(size), 0)
-    keep = (module, data, size, extra)
+    keep = (data, size, extra)
+
+    def ours():
+        packed = bytearray(buffer)
+        return lambda: kernel.launch_packed(grid, block, packed)
+
+    def pycuda_function():
+        f = ng._drv.module_from_buffer(cubin).get_function(name)
+        f.prepare(kernel.arg_format)
+        return f
+
+    def pycuda_packed():
+        f = pycuda_function()
+        return lambda: f._launch_kernel(grid, block, buffer, 0, None)
+
+    def pycuda_prepared():
+        f, args = pycuda_function(), struct.unpack(kernel.arg_format, buffer)
+        return lambda: f.prepared_async_call(grid, block, None, *args)
 
     def ctypes_launch():
         launch = lib.cuLaunchKernel
@@ -182,7 +186,9 @@ def _driver_entries(ng, kernel, grid, block, buffer):
         call.keep = keep
         return call
 
-    return {"ctypes launch": ctypes_launch, "cuda.bindings": bindings_launch}
+    return {"launch entry": ours, "pycuda packed": pycuda_packed,
+            "pycuda launch": pycuda_prepared, "ctypes launch": ctypes_launch,
+            "cuda.bindings": bindings_launch}
 
 
 def _add_peers(ctx, row, t, a64, b64):
@@ -229,7 +235,7 @@ def case_elementwise(ctx, case, ten_ops):
         check(C, "gpuarray")
         seconds = ctx.host(run, row, "gpuarray")
         try:
-            _pycuda_rows(ctx, row, run, C, check)
+            _launch_rows(ctx, row, run, C, check)
         except Exception as e:  # the gpuarray cell stands without them
             traceback.print_exc()
             for impl in LAUNCH_IMPLS:

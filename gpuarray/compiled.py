@@ -4,7 +4,8 @@ In: the names in :data:`MODULES` (setup.py compiles each, unchanged, into
 an extension module beside its source when Cython and a C compiler are
 there) and the environment variable ``GPUARRAY_PURE_PYTHON``.  Out: an
 import hook choosing, per module, the compiled extension or the Python
-source, and :func:`status`, saying which was loaded.
+source, and :func:`status`, saying which was loaded (also for the
+:data:`EXTENSIONS`, compiled code with no Python source).
 
 Why whole modules, compiled as they are: the hot path of ``out[:] = expr``
 is op-tree building, signatures and dispatch -- many small Python
@@ -54,6 +55,13 @@ MODULES = (
     "gpuarray.cuda.driver",
     "gpuarray.cuda.stream",
 )
+
+#: compiled modules with no Python source, built by setup.py beside the
+#: others: C-level entry points whose callers take another route where they
+#: are not built (the kernel launch entry: gpuarray.cuda.driver launches
+#: through ctypes without it).  GPUARRAY_PURE_PYTHON leaves them in use, as
+#: it leaves pycuda's compiled code: it selects the hot path's Python sources.
+EXTENSIONS = ("gpuarray.cuda.launch_entry",)
 
 #: set to 1 to load every module of MODULES from its Python source
 PURE_PYTHON_VARIABLE = "GPUARRAY_PURE_PYTHON"
@@ -156,7 +164,8 @@ def status():
     dict
         Module name -> True (the compiled extension was loaded) or False
         (the Python source: not built, ``GPUARRAY_PURE_PYTHON`` set, or
-        the source edited since the build), for the modules imported so far.
+        the source edited since the build), for the modules imported so
+        far; an entry of :data:`EXTENSIONS` appears when it was loaded.
     """
     return {name: not sys.modules[name].__file__.endswith(".py")
-            for name in MODULES if name in sys.modules}
+            for name in MODULES + EXTENSIONS if name in sys.modules}

@@ -437,14 +437,15 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
             source = generate.generate(program, layout)
             cubin = compiler.compile_source(source.text, self.arch, generate.HEADERS)
             try:
-                module = self._drv.module_from_buffer(cubin)
-            except self._drv.MemoryError:
+                module = driver.load_module_data(cubin)
+            except driver.DriverError as err:
+                if err.result != driver.OUT_OF_MEMORY:
+                    raise
                 # loading takes device memory, which the pool's cache may hold
                 self.pool.free_cached()
-                module = self._drv.module_from_buffer(cubin)
-            kernel = module.get_function(source.name)
-            kernel.prepare(source.arg_format)
-            kernel.source = source.text
+                module = driver.load_module_data(cubin)
+            kernel = driver.Kernel(module, source.name, arg_format=source.arg_format,
+                                   source=source.text)
             self._kernels[key] = kernel
             self._stats["kernels_compiled"] += 1
         self.last_kernel = kernel

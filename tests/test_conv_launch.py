@@ -10,7 +10,6 @@ workspace budget.  On Hopper, eligible fp16/bf16 layers take the
 implicit-GEMM kernel instead: its plan (kernel, grid, GemmArgs, ConvGeom,
 both descriptors' geometry) is checked, and its replay.
 """
-import ctypes
 
 import numpy as np
 import pytest
@@ -35,9 +34,8 @@ class _Kernel:
     def __init__(self, name, log):
         self.name, self.log = name, log
 
-    def launch(self, grid, block, params, shared):
-        pointer, _ = params
-        raw = convolution.ARGS.unpack(ctypes.string_at(pointer[0], convolution.ARGS.size))
+    def launch(self, grid, block, data, shared):
+        raw = convolution.ARGS.unpack(bytes(data))
         self.log.append((self.name, grid, block, _unpack(raw), shared))
 
 
@@ -56,11 +54,9 @@ class _ConvGemmKernel:
     def __init__(self, name, log):
         self.name, self.log = name, log
 
-    def launch(self, grid, block, params, shared):
-        pointer, _ = params
-        assert pointer[0] % 64 == 0
-        self.log.append((self.name, grid, block, ctypes.string_at(pointer[0],
-                                                                  plans.ARGS_BYTES), shared))
+    def launch(self, grid, block, data, shared):
+        assert len(data) == plans.ARGS_BYTES
+        self.log.append((self.name, grid, block, bytes(data), shared))
 
 
 class _ConvGemmLibrary:

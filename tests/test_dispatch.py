@@ -27,7 +27,7 @@ class _Kernel:
     def __init__(self, source, log):
         self.arg_format, self.log = source.arg_format, log
 
-    def _launch_kernel(self, grid, block, buf, shared, stream):
+    def launch_packed(self, grid, block, buf, shared=0):
         self.log.append((grid, block, struct.unpack(self.arg_format, buf)))
 
 

@@ -5,7 +5,6 @@ launch's PoolArgs are unpacked and checked -- the kernel picked (pass,
 op, dtype, channels per thread, argmax type), the grid, the sizes -- and
 strided views must go through contiguous temporaries.
 """
-import ctypes
 
 import numpy as np
 import pytest
@@ -20,9 +19,8 @@ class _Kernel:
     def __init__(self, name, log):
         self.name, self.log = name, log
 
-    def launch(self, grid, block, params, shared):
-        pointer, _ = params
-        raw = pooling.ARGS.unpack(ctypes.string_at(pointer[0], pooling.ARGS.size))
+    def launch(self, grid, block, data, shared):
+        raw = pooling.ARGS.unpack(bytes(data))
         args = dict(zip(FIELDS[:6], raw[:6]))
         for i, name in enumerate(FIELDS[6:11]):
             args[name] = raw[6 + 4 * i:10 + 4 * i]

@@ -34,7 +34,6 @@ import struct
 import numpy as np
 
 from ..core import dtypes
-from ..cuda import driver
 from ..gemm import replay
 from . import implicit
 from .call import is_rows
@@ -241,7 +240,7 @@ class GatheredUpdate:
             kernel, grid, template = self.gather
             args = bytearray(template)
             _SRC_DST.pack_into(args, 0, call.a.ptr, col.ptr)
-            kernel.launch(grid, (THREADS, 1, 1), driver.parameter_block(bytes(args)), 0)
+            kernel.launch(grid, (THREADS, 1, 1), args, 0)
             gpu._stats["kernels_launched"] += 1
         a, b = call.b.ptr, col.ptr if col is not None else call.a.ptr
         if self.gemm.swapped:
@@ -343,6 +342,6 @@ def _launch(gpu, name, layer, per_image, src, dst, images, ld, alpha, beta):
                      layer.T, layer.R, layer.S, *layer.stride, *layer.pad, *layer.dilation,
                      layer.C, ld, alpha, beta)
     kernel = gpu.conv_library.function(STEM, name)
-    kernel.launch(grid, (THREADS, 1, 1), driver.parameter_block(args), 0)
+    kernel.launch(grid, (THREADS, 1, 1), args, 0)
     gpu._stats["kernels_launched"] += 1
     return kernel, grid, args

@@ -14,7 +14,6 @@ addresses allow it.
 import struct
 
 from ..core import dtypes
-from ..cuda import driver
 
 STEM = "pool"
 THREADS = 256
@@ -83,7 +82,7 @@ def launch(gpu, kind, pool, I=None, O=None, argmax=None, E=None, grad_I=None):  
                      pool.J, pool.T, pool.R, pool.S, *pool.stride, *pool.pad,
                      int(pool.include_padding))
     kernel = gpu.conv_library.function(STEM, name)
-    kernel.launch(grid, (THREADS, 1, 1), driver.parameter_block(args), 0)
+    kernel.launch(grid, (THREADS, 1, 1), args, 0)
     gpu._stats["kernels_launched"] += 1
 
 

@@ -1,18 +1,22 @@
-"""Driver calls pycuda lacks, made through ctypes on libcuda.
+"""Driver calls pycuda lacks, made through ctypes on libcuda: modules, kernels, launches.
 
 In: a tensor's device address, element type, extents and strides, and the
-tile box a kernel copies; or a cubin and a kernel's parameter block.  Out:
-the 128-byte ``CUtensorMap`` that a TMA kernel receives by value (the bulk
-tensor copy engine reads its layout from it), kernels launched with
-their parameter block passed through ``kernelParams``, and whether the
+tile box a kernel copies; or a cubin and a kernel's arguments as bytes.
+Out: the 128-byte ``CUtensorMap`` that a TMA kernel receives by value (the
+bulk tensor copy engine reads its layout from it), loaded modules and
+:class:`Kernel` s launched on this thread's stream, and whether the
 current context hit an unrecoverable (sticky) error.
 
-pycuda launches every kernel with one packed argument buffer
-(``CU_LAUNCH_PARAM_BUFFER_POINTER``); a kernel whose parameter is a
-64-byte aligned struct (the GEMM kernels' ``GemmArgs``, which holds tensor
-maps) silently receives the wrong bytes that way, so the hand-written
-kernels are loaded and launched here.  Memory, contexts and the generated
-kernels stay with pycuda.
+Every kernel the library launches -- generated (fused) and hand-written --
+is loaded and launched here.  A launch goes through the compiled entry
+:mod:`gpuarray.cuda.launch_entry` where it is built (``cuLaunchKernel``
+called from C: about 0.1 µs over the driver's own cost, against 0.7 for
+pycuda's launch and 2.2 for a ctypes call, measured on the H100 machine;
+``docs/host.rst`` has the figures), else through ctypes.  Arguments go in
+packed (``CU_LAUNCH_PARAM_BUFFER_POINTER``, the generated kernels) or as
+one by-value struct through ``kernelParams`` (the hand-written kernels: a
+64-byte aligned struct holding tensor maps arrives misplaced the packed
+way).  Memory and contexts stay with pycuda.
 """
 import ctypes
 import ctypes.util
@@ -44,7 +48,18 @@ _lib = []
 
 
 class DriverError(RuntimeError):
-    """A driver call failed; the message names the call and the CUresult."""
+    """A driver call failed; the message names the call and the CUresult.
+
+    ``result`` is the CUresult (an int), when a driver call returned one.
+    """
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+#: CUDA_ERROR_OUT_OF_MEMORY
+OUT_OF_MEMORY = 2
 
 
 def _libcuda():
@@ -176,7 +191,7 @@ def _error_text(getter, result):
 def _check(result, what):
     if result != 0:
         raise DriverError(f"{what} failed: {_error_text(_libcuda().cuGetErrorName, result)} "
-                          f"({result})")
+                          f"({result})", result)
 
 
 #: CUresults that leave a context unusable: after a kernel faulted, every
@@ -209,32 +224,65 @@ def load_module(path):
     return module
 
 
+def load_module_data(image):
+    """Load a cubin held in memory (bytes) into the current context; returns its handle.
+
+    Raises :class:`DriverError`, whose ``result`` is :data:`OUT_OF_MEMORY`
+    when the device had no room for the module's code.
+    """
+    module = ctypes.c_void_p()
+    _check(_libcuda().cuModuleLoadData(ctypes.byref(module), image), "loading a compiled kernel")
+    return module
+
+
 class Kernel:
-    """One ``__global__`` function of a loaded module, taking one struct parameter."""
+    """One ``__global__`` function of a loaded module.
+
+    Parameters
+    ----------
+    module : ctypes.c_void_p
+        From :func:`load_module` or :func:`load_module_data`.
+    name : str
+        The kernel's (unmangled) name.
+    smem : int
+        Dynamic shared memory bytes its launches may ask for.
+    arg_format, source : str, optional
+        A generated kernel's ``struct`` format of its packed arguments and
+        its CUDA source (reports and tests read them).
+    """
 
     _MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
-    def __init__(self, module, name, smem):
-        self.name = name
+    def __init__(self, module, name, smem=0, arg_format=None, source=None):
+        self.name, self.arg_format, self.source = name, arg_format, source
         self.handle = ctypes.c_void_p()
         _check(_libcuda().cuModuleGetFunction(ctypes.byref(self.handle), module, name.encode()),
                f"looking up kernel {name}")
+        self.address = self.handle.value
         if smem > 48 * 1024:
             # blocks get more than 48 KB of shared memory only on request
             _check(_libcuda().cuFuncSetAttribute(self.handle, self._MAX_DYNAMIC_SHARED, smem),
                    f"raising {name}'s shared memory to {smem} bytes")
 
-    def launch(self, grid, block, params, smem):
-        """Queue the kernel on this thread's stream; ``params`` from :func:`parameter_block`."""
-        _check(_libcuda().cuLaunchKernel(self.handle, *grid, *block, smem,
-                                         stream.current_handle(), params[0], None),
-               f"launching {self.name}")
+    def launch(self, grid, block, data, smem):
+        """Queue the kernel on this thread's stream; its one parameter is the struct ``data`` (bytes)."""
+        result = _entry()[1](self.address, grid, block, data, smem, stream.launch_handle())
+        if result:
+            _check(result, f"launching {self.name}")
 
-    def launch_cooperative(self, grid, block, params, smem):
+    def launch_packed(self, grid, block, data, smem=0):
+        """Queue the kernel on this thread's stream with its arguments packed in
+        ``data`` (bytes or bytearray, laid out by ``arg_format``)."""
+        result = _entry()[0](self.address, grid, block, data, smem, stream.launch_handle())
+        if result:
+            _check(result, f"launching {self.name}")
+
+    def launch_cooperative(self, grid, block, data, smem):
         """As :meth:`launch`, with every block resident at once (a kernel with a
         grid-wide barrier); the driver refuses a grid that cannot be."""
+        params, _keep = _parameter_block(data)
         _check(_libcuda().cuLaunchCooperativeKernel(self.handle, *grid, *block, smem,
-                                                    stream.current_handle(), params[0]),
+                                                    stream.current_handle(), params),
                f"launching {self.name} cooperatively")
 
 
@@ -245,11 +293,49 @@ def memset_d32(ptr, value, count):
            "cuMemsetD32Async")
 
 
-def parameter_block(data):
+_entries = []
+
+
+def _entry():
+    """(launch_packed, launch_struct): the compiled entry's, or ctypes' where it
+    is not built."""
+    if not _entries:
+        _entries.append(_compiled_entry() or (_ctypes_packed, _ctypes_struct))
+    return _entries[0]
+
+
+def _compiled_entry():
+    try:
+        from . import launch_entry
+    except ImportError:
+        return None
+    launch_entry.bind(ctypes.cast(_libcuda().cuLaunchKernel, ctypes.c_void_p).value)
+    return launch_entry.launch_packed, launch_entry.launch_struct
+
+
+def entry_name():
+    """Which launch entry kernels go through: "compiled" or "ctypes"."""
+    return "ctypes" if _entry()[0] is _ctypes_packed else "compiled"
+
+
+def _ctypes_packed(function, grid, block, data, smem, stream_handle):
+    buffer = ctypes.create_string_buffer(bytes(data), len(data))
+    size = ctypes.c_size_t(len(data))
+    # CU_LAUNCH_PARAM_BUFFER_POINTER (1), CU_LAUNCH_PARAM_BUFFER_SIZE (2), END (0)
+    extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buffer), 2, ctypes.addressof(size), 0)
+    return _libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, None, extra)
+
+
+def _ctypes_struct(function, grid, block, data, smem, stream_handle):
+    params, _keep = _parameter_block(data)
+    return _libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, params, None)
+
+
+def _parameter_block(data):
     """``kernelParams`` for a kernel whose one parameter is the struct ``data``
-    (bytes), copied to 64-byte aligned memory; keep the result alive until
-    the launch call returns."""
+    (bytes), copied to 64-byte aligned memory (tensor maps must be); keep the
+    second value alive until the launch call returns."""
     raw = ctypes.create_string_buffer(len(data) + 64)
     address = (ctypes.addressof(raw) + 63) & ~63
-    ctypes.memmove(address, data, len(data))
+    ctypes.memmove(address, bytes(data), len(data))
     return (ctypes.c_void_p * 1)(address), raw

@@ -4,10 +4,11 @@ In: :func:`using` entered by ``with ng.stream(s):`` (:mod:`gpuarray.cuda.streams
 and :func:`capturing_on` entered by :mod:`gpuarray.cuda.capture` around the
 recording of a step; both restore the previous stream on exit.  Out:
 :func:`current` (a pycuda ``Stream`` or None, the legacy default stream)
-and :func:`current_handle` (its ``CUstream``), which every launch site
-passes to the driver -- fused kernels, GEMM and pooling kernels, memsets
--- and :func:`capturing`, which the operations that cannot be captured
-(host reads and writes, synchronisation) check to raise clearly;
+and its ``CUstream``, which every launch site passes to the driver --
+:func:`launch_handle` (0 for the default stream) for kernels,
+:func:`current_handle` (None for it) for memsets and libraries -- and
+:func:`capturing`, which the operations that cannot be captured (host
+reads and writes, synchronisation) check to raise clearly;
 :func:`note_random` / :func:`take_random` tell the capture that the step
 drew random numbers.
 
@@ -15,6 +16,7 @@ Thread-local: one thread may record a step while others launch as usual.
 """
 import contextlib
 import threading
+
 
 class _State(threading.local):
     """Per-thread state; class attributes are every new thread's defaults, so
@@ -43,6 +45,13 @@ def current_handle():
     """``CUstream`` of :func:`current` (None: the default stream)."""
     stream = _local.stream
     return None if stream is None else stream.handle
+
+
+def launch_handle():
+    """``CUstream`` of :func:`current` as an int, 0 for the default stream
+    (the form :mod:`gpuarray.cuda.launch_entry` takes)."""
+    stream = _local.stream
+    return 0 if stream is None else stream.handle
 
 
 def capturing():

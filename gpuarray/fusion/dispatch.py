@@ -135,10 +135,9 @@ class _Launcher:
     def __init__(self, kernel, spec, holes):
         self.kernel, self.grid, self.block = kernel, spec.grid, spec.block
         layout = struct.Struct(kernel.arg_format)
-        self.packed, self.unpack = layout.pack(*spec.args), layout.unpack
+        self.packed = layout.pack(*spec.args)
         self.runs = _runs(kernel.arg_format, holes)
-        # pycuda's own launch entry point, skipping its per-call argument parsing
-        self.launch = getattr(kernel, "_launch_kernel", None)
+        self.launch = kernel.launch_packed
 
     def __call__(self, slots):
         # a copy per call (tens of ns): threads replaying one recipe never
@@ -146,11 +145,7 @@ class _Launcher:
         buffer = bytearray(self.packed)
         for pack_into, offset, fetch in self.runs:
             pack_into(buffer, offset, *fetch(slots))
-        if self.launch is None:
-            self.kernel.prepared_async_call(self.grid, self.block, stream.current(),
-                                            *self.unpack(buffer))
-        else:
-            self.launch(self.grid, self.block, buffer, 0, stream.current())
+        self.launch(self.grid, self.block, buffer)
 
 
 def _runs(arg_format, holes):

@@ -139,7 +139,7 @@ class GemmPlan:
             _SCALING.pack_into(args, _SCALING_AT, *scaling)
             if scaling[4]:
                 gpu._drv.memset_d32_async(scaling[4], 0, 1, stream.current())
-        params = driver.parameter_block(bytes(args))
+        params = bytes(args)
         launches = [(kernel, grid, block, params, smem)
                     for kernel, grid, block, smem in self.launches]
         # the previous record's workspace goes back to the pool now: work
@@ -178,7 +178,7 @@ def scale_pointers(post, tensors, swapped):
 
 
 class GemmLaunch:
-    """The kernels one GEMM queued: (kernel, grid, block, parameter block, shared bytes)."""
+    """The kernels one GEMM queued: (kernel, grid, block, argument struct bytes, shared bytes)."""
 
     __slots__ = ("name", "splits", "launches", "workspace")
 

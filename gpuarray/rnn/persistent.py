@@ -89,8 +89,7 @@ def _launch(gpu, layer, direction, plan, pointers):
     driver.memset_d32(pointers[9], 0, 1)
     args = ARGS.pack(*pointers, layer.seq_len, layer.batch, layer.hidden, plan.U, plan.KC,
                      *plan.layout)
-    kernel.launch_cooperative((plan.grid, 1, 1), (THREADS, 1, 1), driver.parameter_block(args),
-                              plan.smem)
+    kernel.launch_cooperative((plan.grid, 1, 1), (THREADS, 1, 1), args, plan.smem)
     gpu._stats["kernels_launched"] += 1
 
 
