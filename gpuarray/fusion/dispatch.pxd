@@ -1,0 +1,19 @@
+# Cython declarations for dispatch.py, read only when setup.py compiles it
+# (gpuarray/compiled.py).  The replay path -- the recipe cache, the slots,
+# each recorded launch -- runs on every cached assignment: its classes
+# become extension types whose fields are C slots, and the slot filling
+# works on typed lists.
+
+cdef class Dispatcher:
+    cdef public object gpu
+    cdef public dict recipes
+
+cdef class _Launcher:
+    cdef public object kernel, grid, block, packed, launch
+    cdef public list runs
+
+cdef class _Recipe:
+    cdef public list temp_sizes, launchers
+
+@cython.locals(slots=list, first=dict, pattern=list)
+cpdef tuple _slots(out, tuple leaves)
