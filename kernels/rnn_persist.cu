@@ -18,17 +18,20 @@
 // (dh_prev[j] = sum_i drec[i] R[i][j]), transposed so that both passes walk
 // their rows contiguously.  Each step the block reads the whole previous
 // state (h_{t-1} forward, drec_{t+1} backward: N x L fp32, through L2) in
-// chunks of KC columns, forms its dot products (a warp per 2 rows and
-// batches of 4, lanes striding 4 consecutive columns, a shuffle reduction),
-// updates its units' cells and publishes its slice; a grid-wide barrier then
-// ends the step.  Only the block's own units' cell state (c, the GRU's
+// chunks of KC columns, forms its dot products, updates its units' cells and
+// publishes its slice; a grid-wide barrier then ends the step.  The forward
+// products run on tensor cores (mma.sync m16n8k16, fp32 accumulation) for
+// 16-bit types with N >= 8 and H % 64 == 0; the others are fp32 FMAs (a warp
+// per 2 rows and batches of 4, lanes striding 4 consecutive columns, a
+// shuffle reduction).  Only the block's own units' cell state (c, the GRU's
 // bypass gradient) is needed across steps: it lives in shared memory.
 //
 // Layouts (row-major, contiguous): X and dX (T, N, G*H); W (G*H, H + 1), the
 // recurrent weights with the bias as last column; Y and dY (T, N, H); the
 // states (N, H); reserve fp32 (T, N, 2*G*H + 2*H): per position the gates
 // after their nonlinearity, h, the extra value (LSTM c, GRU rec_n) and drec;
-// hbuf fp32 (2, N, H), the published h of alternating steps; barrier one
+// hbuf fp32 (2, N, H), the published h of alternating steps (in T, packed,
+// where the forward products run on tensor cores); barrier one
 // unsigned word, the grid barrier's arrivals, zero before the launch.  All of
 // X, W, Y, the states, dX and dY are in the storage type T (float, __half,
 // __nv_bfloat16); the math and the reserve are fp32.  H % 8 == 0 (so that
@@ -201,6 +204,169 @@ __device__ void matvec(const T *w, int L, int rows, const float *src, size_t ld,
     __syncthreads();
 }
 
+// ---- forward products on tensor cores (16-bit types, N >= 8, H % 64 == 0) ----
+//
+// acc[r][n] = bias[r] + sum_k w[r][k] h[n][k] by mma.sync m16n8k16 with fp32
+// accumulation.  A warp computes 16-row x 8-batch tiles; where there are
+// fewer tiles than warps, the k range of a chunk is split among up to 8
+// warps (a power of two) whose sums are added to acc one split after
+// another, so every acc entry is summed in a fixed order (deterministic).
+//
+// The weights are stored with their 16-byte chunks XOR-swizzled by
+// (row & 7) (rows are a multiple of 64 elements, so a chunk never leaves
+// its row), and the staged state rows are KC + 8 elements apart: the 8 rows
+// an A or B fragment reads fall in distinct banks.  The previous h is
+// rounded to T, as a GEMM of T operands rounds it; these kernels publish it
+// in T, which halves the L2 traffic of staging it every step.
+//
+// The backward keeps the fp32 FMAs: there each block stages N x G*H fp32
+// gradients per step, and that traffic, not the arithmetic, sets the pace
+// (a tensor-core backward, with the gradients scaled per sample into fp16's
+// range, measured 1.15x slower; benchmarks/NOTES.rst).
+
+template <typename T> struct Mma;
+template <> struct Mma<__half> {
+    static __device__ __forceinline__ void run(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                               unsigned b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+template <> struct Mma<__nv_bfloat16> {
+    static __device__ __forceinline__ void run(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                               unsigned b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+// Whether the forward products of this type and shape run on tensor cores.
+template <typename T> __device__ __forceinline__ bool tensor_cores(int N, int H) {
+    return sizeof(T) == 2 && N >= 8 && H % 64 == 0;
+}
+
+// Offset in elements of w[r][k] in the swizzled layout (rows of L elements).
+__device__ __forceinline__ int swizzled(int r, int k, int L) {
+    return r * L + (((k >> 3) ^ (r & 7)) << 3) + (k & 7);
+}
+
+// Two consecutive 16-bit elements as one register.
+template <typename T> __device__ __forceinline__ unsigned pair(const T *p) {
+    return *reinterpret_cast<const unsigned *>(p);
+}
+
+// One chunk's products: columns [c0, c0 + kc) of w against the state staged
+// as T in v (rows ldv elements apart).
+template <typename T>
+__device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *v, int ldv, int N,
+                          float *acc, const float *bias) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = (lane & 3) * 2;
+    const int n_tiles = (N + 7) / 8, tiles = (rows + 15) / 16 * n_tiles;
+    int splits = 1;
+    while (tiles * splits * 2 <= RNN_WARPS && kc % (64 * splits) == 0) splits *= 2;
+    const int span = kc / splits;
+    // with splits > 1 every warp has at most one task, and all reach the barriers below
+    for (int task = warp; task < (splits > 1 ? RNN_WARPS : tiles); task += RNN_WARPS) {
+        const int tile = task / splits, part = task % splits;
+        const bool active = tile < tiles;
+        const int m0 = tile / n_tiles * 16, n0 = tile % n_tiles * 8;
+        // a row past `rows` or a batch past N reads the last one; its sums are dropped below
+        const int ra = min(m0 + g, rows - 1), rb = min(m0 + g + 8, rows - 1);
+        const T *vb = v + min(n0 + g, N - 1) * ldv;
+        // two accumulator sets: consecutive k-steps do not wait on each other
+        float c[2][4] = {};
+        if (active) {
+            for (int k = part * span; k < (part + 1) * span; k += 32) {
+                #pragma unroll
+                for (int s = 0; s < 2; ++s) {
+                    const int kk = k + 16 * s, kw = c0 + kk + q;
+                    const unsigned a[4] = {pair(w + swizzled(ra, kw, L)),
+                                           pair(w + swizzled(rb, kw, L)),
+                                           pair(w + swizzled(ra, kw + 8, L)),
+                                           pair(w + swizzled(rb, kw + 8, L))};
+                    Mma<T>::run(c[s], a, pair(vb + kk + q), pair(vb + kk + q + 8));
+                }
+            }
+        }
+        for (int turn = 0; turn < splits; ++turn) {
+            if (active && part == turn) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    #pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int r = m0 + g + 8 * h, n = n0 + q + e, at = r * N + n;
+                        if (r < rows && n < N) {
+                            const float sum = c[0][2 * h + e] + c[1][2 * h + e];
+                            if (c0 == 0 && turn == 0) acc[at] = sum + bias[r];
+                            else acc[at] += sum;
+                        }
+                    }
+                }
+            }
+            if (splits > 1) __syncthreads();
+        }
+    }
+}
+
+// matvec on the tensor cores: `src` holds the previous h in T (row n at
+// src + n * ld); `v` is the staging area, used as T with rows KC + 8 apart
+// (N * (KC + 8) elements of T fit in its N * KC floats).
+template <typename T>
+__device__ void matvec_mma(const T *w, int L, int rows, const T *src, size_t ld, float *v, int KC,
+                           int N, float *acc, const float *bias) {
+    constexpr int DEPTH = 8, VEC = 8;  // 16-byte loads of 8 elements
+    T *vt = reinterpret_cast<T *>(v);
+    const int ldv = KC + 8;
+    for (int c0 = 0; c0 < L; c0 += KC) {
+        const int kc = min(KC, L - c0);
+        if (c0) __syncthreads();  // the previous chunk's readers are done
+        for (int i0 = threadIdx.x * VEC; i0 < N * kc; i0 += RNN_THREADS * VEC * DEPTH) {
+            uint4 staged[DEPTH];
+            #pragma unroll
+            for (int d = 0; d < DEPTH; ++d) {
+                const int i = i0 + d * RNN_THREADS * VEC, n = i / kc, k = i % kc;
+                // L2 only: L1 may hold this address from an earlier step
+                if (i < N * kc)
+                    staged[d] = __ldcg(reinterpret_cast<const uint4 *>(src + n * ld + c0 + k));
+            }
+            #pragma unroll
+            for (int d = 0; d < DEPTH; ++d) {
+                const int i = i0 + d * RNN_THREADS * VEC, n = i / kc, k = i % kc;
+                if (i < N * kc) *reinterpret_cast<uint4 *>(vt + n * ldv + k) = staged[d];
+            }
+        }
+        __syncthreads();
+        mma_chunk(w, L, rows, c0, kc, vt, ldv, N, acc, bias);
+    }
+    __syncthreads();
+}
+
+// Write h of (sample n, unit j) at hbuf[at] for the next step's products: in
+// fp32, or in T where they run on the tensor cores (which read it as T).
+template <typename T>
+__device__ __forceinline__ void publish(float *hbuf, bool tc, size_t at, float h) {
+    if (tc) reinterpret_cast<T *>(hbuf)[at] = from_f32<T>(h);
+    else hbuf[at] = h;
+}
+
+// The forward step's products: on the tensor cores where tensor_cores says so.
+template <typename T>
+__device__ __forceinline__ void fprop_products(bool tc, const T *w, int H, int rows,
+                                               const float *h_prev, float *v, int KC, int N,
+                                               float *acc, const float *bias) {
+    if constexpr (sizeof(T) == 2) {
+        if (tc) {
+            matvec_mma(w, H, rows, reinterpret_cast<const T *>(h_prev), H, v, KC, N, acc, bias);
+            return;
+        }
+    }
+    matvec(w, H, rows, h_prev, H, v, KC, N, acc, bias, true);
+}
+
 // The block's weights into shared memory once: element f comes from W[src]
 // (a zero where src < 0) and goes to w[dst], map(f, src, dst) saying where.
 // DEPTH loads are in flight per thread: this one-time copy is bound by DRAM
@@ -246,11 +412,12 @@ __device__ void rnn_fprop(const RnnArgs &a) {
     float *bias = f + a.off_bias, *v = f + a.off_v, *acc = f + a.off_acc;
     float *h_own = f + a.off_h, *c_own = f + a.off_c;
     const T *W = static_cast<const T *>(a.W);
-    // w[r][k] = R[g*H + j][k] for row r = g*U + u, unit j = j0 + u
+    // w[r][k] = R[g*H + j][k] for row r = g*U + u, unit j = j0 + u (swizzled for the tensor cores)
+    const bool tc = tensor_cores<T>(N, H);
     stage_weights(W, w, rows * H, [&](int f, long long &src, int &dst) {
         const int r = f / H, j = j0 + r % U;
         src = j < H ? (long long)((r / U) * H + j) * (H + 1) + f % H : -1;
-        dst = f;
+        dst = tc ? swizzled(r, f % H, H) : f;
     });
     for (int r = threadIdx.x; r < rows; r += RNN_THREADS) {
         const int j = j0 + r % U;
@@ -262,7 +429,7 @@ __device__ void rnn_fprop(const RnnArgs &a) {
         if (j >= H) continue;
         h_own[i] = load_or_zero<T>(a.h0, (size_t)n * H + j);
         c_own[i] = load_or_zero<T>(a.c0, (size_t)n * H + j);
-        a.hbuf[(size_t)(N + n) * H + j] = h_own[i];
+        publish<T>(a.hbuf + (size_t)N * H, tc, (size_t)n * H + j, h_own[i]);
     }
     unsigned barriers = 0;
     grid_sync(a.barrier, ++barriers * gridDim.x);
@@ -272,7 +439,8 @@ __device__ void rnn_fprop(const RnnArgs &a) {
         // the thread's first (unit, sample): its inputs load while the state is staged
         float first[G];
         load_x<G>(X, t, threadIdx.x, U, N, H, j0, first);
-        matvec(w, H, rows, a.hbuf + (size_t)((t + 1) & 1) * N * H, H, v, a.KC, N, acc, bias, true);
+        fprop_products(tc, w, H, rows, a.hbuf + (size_t)((t + 1) & 1) * N * H, v, a.KC, N, acc,
+                       bias);
         float *h_out = a.hbuf + (size_t)(t & 1) * N * H;
         for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
             const int u = i % U, n = i / U, j = j0 + u;
@@ -305,7 +473,7 @@ __device__ void rnn_fprop(const RnnArgs &a) {
                 h = (1.f - gate[1]) * gate[2] + gate[1] * h_own[i];
             }
             h_own[i] = h;
-            h_out[(size_t)n * H + j] = h;
+            publish<T>(h_out, tc, (size_t)n * H + j, h);
             Y[pos * H + j] = from_f32<T>(h);
             if (a.reserve) {
                 float *rs = a.reserve + pos * ldr;

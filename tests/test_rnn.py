@@ -176,6 +176,12 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
     ("relu", BF16, 8, 1, 1),      # one step, one sample, blocks of one unit
     ("tanh", F32, 2560, 4, 2),    # the forward state staged in chunks
     ("lstm", F32, 1024, 40, 2),   # both directions chunked, N > 32
+    # the forward products on tensor cores (16-bit, N >= 8, H % 64 == 0)
+    ("lstm", F16, 1024, 32, 3),   # full 16 x 8 tiles, one per warp
+    ("relu", BF16, 128, 9, 3),    # one row per block, a partial batch tile
+    ("gru", F16, 192, 16, 2),     # 6 rows per block: a partial row tile
+    ("tanh", F16, 2560, 16, 2),   # the staged state in two chunks
+    ("gru", BF16, 72, 8, 2),      # H % 64 != 0: the CUDA-core products
 ], ids=str)
 def test_persistent_sizes_match_cpu(gpu_ng, mode, dtype, H, N, T):
     _gpu_against_cpu(gpu_ng, mode, dtype, "persistent", H=H, N=N, T=T, seed=H)
