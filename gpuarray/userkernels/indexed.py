@@ -168,7 +168,15 @@ def run(kernel, operands, out, size):
     for k, slot in enumerate(spec.inputs):
         values += _arguments(call, k, slot, keep)
     values += [buffer.ptr, buffer.size] if spec.output.role == "raw" else [buffer.ptr]
-    blocks = max(1, min(-(-call.n // BLOCK), getattr(backend, "sms", 132) * 32))
+    return launch(backend, loaded, fmt, call.n, BLOCK, values, buffer, target)
+
+
+def launch(backend, loaded, fmt, work, per_block, values, buffer, target):
+    """Queue a compiled indexed kernel over ``work`` items, ``per_block`` a
+    block (a grid of at most 32 blocks per multiprocessor, which the kernels
+    stride over), then store the result buffer into ``target`` unless the
+    kernel wrote ``target`` itself; returns ``target``."""
+    blocks = max(1, min(-(-work // per_block), getattr(backend, "sms", 132) * 32))
     backend._launch_user_kernel(loaded, fmt, (blocks, 1, 1), (BLOCK, 1, 1), values, 0)
     backend._stats["kernels_launched"] += 1
     if buffer is not target:

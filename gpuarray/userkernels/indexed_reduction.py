@@ -193,13 +193,7 @@ def run(call):
         else:
             args += value
     args += [buffer.ptr, buffer.size] if out_param.raw else [buffer.ptr]
-    per_block = BLOCK >> lanes
-    blocks = max(1, min(-(-call.nout // per_block), getattr(backend, "sms", 132) * 32))
-    backend._launch_user_kernel(loaded, fmt, (blocks, 1, 1), (BLOCK, 1, 1), args, 0)
-    backend._stats["kernels_launched"] += 1
-    if buffer is not result:
-        backend.assign(result, buffer)
-    return result
+    return indexed.launch(backend, loaded, fmt, call.nout, BLOCK >> lanes, args, buffer, result)
 
 
 def _buffer(call, result):

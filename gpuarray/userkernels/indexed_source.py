@@ -117,6 +117,15 @@ def generate(spec):
     return Source(text, name, fmt)
 
 
+def value_param(s):
+    """(declaration, pycuda format) of a raw or scalar parameter ``s``; None for an array."""
+    if s.role == "raw":
+        return f"{raw_type(s)} {s.name}", "Pq"
+    if s.role == "scalar":
+        return f"{s.storage} _ga_s_{s.name}", FORMATS[s.storage]
+    return None
+
+
 def _params(spec):
     """Kernel parameter declarations and the matching pycuda format."""
     params, fmt = ["long long _ga_n"], "q"
@@ -125,12 +134,10 @@ def _params(spec):
         params.append(f"{dims} _ga_shape")
         fmt += "q" * spec.ndim
     for s in spec.inputs + (spec.output,):
-        if s.role == "raw":
-            params.append(f"{raw_type(s)} {s.name}")
-            fmt += "Pq"
-        elif s.role == "scalar":
-            params.append(f"{s.storage} _ga_s_{s.name}")
-            fmt += FORMATS[s.storage]
+        value = value_param(s)
+        if value is not None:
+            params.append(value[0])
+            fmt += value[1]
         elif s is spec.output:
             params.append(f"{s.storage}* __restrict__ _ga_out")
             fmt += "P"

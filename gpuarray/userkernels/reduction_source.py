@@ -19,7 +19,7 @@ combination is the GPU's, as for the fused reductions.
 from dataclasses import dataclass
 
 from ..fusion.generate import Source
-from .indexed_source import FORMATS, GENERATED_LINE, HELPERS, raw_type
+from .indexed_source import GENERATED_LINE, HELPERS, value_param
 
 #: threads per block
 BLOCK = 256
@@ -106,19 +106,18 @@ def _params(spec):
               f"{kept} _ga_oshape", f"{reduced} _ga_rshape"]
     fmt = "qqq" + "q" * (spec.ndo + spec.ndr)
     for s in spec.inputs:
-        if s.role == "raw":
-            params.append(f"{raw_type(s)} {s.name}")
-            fmt += "Pq"
-        elif s.role == "scalar":
-            params.append(f"{s.storage} _ga_s_{s.name}")
-            fmt += FORMATS[s.storage]
+        value = value_param(s)
+        if value is not None:
+            params.append(value[0])
+            fmt += value[1]
         else:
             params += [f"const {s.storage}* __restrict__ _ga_p_{s.name}",
                        f"{kept} _ga_so_{s.name}", f"{reduced} _ga_sr_{s.name}"]
             fmt += "P" + "q" * (spec.ndo + spec.ndr)
     if spec.output.role == "raw":
-        params.append(f"{raw_type(spec.output)} {spec.output.name}")
-        fmt += "Pq"
+        declaration, code = value_param(spec.output)
+        params.append(declaration)
+        fmt += code
     else:
         params.append(f"{spec.output.storage}* __restrict__ _ga_out")
         fmt += "P"
