@@ -2,8 +2,9 @@
 
 In: CUDA C source text, the headers it includes (name -> text; the fusion
 compiler passes its prelude) and a target architecture (``sm_90``).
-Out: cubin bytes, ready for pycuda's ``module_from_buffer``.  Nothing
-here knows what the source computes.
+Out: cubin bytes, ready for :func:`gpuarray.cuda.driver.load_module_data`
+(or pycuda's ``module_from_buffer``).  Nothing here knows what the source
+computes.
 
 Compiles with NVRTC (the ``cuda-bindings`` package) when it is importable
 -- tens of milliseconds per kernel -- and otherwise with ``nvcc -cubin``.
