@@ -181,6 +181,7 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
     ("relu", BF16, 128, 9, 3),    # one row per block, a partial batch tile
     ("gru", F16, 192, 16, 2),     # 6 rows per block: a partial row tile
     ("tanh", F16, 2560, 16, 2),   # the staged state in two chunks
+    ("gru", BF16, 256, 72, 2),    # 9 tiles for 8 warps: a warp takes two
     ("gru", BF16, 72, 8, 2),      # H % 64 != 0: the CUDA-core products
 ], ids=str)
 def test_persistent_sizes_match_cpu(gpu_ng, mode, dtype, H, N, T):
