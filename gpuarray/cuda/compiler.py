@@ -129,19 +129,30 @@ def _compile_nvcc(text, arch, headers):
 
 
 def _fail(text, arch, headers, log):
-    path = cache_dir() / "failed" / f"{source_hash(text, arch, headers)}.cu"
-    _write_atomic(path, text.encode())
+    saved = save_failed_source(text, f"{source_hash(text, arch, headers)}.cu")
     raise CompileError(f"generated kernel failed to compile for {arch}; "
-                       f"source saved at {path}\n{log}")
+                       f"source saved at {saved}\n{log}")
+
+
+def save_failed_source(text, filename):
+    """Keep the source of a failed compile as ``failed/filename`` in the
+    cache, for the user to read; returns its path, or a phrase saying
+    that the cache cannot be written."""
+    path = cache_dir() / "failed" / filename
+    if _write_atomic(path, text.encode()):
+        return path
+    return "nowhere (the cache directory cannot be written)"
 
 
 def _write_atomic(path, data):
-    """Write so that concurrent processes never see a partial file."""
+    """Write so that concurrent processes never see a partial file; False
+    where the cache cannot be written (which only costs recompiles)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
+        return True
     except OSError:
-        pass  # a read-only cache only costs recompiles
+        return False

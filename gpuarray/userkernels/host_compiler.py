@@ -24,7 +24,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from ..cuda.compiler import CompileError, cache_dir
+from ..cuda.compiler import CompileError, cache_dir, save_failed_source
 
 _FLAGS = ("-O2", "-shared", "-fPIC", "-std=c++17")
 #: the kernel every library exports
@@ -119,7 +119,7 @@ def _compile(text, cxx, path, digest):
                                 capture_output=True, text=True)
         COUNTS["compiled"] += 1
         if result.returncode:
-            saved = _saved_source(text, digest)
+            saved = save_failed_source(text, f"{digest}.cpp")
             raise CompileError(f"user kernel failed to compile for the host ({cxx[0][0]}); "
                                f"source saved at {saved}\n{result.stderr}")
         try:
@@ -136,15 +136,3 @@ def _load(path):
     function.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
     function.restype = None
     return function
-
-
-def _saved_source(text, digest):
-    """Where the source that failed is kept, for the user to read ("nowhere"
-    when the cache cannot be written)."""
-    path = cache_dir() / "failed" / f"{digest}.cpp"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        return path
-    except OSError:
-        return "nowhere (the cache directory cannot be written)"
