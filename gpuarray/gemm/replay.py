@@ -139,9 +139,8 @@ class GemmPlan:
             _SCALING.pack_into(args, _SCALING_AT, *scaling)
             if scaling[4]:
                 gpu._drv.memset_d32_async(scaling[4], 0, 1, stream.current())
-        params = bytes(args)
-        launches = [(kernel, grid, block, params, smem)
-                    for kernel, grid, block, smem in self.launches]
+        # launched (and replayed) from `args` itself: nothing changes it after this point
+        launches = [(kernel, grid, block, args, smem) for kernel, grid, block, smem in self.launches]
         # the previous record's workspace goes back to the pool now: work
         # queued after its kernels runs after them anyway.  Freed explicitly,
         # not left to the reference count, so that nothing which happens to
