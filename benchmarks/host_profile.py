@@ -5,7 +5,8 @@
 Runs the real GPU dispatch path -- op-tree building, ``Backend.assign``,
 ``Dispatcher.execute`` (signature, recipe lookup, slots, argument packing)
 -- through the ``RecordingGPU`` of tests/test_dispatch.py, with the kernel
-launch replaced by a no-op, so only host work is timed:
+launch replaced by a no-op (the compiled launch entry, where built, bound
+to a C function that returns at once), so only host work is timed:
 
   (a) building a 10-op expression tree (no assignment),
   (b) a cached ``c[:] = a + b`` (1024 fp32),
@@ -30,14 +31,28 @@ import numpy as np  # noqa: E402
 from test_dispatch import RecordingGPU  # noqa: E402
 
 
+try:
+    from gpuarray.cuda import launch_entry  # noqa: E402
+except ImportError:
+    launch_entry = None
+
+
 class _NoLaunch:
-    """A compiled kernel stand-in whose launch does nothing."""
+    """A compiled kernel stand-in whose launch does nothing.  Where the
+    compiled launch entry is built, replays go through it as on the GPU,
+    bound to a C function that returns at once instead of cuLaunchKernel."""
 
     def __init__(self, arg_format):
         self.arg_format = arg_format
 
     def launch_packed(self, grid, block, buf, shared=0):
         pass
+
+    def patched_launch(self, grid, block, template, holes, smem=0):
+        if launch_entry is None:
+            return None
+        launch_entry.bind(launch_entry.NO_OP_ADDRESS)
+        return launch_entry.PatchedLaunch(0, grid, block, template, holes, smem)
 
 
 class HostOnlyGPU(RecordingGPU):

@@ -3,7 +3,7 @@
 In: user calls (through :class:`gpuarray.core.backend.Backend`) and, for
 each assignment, a destination view and an op-tree.  Out: device work
 queued on the current CUDA context.  The path of one assignment reads top
-to bottom: :meth:`GPU._execute` -> :mod:`gpuarray.fusion.dispatch`
+to bottom: ``GPU._execute`` (the dispatcher's ``execute``) -> :mod:`gpuarray.fusion.dispatch`
 (replays a recorded recipe, or records one:) -> plan
 (:mod:`gpuarray.fusion.plan`) -> layout and arguments
 (:mod:`gpuarray.fusion.launch`) -> :meth:`GPU._kernel`: from the cache,
@@ -155,8 +155,7 @@ def _device_call(method):
         try:
             return method(self, *args)
         except Exception as err:
-            if _is_driver_error(err):
-                self._check_context(err)
+            self._device_error(err)
             raise
     return call
 
@@ -243,7 +242,7 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         self.pool = DeviceMemoryPool()
         self._kernels = {}
         self._calls = 0
-        self._dispatcher = dispatch.Dispatcher(self)
+        self._use_dispatcher()
         #: the hand-written GEMM kernels, loaded on first use
         self.gemm_library = catalogue.Library()
         #: the hand-written convolution and pooling kernels, loaded on first use
@@ -295,6 +294,20 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         if self._drv.Context.get_current() != self.context:
             _push(self.context)
         self._attached.ready = True
+
+    def _use_dispatcher(self):
+        """Send assignments straight to a new dispatcher: its ``execute`` is
+        bound as this factory's ``_execute`` (an attribute, not a method
+        wrapped by :func:`_device_call`: the hot path saves two calls, and
+        the dispatcher makes the device-call checks itself)."""
+        self._dispatcher = dispatch.Dispatcher(self)
+        self._execute = self._dispatcher.execute
+
+    def _device_error(self, err):
+        """After an exception in a device call: raise clearly if it was a
+        driver error that left the context unusable."""
+        if _is_driver_error(err):
+            self._check_context(err)
 
     def _check_context(self, err):
         """After a driver error: raise clearly if a kernel fault killed the context."""
@@ -364,11 +377,6 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         return counters
 
     # -- evaluation ---------------------------------------------------------
-    @_device_call
-    def _execute(self, out, tree):
-        """Evaluate a checked op-tree into ``out`` with fused kernels."""
-        self._dispatcher.execute(out, tree)
-
     @_device_call
     def _gemm(self, call):
         for t in (call.a, call.b, call.c, call.bias, call.stats, call.scale_a, call.scale_b,

@@ -9,11 +9,14 @@ compiled entry and the ctypes fallback give the same results for fused,
 GEMM and pooling kernels.
 """
 import ctypes
+import struct
 
 import numpy as np
 import pytest
 
 from gpuarray.cuda import driver
+from gpuarray.fusion import dispatch
+from test_dispatch import RecordingGPU, _Kernel
 
 try:
     from gpuarray.cuda import launch_entry
@@ -81,6 +84,110 @@ def test_the_entry_refuses_what_it_cannot_pass(recorder):
     assert recorder == []
 
 
+@needs_entry
+def test_patched_launch_fills_every_hole_kind(recorder):
+    template = bytes(range(72))
+    holes = [(0, 0, "add", 16), (8, 0, "add", -8), (16, 1, "double", 0), (24, 2, "int", 0),
+             (32, 3, "int", 0), (40, 4, "bool", 0), (48, 5, "real", 0), (56, 5, "imag", 0)]
+    launch = launch_entry.PatchedLaunch(0x99, (4, 1, 1), (256, 1, 1), template, holes, 64)
+    values = [1 << 40, 3, -5, 2**64 - 1, np.float32(0.0), 1.5 - 2j]
+    assert launch(values, 0x77) == 0
+    want = struct.pack("<QQdqQQdd", (1 << 40) + 16, (1 << 40) - 8, 3.0, -5, 2**64 - 1, 0, 1.5, -2.0)
+    assert recorder == [{"function": 0x99, "grid": (4, 1, 1), "block": (256, 1, 1), "smem": 64,
+                         "stream": 0x77, "packed": want + template[64:]}]
+    assert launch([1 << 41, True, np.int8(-3), 7, "x", 2.0], 0) == 0  # the template is untouched
+    assert recorder[1]["packed"][:16] == struct.pack("<QQ", (1 << 41) + 16, (1 << 41) - 8)
+    assert recorder[1]["packed"][16:48] == struct.pack("<dqQQ", 1.0, -3, 7, 1)
+
+
+@needs_entry
+def test_patched_launch_of_a_large_template(recorder):
+    """Arguments beyond the stack buffer (4 KB) are patched in allocated memory."""
+    template = bytes(k % 256 for k in range(6000))
+    launch = launch_entry.PatchedLaunch(1, (1, 1, 1), (1, 1, 1), template, [(5984, 0, "add", 1)])
+    launch([41], 0)
+    assert recorder[0]["packed"] == template[:5984] + struct.pack("<Q", 42) + template[5992:]
+
+
+@needs_entry
+def test_patched_launch_refuses_what_it_cannot_fill(recorder):
+    with pytest.raises(ValueError, match="hole at byte 8 lies outside the 12-byte arguments"):
+        launch_entry.PatchedLaunch(1, (1, 1, 1), (1, 1, 1), bytes(12), [(8, 0, "add", 0)])
+    with pytest.raises(ValueError, match="unknown hole kind 'float'"):
+        launch_entry.PatchedLaunch(1, (1, 1, 1), (1, 1, 1), bytes(8), [(0, 0, "float", 0)])
+    launch = launch_entry.PatchedLaunch(1, (1, 1, 1), (1, 1, 1), bytes(16), [(8, 2, "int", 0)])
+    with pytest.raises(IndexError, match="holes up to slot 2 got 2 values"):
+        launch([1, 2], 0)
+    with pytest.raises(TypeError):
+        launch([1, 2, None], 0)
+    assert recorder == []
+
+
+class _EntryKernel(_Kernel):
+    """A recording kernel whose replays go through the compiled entry; the
+    launch order's argument formats go to ``formats``."""
+
+    def __init__(self, arg_format, log, formats):
+        super().__init__(type("Source", (), {"arg_format": arg_format}), log)
+        self.formats = formats
+
+    def patched_launch(self, grid, block, template, holes, smem=0):
+        launch = launch_entry.PatchedLaunch(0x1000, grid, block, template, holes, smem)
+
+        def logged(values, stream_handle):
+            self.formats.append(self.arg_format)
+            return launch(values, stream_handle)
+        return logged
+
+    def check_launch(self, result):
+        raise AssertionError(f"the stand-in driver returned {result}")
+
+
+class _EntryGPU(RecordingGPU):
+    def __init__(self):
+        super().__init__()
+        self.formats = []
+
+    def _kernel(self, program, layout):
+        kernel = super()._kernel(program, layout)
+        return _EntryKernel(kernel.arg_format, self.launches, self.formats)
+
+
+def _assignments(ng, rng):
+    """Assignments whose replays fill every kind of hole: views sharing a
+    buffer, int, float, bool and complex scalars, a split reduction's
+    temporaries."""
+    a = ng.empty((96, 40), np.float32)
+    b = ng.empty((96, 40), np.float32)
+    z = ng.empty((16,), np.complex128)
+    long_rows = ng.empty((2, 1 << 20), np.float32)
+    out, zout = ng.empty((96, 40), np.float32), ng.empty((16,), np.complex128)
+    k = int(rng.integers(1, 9))
+    yield out, a * k + b[::-1] / 3.5
+    yield out[1:], ng.where(a[1:] > b[:-1], a[:-1], -2.0)
+    yield ng.empty((96, 1), np.float32), ng.sum(a * (k > 4) - b, axis=1, keepdims=True)
+    yield zout, z * complex(k, -1) + 1j
+    yield out[:, :20], a[:, 20:] ** 2 + (b[:, :20] != 0)
+    yield ng.empty((2,), np.float32), ng.sum(long_rows * k, axis=1)
+
+
+@needs_entry
+def test_dispatch_through_the_entry_packs_what_python_packs(recorder):
+    """Replays patched by the compiled entry hand the driver the bytes the
+    Python patching gives, over changing pointers and scalars."""
+    python_ng, entry_ng = RecordingGPU(), _EntryGPU()
+    for seed in range(3):
+        for ng in (python_ng, entry_ng):
+            for out, tree in _assignments(ng, np.random.default_rng(seed)):
+                out[...] = tree
+    assert any(recipe.temp_sizes for recipe in entry_ng._dispatcher.recipes.values())
+    assert entry_ng.launches == [] and len(recorder) == len(python_ng.launches) > 18
+    for (grid, block, args), call, arg_format in zip(python_ng.launches, recorder,
+                                                     entry_ng.formats):
+        assert (grid, block) == (call["grid"], call["block"])
+        assert struct.unpack(arg_format, call["packed"]) == args
+
+
 def test_the_entry_in_use(gpu_ng):
     ng = gpu_ng
     a = ng.array(np.arange(8, dtype=np.float32))
@@ -110,10 +217,12 @@ def test_compiled_and_ctypes_entries_agree(gpu_ng):
     ng = gpu_ng
     first = _run_kernels(ng, np.random.default_rng(0))
     driver._entries[:] = [(driver._ctypes_packed, driver._ctypes_struct)]
+    ng._dispatcher.recipes.clear()  # recorded replays keep the entry they were made with
     try:
         assert driver.entry_name() == "ctypes"
         second = _run_kernels(ng, np.random.default_rng(0))
     finally:
         driver._entries.clear()
+        ng._dispatcher.recipes.clear()
     for x, y in zip(first, second):
         np.testing.assert_array_equal(x, y)

@@ -17,7 +17,7 @@ from .array_api import ArrayAPIFunctions
 from .creation import CreationFunctions
 from .functions import MathFunctions
 from .manipulation import ManipulationFunctions
-from .optree import Expression, Scalar, settled
+from .optree import PYTHON_SCALARS, Expression, Scalar, settled
 from .streams import StreamFunctions
 
 
@@ -147,8 +147,11 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         return Scalar(value)
 
     def operands(self, values):
-        """:meth:`operand` of each value, as a tuple (this factory's own pass as they are)."""
-        return tuple([v if getattr(v, "backend", None) is self else self.operand(v) for v in values])
+        """:meth:`operand` of each value, as a tuple (this factory's own pass
+        as they are, Python numbers become scalars at once)."""
+        return tuple([v if getattr(v, "backend", None) is self
+                      else Scalar(v) if type(v) in PYTHON_SCALARS else self.operand(v)
+                      for v in values])
 
     def evaluate(self, expr, out=None):
         """Evaluate ``expr`` into ``out`` or into a new tensor, which is returned."""

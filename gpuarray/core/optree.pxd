@@ -14,3 +14,6 @@ cdef class OpTreeNode(Expression):
     cdef public object operand_type, has_gemm, value
 
 cpdef _binary_node(backend, name, tuple args)
+cdef _unary_node(backend, name, tuple args)
+cdef bint _float_loop_ints(tuple args, tuple loop)
+cdef _fill_binary(OpTreeNode node, backend, op, tuple args, attrs, shape, dtype)

@@ -24,7 +24,7 @@ _rand_serial = itertools.count()
 #: convolutions (implicit GEMMs); a tree holding one has ``has_gemm``
 _PRODUCTS = ("dot", "batched_dot", "conv")
 #: operands that become a Scalar leaf with no further checks
-_PYTHON_SCALARS = frozenset((int, float, bool))
+PYTHON_SCALARS = frozenset((int, float, bool))
 
 
 def _reduction_method(name):
@@ -55,7 +55,7 @@ class Expression(ArrayLike):
     def _binary(self, name, other, reflected=False):
         # the hot path of expression building: no out=, so straight to the node
         backend = self.backend
-        if type(other) in _PYTHON_SCALARS:
+        if type(other) in PYTHON_SCALARS:
             other = Scalar(other)
         elif getattr(other, "backend", None) is not backend:
             other = backend.operand(other)
@@ -176,9 +176,12 @@ class OpTreeNode(Expression):
                  "operand_type", "has_gemm", "value")
 
     def __init__(self, backend, op, args, attrs, shape, dtype):
+        args = args if type(args) is tuple else tuple(args)
+        if len(args) == 2:
+            _fill_binary(self, backend, op, args, attrs, shape, dtype)
+            return
         self.backend, self.op, self.attrs, self.dtype = backend, op, attrs, dtype
         self.value = None
-        args = args if type(args) is tuple else tuple(args)
         for a in args:
             if type(a) is OpTreeNode and a.value is not None:
                 args = _settled(args)
@@ -189,14 +192,8 @@ class OpTreeNode(Expression):
         # Built here, once per node and from the children's, so dispatching a
         # tree needs no extra walk: ``sig`` is the structure with leaf layouts
         # (rand's serial left out), ``leaves`` the tensors and scalars in the
-        # order ``sig`` meets them.  One and two operands, the common cases,
-        # build each tuple at once.
-        if len(args) == 2:
-            a, b = args
-            self.sig = (op, attrs, dtype, a.sig, b.sig)
-            self.leaves = a.leaves + b.leaves
-            self.has_gemm = a.has_gemm or b.has_gemm or op in _PRODUCTS
-        elif len(args) == 1:
+        # order ``sig`` meets them.
+        if len(args) == 1:
             a = args[0]
             self.sig, self.leaves, self.has_gemm = (op, attrs, dtype, a.sig), a.leaves, a.has_gemm
         else:
@@ -276,6 +273,24 @@ class OpTreeNode(Expression):
         return self._evaluated().__cuda_array_interface__
 
 
+def _fill_binary(node, backend, op, args, attrs, shape, dtype):
+    """The fields of a two-operand node (``OpTreeNode.__init__``'s common
+    case, and what :func:`_binary_node` calls on a bare new node: the
+    hottest constructor, spared the generic argument handling)."""
+    a, b = args
+    if (type(a) is OpTreeNode and a.value is not None) or (
+            type(b) is OpTreeNode and b.value is not None):
+        args = _settled(args)
+        a, b = args
+    node.backend, node.op, node.attrs, node.dtype, node.operand_type = backend, op, attrs, dtype, dtype
+    node.value = None
+    node.args = args
+    node.shape = shape if type(shape) is tuple else tuple(shape)
+    node.sig = (op, attrs, dtype, a.sig, b.sig)
+    node.leaves = a.leaves + b.leaves
+    node.has_gemm = a.has_gemm or b.has_gemm or op in _PRODUCTS
+
+
 def _settled(args):
     """Operands with each evaluated lazy array replaced by its kept value."""
     return tuple(a.value if type(a) is OpTreeNode and a.value is not None else a for a in args)
@@ -305,6 +320,8 @@ def elementwise(backend, name, args):
     """Build an elementwise node, checking shapes and dtypes numpy's way."""
     if len(args) == 2:
         return _binary_node(backend, name, args)
+    if len(args) == 1 and type(args[0]) is not Scalar:
+        return _unary_node(backend, name, args)
     shape = args[0].shape if len(args) == 1 else _common_shape(args)
     if name == "where":
         dtype = ops.result_type(*[a.operand_type for a in args[1:]])
@@ -334,14 +351,50 @@ def _binary_node(backend, name, args):
         shape = b.shape
     elif b.shape != shape:
         shape = shapes.broadcast_shapes(shape, b.shape)
-    loop, dtype = ops.resolve(name, (a.operand_type, b.operand_type))
+    key = (name, a.operand_type, b.operand_type)
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        resolved = _RESOLVED[key] = ops.resolve(name, key[1:])
+    loop, dtype = resolved
     # NEP 50's rules concern Python ints and powers only: float scalars skip them
-    if (a_scalar or b_scalar) and (name == "power" or a.operand_type is int
-                                   or b.operand_type is int):
+    if (a_scalar or b_scalar) and (name == "power" or (
+            (a.operand_type is int or b.operand_type is int) and not _float_loop_ints(args, loop))):
         exact = check_scalars(name, args, loop)
         if exact is not None:
             return elementwise(backend, *exact)
-    return OpTreeNode(backend, name, args, (), shape, dtype)
+    node = OpTreeNode.__new__(OpTreeNode)
+    _fill_binary(node, backend, name, args, (), shape, dtype)
+    return node
+
+
+#: ops.resolve's answers for one and two operands, looked up without its call
+_RESOLVED = {}
+#: Python ints of this size convert to every float loop (check_scalars' bound)
+_FLOAT_SAFE_INT = 2**1023
+
+
+def _float_loop_ints(args, loop):
+    """True when each Python int operand meets a float or complex loop within
+    range: :func:`check_scalars` has nothing to refuse or rewrite then
+    outside powers (its integer bounds and comparisons concern integer
+    loops), which is the common ``A * 2`` spared its call."""
+    for k in range(2):
+        a = args[k]
+        if type(a) is Scalar and a.weak_type is int:
+            if loop[k].kind not in "fc" or not -_FLOAT_SAFE_INT <= a.value <= _FLOAT_SAFE_INT:
+                return False
+    return True
+
+
+def _unary_node(backend, name, args):
+    """:func:`elementwise` of one tensor or tree operand (no broadcasting,
+    no scalar for NEP 50's rules)."""
+    a = args[0]
+    key = (name, a.operand_type)
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        resolved = _RESOLVED[key] = ops.resolve(name, key[1:])
+    return OpTreeNode(backend, name, args, (), a.shape, resolved[1])
 
 
 def _common_shape(args):

@@ -277,6 +277,24 @@ class Kernel:
         if result:
             _check(result, f"launching {self.name}")
 
+    def patched_launch(self, grid, block, template, holes, smem=0):
+        """A recorded packed launch of this kernel whose holes are filled per call.
+
+        Returns a :class:`~gpuarray.cuda.launch_entry.PatchedLaunch`, called
+        as ``launch(values, stream_handle)`` and returning the ``CUresult``
+        (:meth:`check_launch` raises for it), or None where the compiled
+        entry is not built: the caller then patches a copy of ``template``
+        itself and calls :meth:`launch_packed`.
+        """
+        if _entry()[0] is _ctypes_packed:
+            return None
+        from . import launch_entry
+        return launch_entry.PatchedLaunch(self.address, grid, block, template, holes, smem)
+
+    def check_launch(self, result):
+        """Raise :class:`DriverError` for a failed launch's ``CUresult``."""
+        _check(result, f"launching {self.name}")
+
     def launch_cooperative(self, grid, block, data, smem):
         """As :meth:`launch`, with every block resident at once (a kernel with a
         grid-wide barrier); the driver refuses a grid that cannot be."""

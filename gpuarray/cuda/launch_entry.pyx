@@ -23,10 +23,21 @@ Arguments reach the kernel in one of the driver's two ways:
   ``kernelParams``, copied first to 64-byte aligned memory: the
   hand-written kernels take a struct holding ``CUtensorMap`` s, which must
   be 64-byte aligned, and which the packed form delivers misplaced.
+
+A :class:`PatchedLaunch` is a packed launch recorded once, whose
+arguments that change between calls (pointers, scalars, counters) are
+*holes* filled from a list of values on each call: the replay of a fused
+assignment patches and launches in one C call, instead of a ``struct``
+call per run of holes.  :data:`NO_OP_ADDRESS` is a C function with
+``cuLaunchKernel``'s signature that does nothing: bound in place of the
+driver (``benchmarks/host_profile.py``), it times the host path where
+there is no GPU.
 """
-from libc.stdint cimport uintptr_t
+from libc.stdint cimport int64_t, uint64_t, uintptr_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_Check, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_AsUnsignedLongLongMask
 from cpython.bytearray cimport PyByteArray_Check, PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 
 ctypedef int (*LaunchFn)(void* f, unsigned int gx, unsigned int gy, unsigned int gz,
@@ -41,6 +52,16 @@ cdef void* _BUFFER_SIZE = <void*>2
 MAX_STRUCT_BYTES = 4096
 
 cdef LaunchFn _launch = NULL
+
+
+cdef int _no_op(void* f, unsigned int gx, unsigned int gy, unsigned int gz,
+                unsigned int bx, unsigned int by, unsigned int bz,
+                unsigned int smem, void* stream, void** params, void** extra) noexcept nogil:
+    return 0
+
+
+#: address of a function taking cuLaunchKernel's arguments and doing nothing
+NO_OP_ADDRESS = <uintptr_t>&_no_op
 
 
 def bind(uintptr_t address):
@@ -98,3 +119,141 @@ def launch_struct(uintptr_t function, tuple grid, tuple block, object data, unsi
     memcpy(params[0], start, size)
     return _launch(<void*>function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                    smem, <void*>stream, params, NULL)
+
+
+# what a hole holds, each written as 8 bytes at its offset: an address or
+# counter (the value plus a byte delta), a float64, an integer's 64-bit
+# pattern, a bool as 0/1, a complex value's real or imaginary part
+cdef enum HoleKind:
+    ADD, DOUBLE, INT, BOOL, REAL, IMAG
+
+HOLE_KINDS = {"add": ADD, "double": DOUBLE, "int": INT, "bool": BOOL, "real": REAL, "imag": IMAG}
+
+cdef struct Hole:
+    Py_ssize_t offset, slot
+    int kind
+    int64_t delta
+
+# arguments up to this size are patched on the stack; larger ones in memory
+# allocated per call (the driver takes at most 32 KB of parameters)
+cdef enum:
+    STACK_BYTES = 4096
+
+
+cdef uint64_t _integer_bits(object value) except? 0xFFFFFFFFFFFFFFFF:
+    # int(value) reduced modulo 2**64: the bits of the signed or unsigned C value
+    if type(value) is not int:
+        value = int(value)
+    return PyLong_AsUnsignedLongLongMask(value)
+
+
+cdef class PatchedLaunch:
+    """A packed launch whose changing arguments are patched in on each call.
+
+    Parameters
+    ----------
+    function : int
+        The ``CUfunction``.
+    grid, block : tuple of 3 ints
+    template : bytes
+        The arguments packed once, holes included (their bytes are replaced).
+    holes : sequence of (offset, slot, kind, delta)
+        Byte offset of each 8-byte hole, the index of the value filling it
+        in the list each call gets, its kind (a key of :data:`HOLE_KINDS`)
+        and, for "add", the byte delta added to the value.
+    smem : int
+        Dynamic shared memory bytes.
+
+    Calling it with ``(values, stream)`` patches a copy of the template
+    (the object is shared by threads replaying one recipe) and launches it
+    on ``stream``; returns the ``CUresult``.
+    """
+
+    cdef uintptr_t function
+    cdef unsigned int grid[3]
+    cdef unsigned int block[3]
+    cdef unsigned int smem
+    cdef bytes template
+    cdef Hole* holes
+    cdef Py_ssize_t nholes, top_slot
+
+    def __init__(self, uintptr_t function, tuple grid, tuple block, bytes template, holes,
+                 unsigned int smem=0):
+        cdef Py_ssize_t k
+        self.function, self.template, self.smem = function, template, smem
+        for k in range(3):
+            self.grid[k], self.block[k] = grid[k], block[k]
+        holes = list(holes)
+        self.holes = <Hole*>malloc(max(1, len(holes)) * sizeof(Hole))
+        if self.holes == NULL:
+            raise MemoryError()
+        self.nholes, self.top_slot = len(holes), -1
+        for k, (offset, slot, kind, delta) in enumerate(holes):
+            if not 0 <= offset <= len(template) - 8:
+                raise ValueError(f"hole at byte {offset} lies outside the {len(template)}-byte arguments")
+            if kind not in HOLE_KINDS:
+                raise ValueError(f"unknown hole kind {kind!r} (one of {', '.join(HOLE_KINDS)})")
+            self.holes[k] = Hole(offset, slot, HOLE_KINDS[kind], delta)
+            self.top_slot = max(self.top_slot, slot)
+
+    def __dealloc__(self):
+        free(self.holes)
+
+    def __call__(self, list values, uintptr_t stream):
+        cdef char stack[STACK_BYTES]
+        cdef char* buf = stack
+        cdef Py_ssize_t size = len(self.template)
+        cdef int result
+        _ready()
+        if len(values) <= self.top_slot:
+            raise IndexError(f"a launch with holes up to slot {self.top_slot} got "
+                             f"{len(values)} values")
+        if size > STACK_BYTES:
+            buf = <char*>malloc(size)
+            if buf == NULL:
+                raise MemoryError()
+        try:
+            memcpy(buf, PyBytes_AS_STRING(self.template), size)
+            self._patch(buf, values)
+            result = self._launch_buffer(buf, size, stream)
+        finally:
+            if buf != stack:
+                free(buf)
+        return result
+
+    cdef int _patch(self, char* buf, list values) except -1:
+        cdef Py_ssize_t k
+        cdef Hole* hole
+        cdef object value
+        cdef uint64_t bits
+        cdef double real
+        for k in range(self.nholes):
+            hole = &self.holes[k]
+            value = values[hole.slot]
+            if hole.kind == ADD:
+                bits = _integer_bits(value) + <uint64_t>hole.delta
+            elif hole.kind == INT:
+                bits = _integer_bits(value)
+            elif hole.kind == BOOL:
+                bits = 1 if value else 0
+            else:
+                if hole.kind == DOUBLE:
+                    real = value
+                elif hole.kind == REAL:
+                    real = complex(value).real
+                else:
+                    real = complex(value).imag
+                memcpy(buf + hole.offset, &real, 8)
+                continue
+            memcpy(buf + hole.offset, &bits, 8)
+        return 0
+
+    cdef int _launch_buffer(self, char* buf, Py_ssize_t size, uintptr_t stream):
+        cdef size_t nbytes = size
+        cdef void* extra[5]
+        extra[0], extra[1] = _BUFFER_POINTER, buf
+        extra[2], extra[3] = _BUFFER_SIZE, &nbytes
+        extra[4] = NULL
+        return _launch(<void*>self.function, self.grid[0], self.grid[1], self.grid[2],
+                       self.block[0], self.block[1], self.block[2], self.smem,
+                       <void*>stream, NULL, extra)

@@ -9,11 +9,11 @@ cdef class Dispatcher:
     cdef public dict recipes
 
 cdef class _Launcher:
-    cdef public object kernel, grid, block, packed, launch
+    cdef public object kernel, grid, block, packed, patched
     cdef public list runs
 
 cdef class _Recipe:
     cdef public list temp_sizes, launchers
 
-@cython.locals(slots=list, first=dict, pattern=list)
+@cython.locals(slots=list, pattern=list, buffers=list, bases=list, group=Py_ssize_t)
 cpdef tuple _slots(out, tuple leaves)

@@ -36,20 +36,31 @@ class Dispatcher:
         self.recipes = {}
 
     def execute(self, out, tree):
-        """Queue the kernels computing ``out[...] = tree``."""
-        leaves = tree.leaves
-        slots, pattern = _slots(out, leaves)
-        key = (tree.sig, out.sig, pattern)
-        recipe = self.recipes.get(key)
-        if recipe is None:
-            if len(self.recipes) >= MAX_RECIPES:
-                # forget the oldest: a program cycling through many shapes
-                # must not grow without bound (compiled kernels are kept)
-                del self.recipes[next(iter(self.recipes))]
-            recipe = self.recipes[key] = self._record(out, tree, leaves)
-        if stream.capturing() is not None and _draws_random(out, tree):
-            stream.note_random()
-        recipe.replay(self.gpu, slots)
+        """Queue the kernels computing ``out[...] = tree``.
+
+        The factory's ``_execute``, called by the assignment itself: so it
+        makes the checks of every device call (``gpu._device_call``) here.
+        """
+        gpu = self.gpu
+        if not gpu._attached.ready:
+            gpu._attach()
+        try:
+            leaves = tree.leaves
+            slots, pattern = _slots(out, leaves)
+            key = (tree.sig, out.sig, pattern)
+            recipe = self.recipes.get(key)
+            if recipe is None:
+                if len(self.recipes) >= MAX_RECIPES:
+                    # forget the oldest: a program cycling through many shapes
+                    # must not grow without bound (compiled kernels are kept)
+                    del self.recipes[next(iter(self.recipes))]
+                recipe = self.recipes[key] = self._record(out, tree, leaves)
+            if stream.capturing() is not None and _draws_random(out, tree):
+                stream.note_random()
+            recipe.replay(gpu, slots)
+        except Exception as err:
+            gpu._device_error(err)
+            raise
 
     def _record(self, out, tree, leaves):
         steps, temps = plan.plan(self.gpu, out, tree)
@@ -112,40 +123,90 @@ def _slots(out, leaves):
     ``out`` and each tensor leaf, flat: the index of the first of them with
     the same buffer, the byte distance from it, and the address modulo 16.
     """
-    out_ptr = out.buffer.ptr + out.offset
+    buffer = out.buffer
+    out_ptr = buffer.ptr + out.offset
     slots = [out_ptr, out.rounding or 0, 0]
-    first = {id(out.buffer): (0, out_ptr)}
     pattern = [0, 0, out_ptr & 15]
+    # assignments have a few leaves: a list searched by identity is cheaper
+    # than a dict of ids
+    buffers, bases = [buffer], [out_ptr]
     for t in leaves:
         if type(t) is Scalar:
             slots.append(t.value)
             continue
-        ptr = t.buffer.ptr + t.offset
+        buffer = t.buffer
+        ptr = buffer.ptr + t.offset
         slots.append(ptr)
-        group, base = first.setdefault(id(t.buffer), (len(first), ptr))
-        pattern += (group, ptr - base, ptr & 15)
+        for group in range(len(buffers)):
+            if buffers[group] is buffer:
+                break
+        else:
+            group = len(buffers)
+            buffers.append(buffer)
+            bases.append(ptr)
+        pattern.append(group)
+        pattern.append(ptr - bases[group])
+        pattern.append(ptr & 15)
     return slots, tuple(pattern)
 
 
 class _Launcher:
     """One recorded kernel launch: its argument buffer, packed once, and the
-    holes (pointers, scalars, call counter, rounding bits) patched in place
-    on each replay, a run of neighbouring holes at a time."""
+    holes (pointers, scalars, call counter, rounding bits) filled on each
+    replay.
+
+    Where the compiled launch entry is built, the kernel's
+    :meth:`~gpuarray.cuda.driver.Kernel.patched_launch` patches and
+    launches in one C call; elsewhere a copy of the buffer is patched here,
+    a run of neighbouring holes per ``Struct.pack_into``.
+    """
 
     def __init__(self, kernel, spec, holes):
         self.kernel, self.grid, self.block = kernel, spec.grid, spec.block
-        layout = struct.Struct(kernel.arg_format)
-        self.packed = layout.pack(*spec.args)
+        self.packed = struct.Struct(kernel.arg_format).pack(*spec.args)
         self.runs = _runs(kernel.arg_format, holes)
-        self.launch = kernel.launch_packed
+        self.patched = kernel.patched_launch(self.grid, self.block, self.packed,
+                                             _entry_holes(kernel.arg_format, holes))
 
-    def __call__(self, slots):
+    def run(self, slots, stream_handle):
+        """Launch with the holes filled from ``slots``."""
+        if self.patched is not None:
+            result = self.patched(slots, stream_handle)
+            if result:
+                self.kernel.check_launch(result)
+            return
         # a copy per call (tens of ns): threads replaying one recipe never
         # patch each other's buffer between patching and launching
         buffer = bytearray(self.packed)
         for pack_into, offset, fetch in self.runs:
             pack_into(buffer, offset, *fetch(slots))
-        self.launch(self.grid, self.block, buffer)
+        self.kernel.launch_packed(self.grid, self.block, buffer)
+
+
+#: hole kinds of the compiled entry for each scalar converter of
+#: launch.scalar_parts, and the argument formats its 8-byte holes take
+_SCALAR_KINDS = {float: "double", launch.signed_arg: "int", launch.unsigned_arg: "int",
+                 launch.bool_arg: "bool", launch.real_part: "real",
+                 launch.imaginary_part: "imag"}
+_ENTRY_FORMATS = frozenset("PQqd")
+
+
+def _entry_holes(arg_format, holes):
+    """``holes`` as the compiled entry takes them, ``(byte offset, slot, kind,
+    delta)``; None where one is not an 8-byte argument or has a converter
+    the entry does not know (the Python patching then serves)."""
+    offsets = _offsets(arg_format)
+    entry = []
+    for position, slot, adjust in holes:
+        if arg_format[position] not in _ENTRY_FORMATS:
+            return None
+        if type(adjust) is int:
+            entry.append((offsets[position], slot, "add", adjust))
+        elif adjust in _SCALAR_KINDS:
+            entry.append((offsets[position], slot, _SCALAR_KINDS[adjust], 0))
+        else:
+            return None
+    return entry
 
 
 def _runs(arg_format, holes):
@@ -216,19 +277,20 @@ class _Recipe:
 
     def replay(self, gpu, slots):
         """Launch the recorded kernels with this call's pointers and scalars."""
-        temps = [gpu.pool.allocate(n) for n in self.temp_sizes]
+        handle = stream.launch_handle()
+        temps = [gpu.pool.allocate(n) for n in self.temp_sizes] if self.temp_sizes else ()
         if temps:
             slots.extend([t.ptr for t in temps])
         for launcher in self.launchers:
             gpu._calls += 1
             slots[_CALL_SLOT] = gpu._calls
-            launcher(slots)
-        gpu._stats["kernels_launched"] += len(self.launchers)
-        gpu.last_kernel = self.launchers[-1].kernel
+            launcher.run(slots, handle)
         # temporaries go back to the pool now: later work on the same stream
         # runs after these kernels, so reusing the memory is safe
         for t in temps:
             t.free()
+        gpu._stats["kernels_launched"] += len(self.launchers)
+        gpu.last_kernel = self.launchers[-1].kernel
 
 
 class _Sources:

@@ -266,31 +266,42 @@ def scalar_arg(value, ctype):
 def scalar_converter(ctype):
     """The one-argument function :func:`scalar_arg` applies for ``ctype``
     (looked up once per recorded launch, not per call)."""
-    return _CONVERTERS.get(ctype, _signed_arg)
+    return _CONVERTERS.get(ctype, signed_arg)
 
 
 def scalar_parts(ctype):
     """The converters giving the packed argument values of a ``ctype`` scalar,
     in order: one, or two for a complex scalar (its real and imaginary parts)."""
     if ctype == "ga_complex128":
-        return (_real_part, _imaginary_part)
+        return (real_part, imaginary_part)
     return (scalar_converter(ctype),)
 
 
-def _real_part(value):
+def real_part(value):
+    """A complex scalar's real part, as a float."""
     return float(complex(value).real)
 
 
-def _imaginary_part(value):
+def imaginary_part(value):
+    """A complex scalar's imaginary part, as a float."""
     return float(complex(value).imag)
 
 
-def _signed_arg(value):
+def signed_arg(value):
+    """An integer scalar for a ``long long`` argument."""
     # a Python int above 2**63 (stored into a uint64) travels as its bit
     # pattern; C's conversion to the unsigned type restores it
     return (int(value) + 2**63) % 2**64 - 2**63
 
 
-_CONVERTERS = {"double": float,
-               "unsigned long long": lambda value: int(value) % 2**64,
-               "bool": lambda value: int(bool(value))}
+def unsigned_arg(value):
+    """An integer scalar for an ``unsigned long long`` argument."""
+    return int(value) % 2**64
+
+
+def bool_arg(value):
+    """A bool scalar, passed as a ``long long`` 0 or 1."""
+    return int(bool(value))
+
+
+_CONVERTERS = {"double": float, "unsigned long long": unsigned_arg, "bool": bool_arg}
