@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from gpuarray.cuda import driver
-from gpuarray.fusion import dispatch
 from test_dispatch import RecordingGPU, _Kernel
 
 try:
