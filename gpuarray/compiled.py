@@ -54,6 +54,7 @@ MODULES = (
     "gpuarray.conv.fuse",
     "gpuarray.cuda.driver",
     "gpuarray.cuda.stream",
+    "gpuarray.cuda.mempool",
 )
 
 #: compiled modules with no Python source, built by setup.py beside the

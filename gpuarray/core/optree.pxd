@@ -7,7 +7,7 @@
 from gpuarray.core.arraylike cimport ArrayLike
 
 cdef class Expression(ArrayLike):
-    pass
+    cdef _binary(self, name, other, bint reflected=*)
 
 cdef class OpTreeNode(Expression):
     cdef public object op, args, attrs, shape, dtype, backend, sig, leaves

@@ -17,6 +17,8 @@ MAX_INTP = 2**63 - 1
 
 def as_shape(shape):
     """Normalise an int or a sequence of ints into a shape tuple."""
+    if type(shape) is tuple and _plain_dims(shape):
+        return shape  # the common case, a tensor's own shape: nothing to convert
     if isinstance(shape, (bool, np.bool_)):
         raise TypeError(f"expected a sequence of integers or a single integer, got '{shape}'")
     if isinstance(shape, (int, np.integer)):
@@ -28,6 +30,14 @@ def as_shape(shape):
     if any(d < 0 for d in dims):
         raise ValueError("negative dimensions are not allowed")
     return dims
+
+
+def _plain_dims(shape):
+    """True when every dimension is a Python int (not a bool) and not negative."""
+    for d in shape:
+        if type(d) is not int or d < 0:
+            return False
+    return True
 
 
 def nbytes_of(shape, itemsize):

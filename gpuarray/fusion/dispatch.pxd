@@ -4,6 +4,8 @@
 # become extension types whose fields are C slots, and the slot filling
 # works on typed lists.
 
+from gpuarray.core.array cimport Tensor
+
 cdef class Dispatcher:
     cdef public object gpu
     cdef public dict recipes
@@ -15,5 +17,6 @@ cdef class _Launcher:
 cdef class _Recipe:
     cdef public list temp_sizes, launchers
 
-@cython.locals(slots=list, pattern=list, buffers=list, bases=list, group=Py_ssize_t)
+@cython.locals(out=Tensor, t=Tensor, slots=list, pattern=list, buffers=list, bases=list,
+               group=Py_ssize_t)
 cpdef tuple _slots(out, tuple leaves)

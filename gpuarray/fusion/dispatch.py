@@ -130,10 +130,11 @@ def _slots(out, leaves):
     # assignments have a few leaves: a list searched by identity is cheaper
     # than a dict of ids
     buffers, bases = [buffer], [out_ptr]
-    for t in leaves:
-        if type(t) is Scalar:
-            slots.append(t.value)
+    for leaf in leaves:
+        if type(leaf) is Scalar:
+            slots.append(leaf.value)
             continue
+        t = leaf  # the leaves are scalars and tensors
         buffer = t.buffer
         ptr = buffer.ptr + t.offset
         slots.append(ptr)
