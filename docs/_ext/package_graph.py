@@ -25,7 +25,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "gpuarray"
 #: the path of one assignment, in call order: (label, dotted function)
 ASSIGNMENT_PATH = [
     ("assign", "gpuarray.core.backend.Backend.assign"),
-    ("execute", "gpuarray.gpu.GPU._execute"),
     ("dispatch", "gpuarray.fusion.dispatch.Dispatcher.execute"),
     ("plan", "gpuarray.fusion.plan.plan"),
     ("launch shape", "gpuarray.fusion.launch.prepare"),

@@ -150,6 +150,10 @@ cdef uint64_t _integer_bits(object value) except? 0xFFFFFFFFFFFFFFFF:
 cdef class PatchedLaunch:
     """A packed launch whose changing arguments are patched in on each call.
 
+    ``launch(values, stream)`` patches a copy of the template (the object is
+    shared by threads replaying one recipe) from the list ``values`` and
+    launches it on the ``CUstream`` ``stream``; it returns the ``CUresult``.
+
     Parameters
     ----------
     function : int
@@ -157,16 +161,13 @@ cdef class PatchedLaunch:
     grid, block : tuple of 3 ints
     template : bytes
         The arguments packed once, holes included (their bytes are replaced).
-    holes : sequence of (offset, slot, kind, delta)
-        Byte offset of each 8-byte hole, the index of the value filling it
-        in the list each call gets, its kind (a key of :data:`HOLE_KINDS`)
-        and, for "add", the byte delta added to the value.
+    holes : sequence of tuples
+        ``(offset, slot, kind, delta)`` for each 8-byte hole: its byte
+        offset, the index of the value filling it in the list each call
+        gets, its kind (a key of :data:`HOLE_KINDS`) and, for "add", the
+        byte delta added to the value.
     smem : int
         Dynamic shared memory bytes.
-
-    Calling it with ``(values, stream)`` patches a copy of the template
-    (the object is shared by threads replaying one recipe) and launches it
-    on ``stream``; returns the ``CUresult``.
     """
 
     cdef uintptr_t function
