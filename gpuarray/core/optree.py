@@ -412,7 +412,7 @@ def _common_shape(args):
 
 def reduction(backend, name, arg, axes):
     """Build a reduction node over ``axes`` (keepdims shape)."""
-    if arg.size == 0 and name not in ("sum", "prod", "any", "all"):
+    if 0 in arg.shape and name not in ("sum", "prod", "any", "all"):
         if any(arg.shape[a] == 0 for a in axes):
             what = {"max": "maximum", "min": "minimum"}.get(name)
             if what:

@@ -148,6 +148,8 @@ def broadcast_strides(shape, strides, target):
 
 def normalize_axis(axis, ndim):
     """Map a possibly negative axis into range, raising numpy's AxisError."""
+    if type(axis) is int and -ndim <= axis < ndim:
+        return axis % ndim  # the common case: a Python int in range
     if isinstance(axis, (bool, np.bool_)):
         # operator.index takes True as 1; numpy refuses booleans as axes
         raise TypeError("an integer is required")
@@ -175,6 +177,8 @@ def normalize_axes(axis, ndim):
 def reduction_axes(axis, ndim):
     """:func:`normalize_axes` for reductions, with numpy's rule for 0-d operands:
     axis 0 or -1 (alone or in a tuple) reduces a 0-d operand over nothing."""
+    if type(axis) is int and -ndim <= axis < ndim:
+        return (axis % ndim,)
     if ndim == 0 and axis is not None:
         try:
             normalize_axes(axis, 1)
