@@ -16,4 +16,5 @@ cdef class OpTreeNode(Expression):
 cpdef _binary_node(backend, name, tuple args)
 cdef _unary_node(backend, name, tuple args)
 cdef bint _float_loop_ints(tuple args, tuple loop)
+@cython.locals(child=OpTreeNode)
 cdef _fill_binary(OpTreeNode node, backend, op, tuple args, attrs, shape, dtype)

@@ -287,8 +287,20 @@ def _fill_binary(node, backend, op, args, attrs, shape, dtype):
     node.args = args
     node.shape = shape if type(shape) is tuple else tuple(shape)
     node.sig = (op, attrs, dtype, a.sig, b.sig)
-    node.leaves = a.leaves + b.leaves
-    node.has_gemm = a.has_gemm or b.has_gemm or op in _PRODUCTS
+    # a tensor's or scalar's leaves (a property: a stored tuple would be a
+    # reference cycle) and products are known without asking it
+    if type(a) is OpTreeNode:
+        child = a
+        leaves, has_gemm = child.leaves, child.has_gemm
+    else:
+        leaves, has_gemm = (a,), False
+    if type(b) is OpTreeNode:
+        child = b
+        node.leaves = leaves + child.leaves
+        node.has_gemm = has_gemm or child.has_gemm or op in _PRODUCTS
+    else:
+        node.leaves = leaves + (b,)
+        node.has_gemm = has_gemm or op in _PRODUCTS
 
 
 def _settled(args):
