@@ -136,6 +136,13 @@ def _push(context):
     pushed.contexts.append(context)
 
 
+def _copyable(host):
+    """A contiguous host array as pycuda's copies take it: numpy's own dtypes
+    export their buffer, ml_dtypes' (bfloat16, the 8-bit floats) do not, so
+    their bytes go through a uint8 view (two numpy calls the others skip)."""
+    return host if host.dtype.isbuiltin == 1 else host.reshape(-1).view(np.uint8)
+
+
 def _is_driver_error(err):
     """True for pycuda's exceptions and for :class:`driver.DriverError`."""
     return isinstance(err, driver.DriverError) or type(err).__module__.startswith("pycuda")
@@ -329,7 +336,7 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def _upload(self, tensor, host):
         stream.refuse_in_capture("copying host data to the device")
         if host.size:
-            self._drv.memcpy_htod(tensor.ptr, host.reshape(-1).view(np.uint8))
+            self._drv.memcpy_htod(tensor.ptr, _copyable(host))
 
     @_device_call
     def _download(self, tensor):
@@ -338,14 +345,15 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         host = np.empty(tensor.shape, tensor.dtype)
         if not host.size:
             return host
+        target = _copyable(host)
         queue = stream.current()
         if queue is None:
             self.context.synchronize()
-            self._drv.memcpy_dtoh(host.reshape(-1).view(np.uint8), ptr)
+            self._drv.memcpy_dtoh(target, ptr)
         else:
             # on a user stream: wait for that stream's work only (the legacy
             # stream would wait for every blocking stream's)
-            self._drv.memcpy_dtoh_async(host.reshape(-1).view(np.uint8), ptr, queue)
+            self._drv.memcpy_dtoh_async(target, ptr, queue)
             queue.synchronize()
         return host
 

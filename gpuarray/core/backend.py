@@ -201,7 +201,7 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         if tensor.size == 0:
             # nothing to copy, and an empty view may point past its buffer's end
             return np.empty(tensor.shape, tensor.dtype)
-        if not tensor.is_contiguous:
+        if tensor.size != 1 and not tensor.is_contiguous:  # one element: contiguous
             tensor = self.evaluate(tensor)
         return self._download(tensor)
 
