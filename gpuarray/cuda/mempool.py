@@ -252,7 +252,8 @@ class DeviceMemoryPool:
         MemoryError
             If the device is out of memory even after the cache was freed.
         """
-        nbytes = _check_nbytes(nbytes)
+        if type(nbytes) is not int or nbytes < 0:  # a plain int passes as it is
+            nbytes = _check_nbytes(nbytes)
         if nbytes == 0:
             return PooledBuffer(None, 0, 0, 0, self._returns)
         capacity = round_size(nbytes)
@@ -272,7 +273,9 @@ class DeviceMemoryPool:
         return PooledBuffer(raw, int(raw), nbytes, capacity,
                             self._returns if keeper is None else keeper, current)
 
-    __call__ = allocate
+    def __call__(self, nbytes):
+        """:meth:`allocate`: the pool as pycuda's ``allocator=`` callable."""
+        return self.allocate(nbytes)
 
     def keep_for(self, keeper):
         """Until :meth:`stop_keeping`, buffers this thread allocates return to ``keeper``.
@@ -332,7 +335,7 @@ class DeviceMemoryPool:
         if not blocks:
             return None
         raw, busy_on = blocks[-1]
-        others = [s for s in busy_on if s is not current]
+        others = [s for s in busy_on if s is not current] if busy_on else busy_on
         if others and current is not None:
             if _stream.capturing() is not None:
                 # a wait on an event recorded outside would tie the graph

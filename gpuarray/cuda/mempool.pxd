@@ -1,0 +1,10 @@
+# Cython declarations for mempool.py, read only when setup.py compiles it
+# (gpuarray/compiled.py).  DeviceMemoryPool becomes an extension type: every
+# allocation reads and updates a dozen of its fields (the lock, the cache,
+# the returns queue, the counters), which become C slots instead of
+# instance-dictionary entries.
+
+cdef class DeviceMemoryPool:
+    cdef public object _alloc, _order, _cache, _returns, _lock, _local
+    cdef public object _device_allocations, _device_frees, _oom_recoveries
+    cdef public object _bytes_in_use, _blocks_in_use, _bytes_cached, _blocks_cached
