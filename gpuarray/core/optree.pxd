@@ -5,6 +5,7 @@
 # Python subclasses (Tensor) keep their own attributes.
 
 from gpuarray.core.arraylike cimport ArrayLike
+from gpuarray.core.scalars cimport float_loop_ints
 
 cdef class Expression(ArrayLike):
     cdef _binary(self, name, other, bint reflected=*)
@@ -15,6 +16,5 @@ cdef class OpTreeNode(Expression):
 
 cpdef _binary_node(backend, name, tuple args)
 cdef _unary_node(backend, name, tuple args)
-cdef bint _float_loop_ints(tuple args, tuple loop)
 @cython.locals(child=OpTreeNode)
 cdef _fill_binary(OpTreeNode node, backend, op, tuple args, attrs, shape, dtype)

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import dtypes, ops, shapes
 from .arraylike import ArrayLike
-from .scalars import Scalar, check_scalars
+from .scalars import Scalar, check_scalars, float_loop_ints
 
 _rand_serial = itertools.count()
 #: nodes run by hand-written kernels, never fused: matrix products and
@@ -363,14 +363,10 @@ def _binary_node(backend, name, args):
         shape = b.shape
     elif b.shape != shape:
         shape = shapes.broadcast_shapes(shape, b.shape)
-    key = (name, a.operand_type, b.operand_type)
-    resolved = _RESOLVED.get(key)
-    if resolved is None:
-        resolved = _RESOLVED[key] = ops.resolve(name, key[1:])
-    loop, dtype = resolved
+    loop, dtype = ops.resolve(name, (a.operand_type, b.operand_type))
     # NEP 50's rules concern Python ints and powers only: float scalars skip them
     if (a_scalar or b_scalar) and (name == "power" or (
-            (a.operand_type is int or b.operand_type is int) and not _float_loop_ints(args, loop))):
+            (a.operand_type is int or b.operand_type is int) and not float_loop_ints(args, loop))):
         exact = check_scalars(name, args, loop)
         if exact is not None:
             return elementwise(backend, *exact)
@@ -379,34 +375,11 @@ def _binary_node(backend, name, args):
     return node
 
 
-#: ops.resolve's answers for one and two operands, looked up without its call
-_RESOLVED = {}
-#: Python ints of this size convert to every float loop (check_scalars' bound)
-_FLOAT_SAFE_INT = 2**1023
-
-
-def _float_loop_ints(args, loop):
-    """True when each Python int operand meets a float or complex loop within
-    range: :func:`check_scalars` has nothing to refuse or rewrite then
-    outside powers (its integer bounds and comparisons concern integer
-    loops), which is the common ``A * 2`` spared its call."""
-    for k in range(2):
-        a = args[k]
-        if type(a) is Scalar and a.weak_type is int:
-            if loop[k].kind not in "fc" or not -_FLOAT_SAFE_INT <= a.value <= _FLOAT_SAFE_INT:
-                return False
-    return True
-
-
 def _unary_node(backend, name, args):
     """:func:`elementwise` of one tensor or tree operand (no broadcasting,
     no scalar for NEP 50's rules)."""
     a = args[0]
-    key = (name, a.operand_type)
-    resolved = _RESOLVED.get(key)
-    if resolved is None:
-        resolved = _RESOLVED[key] = ops.resolve(name, key[1:])
-    return OpTreeNode(backend, name, args, (), a.shape, resolved[1])
+    return OpTreeNode(backend, name, args, (), a.shape, ops.resolve(name, (a.operand_type,))[1])
 
 
 def _common_shape(args):

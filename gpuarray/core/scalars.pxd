@@ -5,3 +5,5 @@
 
 cdef class Scalar:
     cdef public object value, dtype, weak_type, operand_type, sig
+
+cpdef bint float_loop_ints(tuple args, tuple loop) except -1

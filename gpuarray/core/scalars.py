@@ -88,12 +88,30 @@ def check_scalars(name, args, loop):
     return None
 
 
+#: Python ints within this bound convert to every float and complex loop
+_FLOAT_SAFE_INT = 2**1023
+
+
+def float_loop_ints(args, loop):
+    """True when each Python int among two operands meets a float or complex
+    loop within :data:`_FLOAT_SAFE_INT`: :func:`check_scalars` has nothing
+    to refuse or rewrite then, outside powers (its integer bounds and
+    comparisons concern integer loops), so the common ``A * 2`` may skip
+    its call."""
+    for k in range(2):
+        a = args[k]
+        if type(a) is Scalar and a.weak_type is int:
+            if loop[k].kind not in "fc" or not -_FLOAT_SAFE_INT <= a.value <= _FLOAT_SAFE_INT:
+                return False
+    return True
+
+
 @functools.lru_cache(maxsize=None)
 def _convertible(loop_dtype):
     """Range of Python ints :func:`dtypes.check_weak_int` passes for ``loop_dtype``
     (a float loop: all below float64's overflow), so most scalars skip it."""
     if dtypes.is_float(loop_dtype) or loop_dtype.kind == "c":
-        return -2**1023, 2**1023
+        return -_FLOAT_SAFE_INT, _FLOAT_SAFE_INT
     if loop_dtype.kind == "b":  # converted through int64
         return dtypes.int_bounds(np.dtype(np.int64))
     return dtypes.int_bounds(loop_dtype)

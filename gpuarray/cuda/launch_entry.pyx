@@ -86,21 +86,29 @@ cdef int _ready() except -1:
     return 0
 
 
-def launch_packed(uintptr_t function, tuple grid, tuple block, object data, unsigned int smem,
-                  uintptr_t stream):
-    """Queue ``function`` with its arguments packed in ``data``; returns the CUresult."""
-    cdef char* start
-    cdef Py_ssize_t size
-    cdef size_t nbytes
+cdef int _launch_packed(uintptr_t function, const unsigned int* grid, const unsigned int* block,
+                       unsigned int smem, uintptr_t stream, char* start, size_t nbytes):
+    # the driver's packed form: the buffer and its size behind the ``extra`` keys
     cdef void* extra[5]
-    _ready()
-    _bytes_of(data, &start, &size)
-    nbytes = size
     extra[0], extra[1] = _BUFFER_POINTER, start
     extra[2], extra[3] = _BUFFER_SIZE, &nbytes
     extra[4] = NULL
     return _launch(<void*>function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                    smem, <void*>stream, NULL, extra)
+
+
+def launch_packed(uintptr_t function, tuple grid, tuple block, object data, unsigned int smem,
+                  uintptr_t stream):
+    """Queue ``function`` with its arguments packed in ``data``; returns the CUresult."""
+    cdef char* start
+    cdef Py_ssize_t size
+    cdef unsigned int g[3]
+    cdef unsigned int b[3]
+    _ready()
+    _bytes_of(data, &start, &size)
+    g[0], g[1], g[2] = grid
+    b[0], b[1], b[2] = block
+    return _launch_packed(function, g, b, smem, stream, start, size)
 
 
 def launch_struct(uintptr_t function, tuple grid, tuple block, object data, unsigned int smem,
@@ -216,7 +224,8 @@ cdef class PatchedLaunch:
         try:
             memcpy(buf, PyBytes_AS_STRING(self.template), size)
             self._patch(buf, values)
-            result = self._launch_buffer(buf, size, stream)
+            result = _launch_packed(self.function, self.grid, self.block, self.smem, stream,
+                                    buf, size)
         finally:
             if buf != stack:
                 free(buf)
@@ -248,13 +257,3 @@ cdef class PatchedLaunch:
                 continue
             memcpy(buf + hole.offset, &bits, 8)
         return 0
-
-    cdef int _launch_buffer(self, char* buf, Py_ssize_t size, uintptr_t stream):
-        cdef size_t nbytes = size
-        cdef void* extra[5]
-        extra[0], extra[1] = _BUFFER_POINTER, buf
-        extra[2], extra[3] = _BUFFER_SIZE, &nbytes
-        extra[4] = NULL
-        return _launch(<void*>self.function, self.grid[0], self.grid[1], self.grid[2],
-                       self.block[0], self.block[1], self.block[2], self.smem,
-                       <void*>stream, NULL, extra)
