@@ -158,6 +158,77 @@ GA_D void ga_epilogue_chunk(const GemmArgs &p, const GemmTile &g, const float *e
     }
 }
 
+// One output's value in ga_epilogue16: gemm_finish's arithmetic for alpha,
+// bias, relu and the output scale (the same roundings, so the same bits);
+// PLAIN: alpha alone (no bias or relu, output scale 1).
+template <bool PLAIN>
+GA_D float ga_epi16_value(const GemmArgs &p, const GemmEpi &st, int m, int n, float acc) {
+    float v = __fmul_rn(st.pre, acc);
+    if constexpr (!PLAIN) {
+        if (p.flags & EPI_BIAS) v = __fadd_rn(v, gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n));
+        if (p.flags & EPI_RELU) v = v < 0.f ? 0.f : v;  // NaN passes
+        if (st.post != 1.f) v = __fmul_rn(v, st.post);
+    }
+    return v;
+}
+
+// A consumer warpgroup's 64 x BN outputs (corner m0, n0) straight from its
+// accumulators, when C is fp16/bf16 in 16-byte aligned rows and the
+// epilogue is at most alpha, bias, relu and an output scale: the values are
+// finished in registers and rounded two to a word, written to the
+// warpgroup's 8 KB of staging as 8 x 8 matrices (stmatrix; 128-byte rows
+// whose 16-byte pieces are XOR-swizzled by row, so neither side has bank
+// conflicts), 64 columns at a time, then copied out one 16-byte piece a
+// thread, a row's pieces side by side.  Against staging fp32 values 32
+// columns at a time and finishing them there, this halves the barriers and
+// cuts the instructions per output about sixfold: that epilogue took 15-45%
+// of a 128x256 tile's time (H100: 4096^3 214 -> 181 us without it).
+template <int BN, bool PLAIN>
+GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
+                        int m0, int n0, int cw) {
+    constexpr int CW = BN < 64 ? BN : 64, VPR = CW / 8;  // chunk width; 16-byte pieces per row
+    const int tid = threadIdx.x & 127, warp = tid / 32, lane = tid & 31;
+    const bool half = p.c_type == GEMM_F16;
+    // accumulator (row rl (+ 8), columns 8 j + cl, + 1); stmatrix row address of this lane
+    const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
+    const int srow = warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+    unsigned short *c = (unsigned short *)p.c + (long long)ob * p.batch_c;
+    #pragma unroll
+    for (int k = 0; k < BN / CW; ++k) {
+        #pragma unroll
+        for (int pr = 0; pr < CW / 16; ++pr) {
+            // matrices: column groups j, j + 1 (8 columns each) x row halves
+            unsigned w[4];
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int j = k * VPR + 2 * pr + (q >> 1), h = q & 1, m = m0 + rl + 8 * h, n = n0 + 8 * j + cl;
+                w[q] = ga_pack16(ga_epi16_value<PLAIN>(p, st, m, n, acc[4 * j + 2 * h]),
+                                 ga_epi16_value<PLAIN>(p, st, m, n + 1, acc[4 * j + 2 * h + 1]), half);
+            }
+            const int piece = 2 * pr + (lane >> 4);
+            ga_stmatrix_x4(stage + srow * 128 + ((piece ^ (srow & 7)) << 4), w);
+        }
+        ga_wg_sync(cw);
+        #pragma unroll
+        for (int i = 0; i < 64 * VPR / 128; ++i) {
+            const int v = tid + 128 * i, r = v / VPR, piece = v % VPR;
+            const int m = m0 + r, n = n0 + k * CW + 8 * piece;
+            const uint4 x = ga_lds128(stage + r * 128 + ((piece ^ (r & 7)) << 4));
+            if (m >= p.M || n >= p.N) continue;
+            unsigned short *dst = c + m * p.ldc + n;
+            if (n + 8 <= p.N) {
+                *(uint4 *)dst = x;
+            } else {
+                const unsigned words[4] = {x.x, x.y, x.z, x.w};
+                #pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    if (n + e < p.N) dst[e] = (unsigned short)(words[e / 2] >> (16 * (e & 1)));
+            }
+        }
+        ga_wg_sync(cw);
+    }
+}
+
 // CONV (GA_CONV_*): the producer gathers one operand by im2col (conv_sm90.cu).
 // PROMOTE (FP8): each K-tile's products are summed by the tensor cores into
 // a second accumulator set, which is then added to the first in fp32 --
@@ -242,9 +313,11 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         const int vec = p.c_type == GEMM_F32 ? 4 : 8, align = p.c_type >= GEMM_E4M3 ? 7 : 15;
         const bool fast = p.splits == 1 && !(p.flags & (EPI_BETA | EPI_SR | EPI_STATS)) && p.ldc % vec == 0 &&
                           p.batch_c % vec == 0 && !((unsigned long long)p.c & align);
+        const bool fast16 = fast && (p.c_type == GEMM_F16 || p.c_type == GEMM_BF16) && !(p.flags & EPI_AMAX);
         float *ep = (float *)(smem_raw + (base - ga_smem_addr(smem_raw)) + C::STAGES * C::STAGE_BYTES) +
                     cw * 64 * GA_EPI_STRIDE;
         GemmEpi st = gemm_epi_init(p);
+        const bool plain = !(p.flags & (EPI_BIAS | EPI_RELU)) && st.post == 1.f;
         // Skinny tiles are bound by the latency of dependent wgmmas, not by
         // their issue rate: alternate K steps between two accumulator sets so
         // that two chains are in flight, and add them at the end.
@@ -327,6 +400,13 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             // Staged through shared memory 32 columns at a time; the loop
             // stays rolled (one copy of the epilogue code), and each chunk's
             // registers are picked by compile-time indices.
+            if (fast16) {
+                const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
+                const int m0 = g.tm * BM + cw * 64, n0 = g.tn * BN;
+                if (plain) ga_epilogue16<BN, true>(p, st, acc, stage, g.ob, m0, n0, cw);
+                else ga_epilogue16<BN, false>(p, st, acc, stage, g.ob, m0, n0, cw);
+                continue;
+            }
             const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
             #pragma unroll 1
             for (int c = 0; c < BN / 32; ++c) {

@@ -6,7 +6,7 @@
 // memory descriptors, the m64nNk16 (fp16/bf16), m64nNk8 (tf32) and
 // m64nNk32 (FP8) instructions with their accumulator register lists, the
 // wgmma fence/commit/wait, a consumer warpgroup's named barrier, register
-// pins; an FP8 K-tile into a partial-sum set and its promotion into fp32
+// pins; stmatrix, 16-byte shared loads and paired 16-bit rounding; an FP8 K-tile into a partial-sum set and its promotion into fp32
 // accumulators.  Layouts and launch shapes: gemm_sm90.cu's header; no
 // kernel is defined here.
 #pragma once
@@ -163,6 +163,27 @@ template <int PENDING> GA_D void ga_wgmma_wait() {
 GA_D void ga_wg_sync(int cw) {
     if (cw == 0) asm volatile("bar.sync 1, 128;" ::: "memory");
     else asm volatile("bar.sync 2, 128;" ::: "memory");
+}
+// Four 8 x 8 matrices of 16-bit pairs into shared memory (stmatrix x4): lane
+// l gives the address of row l % 8 of matrix l / 8; w[i] is this lane's pair
+// of matrix i (row lane / 4, columns 2 (lane % 4) and the next).
+GA_D void ga_stmatrix_x4(unsigned addr, const unsigned (&w)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 ::"r"(addr), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
+}
+GA_D uint4 ga_lds128(unsigned addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+    return v;
+}
+// Two floats rounded to nearest into one word of fp16 (half) or bf16, `lo`
+// in the low half: the bits of cvt.rn.f16.f32 / cvt.rn.bf16.f32 each.
+GA_D unsigned ga_pack16(float lo, float hi, bool half) {
+    unsigned w;
+    if (half) asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    return w;
 }
 // Pins the accumulators: the compiler must not move their reads or writes
 // across the asynchronous wgmma window that this marks.

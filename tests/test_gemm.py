@@ -358,6 +358,39 @@ def test_split_k_is_deterministic_with_the_whole_epilogue(gpu_ng, kind, mnk):
         assert np.array_equal(C.get(), first)
 
 
+@pytest.mark.parametrize("out_dtype", [F16, BF16], ids=dtype_id)
+@pytest.mark.parametrize("bias_shape", [None, "n", "m1", "mn"])
+@pytest.mark.parametrize("relu", [False, True], ids=["linear", "relu"])
+@pytest.mark.parametrize("mnk", [(300, 70, 200), (200, 20, 64), (260, 300, 96)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_vector_epilogue_gives_the_element_epilogues_bits(gpu_ng, out_dtype, bias_shape, relu, mnk):
+    """A 16-bit C whose rows start on 16 bytes is finished in registers and
+    copied out in 16-byte pieces (gemm_sm90.cuh's ga_epilogue16); one whose
+    rows do not goes element by element.  Same tiles, same accumulators:
+    the bits must agree -- ragged last pieces (N % 8 != 0), the NaNs of a
+    row of A holding one, and the -0.0 of a zero row times a negative alpha
+    included."""
+    ng, (m, n, k) = gpu_ng, mnk
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    a[3], a[5, 7] = 0, np.nan
+    A = ng.array(a)
+    # B's rows on 16 bytes too, for the TMA kernels
+    B = ng.array(rng.standard_normal((k, -(-n // 8) * 8)).astype(np.float16))[:, :n]
+    shape = {None: None, "n": (n,), "m1": (m, 1), "mn": (m, n)}[bias_shape]
+    bias = None if shape is None else ng.array(rng.standard_normal(shape).astype(out_dtype))
+    results = []
+    for ld in (-(-n // 8) * 8, n + 1):  # 16-byte rows; odd rows
+        C = ng.empty((m, ld), out_dtype)[:, :n]
+        ng.dot(A, B, C, alpha=-0.75, relu=relu, bias=bias)
+        assert ng.last_gemm.name.startswith("ga_gemm_sm90_")
+        results.append(C.get().view(np.uint16))
+    assert np.array_equal(results[0], results[1])
+    assert np.isnan(results[0].view(out_dtype)[5]).all()
+    if bias is None:
+        assert (results[0][3] == 0x8000).all()  # -0.0, relu or not
+
+
 def test_second_run_compiles_and_allocates_nothing(gpu_ng):
     ng = gpu_ng
     rng = np.random.default_rng(12)
