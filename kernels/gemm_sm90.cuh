@@ -150,6 +150,15 @@ GA_D void ga_epilogue_chunk(const GemmArgs &p, const GemmTile &g, const float *e
                 for (int i = 0; i < 8; ++i) gemm_output(p, g, m, n + i, src[i], st);
             }
         }
+    } else if (p.splits > 1 && p.N % 4 == 0) {
+        // split-K partial sums, four to a 16-byte store (rows of N floats
+        // from a pool allocation: n < N, N % 4 == 0 keeps n + 4 <= N aligned)
+        float *slab = p.partial + (long long)(g.split * p.batch + g.ob) * p.M * p.N;
+        for (int q = tid; q < 64 * 8; q += 128) {
+            const int r = q >> 3, m = m0 + r, n = n0 + 4 * (q & 7);
+            if (m >= p.M || n >= p.N) continue;
+            *(float4 *)(slab + (long long)m * p.N + n) = *(const float4 *)(ep + r * GA_EPI_STRIDE + 4 * (q & 7));
+        }
     } else {
         for (int e = tid; e < 64 * 32; e += 128) {
             const int r = e >> 5, col = e & 31;
@@ -158,11 +167,11 @@ GA_D void ga_epilogue_chunk(const GemmArgs &p, const GemmTile &g, const float *e
     }
 }
 
-// One output's value in ga_epilogue16: gemm_finish's arithmetic for alpha,
+// One output's value in ga_epilogue16/32: gemm_finish's arithmetic for alpha,
 // bias, relu and the output scale (the same roundings, so the same bits);
 // PLAIN: alpha alone (no bias or relu, output scale 1).
 template <bool PLAIN>
-GA_D float ga_epi16_value(const GemmArgs &p, const GemmEpi &st, int m, int n, float acc) {
+GA_D float ga_epi_value(const GemmArgs &p, const GemmEpi &st, int m, int n, float acc) {
     float v = __fmul_rn(st.pre, acc);
     if constexpr (!PLAIN) {
         if (p.flags & EPI_BIAS) v = __fadd_rn(v, gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n));
@@ -202,8 +211,8 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
             #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 const int j = k * VPR + 2 * pr + (q >> 1), h = q & 1, m = m0 + rl + 8 * h, n = n0 + 8 * j + cl;
-                w[q] = ga_pack16(ga_epi16_value<PLAIN>(p, st, m, n, acc[4 * j + 2 * h]),
-                                 ga_epi16_value<PLAIN>(p, st, m, n + 1, acc[4 * j + 2 * h + 1]), half);
+                w[q] = ga_pack16(ga_epi_value<PLAIN>(p, st, m, n, acc[4 * j + 2 * h]),
+                                 ga_epi_value<PLAIN>(p, st, m, n + 1, acc[4 * j + 2 * h + 1]), half);
             }
             const int piece = 2 * pr + (lane >> 4);
             ga_stmatrix_x4(stage + srow * 128 + ((piece ^ (srow & 7)) << 4), w);
@@ -226,6 +235,30 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
             }
         }
         ga_wg_sync(cw);
+    }
+}
+
+// The same for an fp32 C in 16-byte aligned rows: each pair of values goes
+// straight from the accumulators to memory as one 8-byte store (four lanes
+// fill a 32-byte sector), with no staging and no barrier.
+template <int BN, bool PLAIN>
+GA_D void ga_epilogue32(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], int ob, int m0, int n0) {
+    const int tid = threadIdx.x & 127, warp = tid / 32, lane = tid & 31;
+    const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
+    float *c = (float *)p.c + (long long)ob * p.batch_c;
+    #pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = m0 + rl + 8 * h, n = n0 + 8 * j + cl;
+            if (m >= p.M || n >= p.N) continue;
+            const float v0 = ga_epi_value<PLAIN>(p, st, m, n, acc[4 * j + 2 * h]);
+            float *dst = c + m * p.ldc + n;
+            if (n + 2 <= p.N)
+                *(float2 *)dst = make_float2(v0, ga_epi_value<PLAIN>(p, st, m, n + 1, acc[4 * j + 2 * h + 1]));
+            else
+                *dst = v0;
+        }
     }
 }
 
@@ -314,6 +347,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         const bool fast = p.splits == 1 && !(p.flags & (EPI_BETA | EPI_SR | EPI_STATS)) && p.ldc % vec == 0 &&
                           p.batch_c % vec == 0 && !((unsigned long long)p.c & align);
         const bool fast16 = fast && (p.c_type == GEMM_F16 || p.c_type == GEMM_BF16) && !(p.flags & EPI_AMAX);
+        const bool fast32 = fast && p.c_type == GEMM_F32 && !(p.flags & EPI_AMAX);
         float *ep = (float *)(smem_raw + (base - ga_smem_addr(smem_raw)) + C::STAGES * C::STAGE_BYTES) +
                     cw * 64 * GA_EPI_STRIDE;
         GemmEpi st = gemm_epi_init(p);
@@ -405,6 +439,12 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 const int m0 = g.tm * BM + cw * 64, n0 = g.tn * BN;
                 if (plain) ga_epilogue16<BN, true>(p, st, acc, stage, g.ob, m0, n0, cw);
                 else ga_epilogue16<BN, false>(p, st, acc, stage, g.ob, m0, n0, cw);
+                continue;
+            }
+            if (fast32) {
+                const int m0 = g.tm * BM + cw * 64, n0 = g.tn * BN;
+                if (plain) ga_epilogue32<BN, true>(p, st, acc, g.ob, m0, n0);
+                else ga_epilogue32<BN, false>(p, st, acc, g.ob, m0, n0);
                 continue;
             }
             const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);

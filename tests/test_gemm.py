@@ -358,15 +358,16 @@ def test_split_k_is_deterministic_with_the_whole_epilogue(gpu_ng, kind, mnk):
         assert np.array_equal(C.get(), first)
 
 
-@pytest.mark.parametrize("out_dtype", [F16, BF16], ids=dtype_id)
+@pytest.mark.parametrize("out_dtype", [F16, BF16, F32], ids=dtype_id)
 @pytest.mark.parametrize("bias_shape", [None, "n", "m1", "mn"])
 @pytest.mark.parametrize("relu", [False, True], ids=["linear", "relu"])
 @pytest.mark.parametrize("mnk", [(300, 70, 200), (200, 20, 64), (260, 300, 96)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_vector_epilogue_gives_the_element_epilogues_bits(gpu_ng, out_dtype, bias_shape, relu, mnk):
-    """A 16-bit C whose rows start on 16 bytes is finished in registers and
-    copied out in 16-byte pieces (gemm_sm90.cuh's ga_epilogue16); one whose
-    rows do not goes element by element.  Same tiles, same accumulators:
+    """A C whose rows start on 16 bytes is finished in registers and stored
+    from there (gemm_sm90.cuh's ga_epilogue16: 16-bit values staged and
+    copied out in 16-byte pieces; ga_epilogue32: fp32 pairs); one whose rows
+    do not goes element by element.  Same tiles, same accumulators:
     the bits must agree -- ragged last pieces (N % 8 != 0), the NaNs of a
     row of A holding one, and the -0.0 of a zero row times a negative alpha
     included."""
@@ -384,11 +385,11 @@ def test_vector_epilogue_gives_the_element_epilogues_bits(gpu_ng, out_dtype, bia
         C = ng.empty((m, ld), out_dtype)[:, :n]
         ng.dot(A, B, C, alpha=-0.75, relu=relu, bias=bias)
         assert ng.last_gemm.name.startswith("ga_gemm_sm90_")
-        results.append(C.get().view(np.uint16))
+        results.append(C.get().view(f"u{out_dtype.itemsize}"))
     assert np.array_equal(results[0], results[1])
     assert np.isnan(results[0].view(out_dtype)[5]).all()
     if bias is None:
-        assert (results[0][3] == 0x8000).all()  # -0.0, relu or not
+        assert (results[0][3] == 1 << (8 * out_dtype.itemsize - 1)).all()  # -0.0, relu or not
 
 
 def test_second_run_compiles_and_allocates_nothing(gpu_ng):
