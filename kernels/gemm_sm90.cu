@@ -26,11 +26,14 @@
 // tiles too.  setmaxnreg moves registers from the producer (40) to the
 // consumers (232) in the 2-consumer kernels.  Tiles with BN <= 64, and
 // 64x128, alternate K steps between two accumulator sets (two dependent
-// wgmma chains instead of one; summed before the epilogue).  Epilogue: each
-// consumer stages its accumulators through shared memory 64 x 32 at a time;
-// rows are then written coalesced, 8 outputs (16 bytes) per store when the
-// flags need no beta / stochastic rounding / statistics, else through
-// gemm_output.
+// wgmma chains instead of one; summed before the epilogue).  Epilogue
+// (gemm_sm90.cuh): an fp16/bf16 C in 16-byte aligned rows is finished in
+// registers, staged as 8x8 matrices (stmatrix) 64 columns at a time and
+// written in 16-byte pieces (ga_epilogue16); an fp32 C as 8-byte pairs
+// straight from the accumulators (ga_epilogue32); with beta, stochastic
+// rounding, statistics, amax, an FP8 C, split-K or unaligned rows each
+// consumer stages fp32 values 64 x 32 at a time and finishes them one by
+// one (gemm_output), split-K partials four to a store.
 //
 // Launch shape: grid (G, 1, 1), any G >= 1; best G = min(tiles, number of
 // SMs) (persistent: 132 on H200; 8192^3 fp16 ran 676 TFLOP/s with G = 132,
