@@ -169,12 +169,15 @@ GA_D void ga_epilogue_chunk(const GemmArgs &p, const GemmTile &g, const float *e
 
 // One output's value in ga_epilogue16/32: gemm_finish's arithmetic for alpha,
 // bias, relu and the output scale (the same roundings, so the same bits);
-// PLAIN: alpha alone (no bias or relu, output scale 1).
+// PLAIN: alpha alone (no bias or relu, output scale 1).  Outputs past M or N
+// are computed too (ga_epilogue16 rounds whole fragments) but never stored:
+// they read no bias, which ends at M x N.
 template <bool PLAIN>
 GA_D float ga_epi_value(const GemmArgs &p, const GemmEpi &st, int m, int n, float acc) {
     float v = __fmul_rn(st.pre, acc);
     if constexpr (!PLAIN) {
-        if (p.flags & EPI_BIAS) v = __fadd_rn(v, gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n));
+        if ((p.flags & EPI_BIAS) && m < p.M && n < p.N)
+            v = __fadd_rn(v, gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n));
         if (p.flags & EPI_RELU) v = v < 0.f ? 0.f : v;  // NaN passes
         if (st.post != 1.f) v = __fmul_rn(v, st.post);
     }
