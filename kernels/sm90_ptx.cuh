@@ -6,9 +6,10 @@
 // memory descriptors, the m64nNk16 (fp16/bf16), m64nNk8 (tf32) and
 // m64nNk32 (FP8) instructions with their accumulator register lists, the
 // wgmma fence/commit/wait, a consumer warpgroup's named barrier, register
-// pins; stmatrix, 16-byte shared loads and paired 16-bit rounding; an FP8 K-tile into a partial-sum set and its promotion into fp32
-// accumulators.  Layouts and launch shapes: gemm_sm90.cu's header; no
-// kernel is defined here.
+// pins; stmatrix, 16-byte shared loads and paired 16-bit rounding; an FP8
+// K-tile into a partial-sum set and its promotion into fp32 accumulators.
+// Layouts and launch shapes: gemm_sm90.cu's header; no kernel is defined
+// here.
 #pragma once
 #include "gemm_common.cuh"
 
