@@ -193,7 +193,7 @@ GA_D float ga_epi_value(const GemmArgs &p, const GemmEpi &st, int m, int n, floa
 // conflicts), 64 columns at a time, then copied out one 16-byte piece a
 // thread, a row's pieces side by side.  Against staging fp32 values 32
 // columns at a time and finishing them there, this halves the barriers and
-// cuts the instructions per output about sixfold: that epilogue took 15-45%
+// cuts the instructions per output about sixfold: that epilogue took 10-45%
 // of a 128x256 tile's time (H100: 4096^3 214 -> 181 us without it).
 template <int BN, bool PLAIN>
 GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
@@ -436,7 +436,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             // 16 warp + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1).
             // A 16-bit or fp32 C with at most alpha, bias, relu and an
             // output scale is finished from the registers (the epilogue's
-            // share of a tile fell from 15-45% to 2-14%).
+            // share of a tile fell from 10-45% to 2-14%).
             if (fast16) {
                 const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
                 const int m0 = g.tm * BM + cw * 64, n0 = g.tn * BN;
