@@ -92,7 +92,7 @@ def run_case(ng, torch, case, repeats):
     t_call = device_timer(lambda: ng.dot(A, B, C, precision=precision), repeats, 3)
     t_cublas = device_timer(lambda: torch.matmul(a, b, out=ref), repeats, warm, hide_host=True)
     row = {"kind": kind, "m": m, "n": n, "k": k, "layout": layout, "kernel": last.name,
-           "splits": last.splits, "error": err, "target": target,
+           "splits": last.splits, "cluster": last.cluster, "error": err, "target": target,
            "ours_us": t_kernel * 1e6, "ours_call_us": t_call * 1e6, "cublas_us": t_cublas * 1e6,
            "ours_tflops": flops / t_kernel / 1e12, "cublas_tflops": flops / t_cublas / 1e12}
     row["ratio"] = t_cublas / t_kernel
@@ -134,7 +134,8 @@ def run_fp8_case(ng, torch, case, repeats):
     t_call = device_timer(ours, repeats, 3)
     t_peer = device_timer(peer, repeats, warm, hide_host=True)
     row = {"kind": kind + (" fast" if fast else ""), "m": m, "n": n, "k": k, "layout": "nt",
-           "out": out, "kernel": last.name, "splits": last.splits, "error": err,
+           "out": out, "kernel": last.name, "splits": last.splits, "cluster": last.cluster,
+           "error": err,
            "peer_error": gemm_fp8.error(torch, peer(), ref), "target": target,
            "ours_us": t_kernel * 1e6, "ours_call_us": t_call * 1e6, "cublas_us": t_peer * 1e6,
            "ours_tflops": flops / t_kernel / 1e12, "cublas_tflops": flops / t_peer / 1e12}
@@ -151,7 +152,7 @@ def print_row(row):
     print(f"{row['kind']:>4} {row['m']:>5}x{row['n']:<5}x{row['k']:<5} {row['layout']}  "
           f"{row['ours_tflops']:7.1f} {row['cublas_tflops']:7.1f}  {row['ratio']:5.2f}x "
           f"{target:>5} {met:<6} call {row['ours_call_us']:8.1f} µs  {row['kernel']}"
-          f" splits={row['splits']}{tbps}", flush=True)
+          f" splits={row['splits']} cluster={row.get('cluster', 1)}{tbps}", flush=True)
     if "peer_error" in row:
         print(f"      -> {row['out']} out; error vs a float32 product: ours {row['error']:.1e}, "
               f"cuBLASLt {row['peer_error']:.1e}", flush=True)

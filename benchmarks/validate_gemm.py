@@ -107,7 +107,8 @@ def main(argv=None):
                     rows.append({"kind": kind, "shape": shape, "layout": layout,
                                  "epilogue": epilogue, "error": err, "ok": ok,
                                  "kernel": last.name if last else None,
-                                 "splits": last.splits if last else None})
+                                 "splits": last.splits if last else None,
+                                 "cluster": last.cluster if last else None})
                     if not ok:
                         print(f"FAIL {kind} {layout} {shape} epilogue={epilogue}: "
                               f"error {err:.2e} > {TOLERANCE[kind]} ({rows[-1]['kernel']})")
@@ -139,7 +140,7 @@ def fp8_sweep(ng, torch, gen, rows, quick):
                     rows.append({"kind": "fp8", "pair": pair, "shape": shape, "layout": layout,
                                  "out": out, "epilogue": epilogue, "precision": precision,
                                  "error": err, "limit": limit, "ok": ok, "kernel": last.name,
-                                 "splits": last.splits})
+                                 "splits": last.splits, "cluster": last.cluster})
                     if not ok:
                         print(f"FAIL fp8 {pair} {layout} {shape} -> {out} epilogue={epilogue} "
                               f"precision={precision}: error {err:.2e} > {limit:.2e} "

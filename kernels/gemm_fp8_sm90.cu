@@ -36,11 +36,11 @@
 // turn (a second full 64 x 256 set per consumer does not fit in the
 // registers); on the H200 at 8192^3 it ran 1214 TFLOP/s, 128x128 1127.
 //   BM x BN   THREADS  SMEM (B)  stages
-//   128x256   384      218176    4
-//   128x128   384      218208    6
-//   128x64    384      218240    8
-//   64x128    256      208000    8
-//   64x32     256      208128    16
+//   128x256   384      218192    4
+//   128x128   384      218224    6
+//   128x64    384      218256    8
+//   64x128    256      208016    8
+//   64x32     256      208144    16
 //
 // Alignment (the copy engine's rules): a and b 16-byte aligned; the row
 // strides (a_m, b_n: K for packed operands, so K % 16 == 0) and batch

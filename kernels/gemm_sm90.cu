@@ -35,19 +35,29 @@
 // consumer stages fp32 values 64 x 32 at a time and finishes them one by
 // one (gemm_output), split-K partials four to a store.
 //
-// Launch shape: grid (G, 1, 1), any G >= 1; best G = min(tiles, number of
-// SMs) (persistent: 132 on H200; 8192^3 fp16 ran 676 TFLOP/s with G = 132,
-// 634 with one block per tile).  block (THREADS, 1, 1); dynamic shared
-// memory SMEM bytes (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
+// Cluster K-split (gemm_sm90.cuh's ga_cluster_reduce): launched with
+// cluster dimensions (CS, 1, 1), CS = 2 .. 8 (cuLaunchKernelEx; the kernel
+// reads CS at run time, so the same cubin serves every CS and plain
+// launches), each tile goes to a cluster whose block r runs the r-th of CS
+// equal parts of its K-tiles; block 0 adds the others' accumulators over
+// distributed shared memory in rank order and runs the epilogue.  For
+// products with fewer tiles than SMs and a long K (skinny inference
+// shapes) -- in place of split-K's partial sums and second kernel.
+//
+// Launch shape: grid (G, 1, 1), any G >= 1 (a multiple of CS); best G =
+// min(tiles, number of SMs) (persistent: 132 on H200; 8192^3 fp16 ran 676
+// TFLOP/s with G = 132, 634 with one block per tile), or min(tiles, SMs /
+// CS) * CS clusters of CS.  block (THREADS, 1, 1); dynamic shared memory
+// SMEM bytes (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
 //
 // Kernels: ga_gemm_sm90_<BM>x<BN>x<BK>_<in>_<la><lb>
 //   BM x BN   THREADS  SMEM (B)  stages  instantiated for
-//   128x256   384      218176    4       f16, bf16 x {kn,kk,mn,mk} (BK 64); tf32 kk (BK 32)
-//   128x128   384      218208    6       f16, bf16 x {kn,kk,mn,mk};          tf32 kk
-//   128x64    384      218240    8       f16, bf16 x {kn,kk,mn,mk};          tf32 kk
-//   64x128    256      208000    8       f16, bf16 x {kn,kk,mn,mk}
-//   64x64     256      224464    13      f16, bf16 x {kn,kk,mn,mk}
-//   64x32     256      208128    16      f16, bf16 x {kn,kk,mn,mk};          tf32 kk
+//   128x256   384      218192    4       f16, bf16 x {kn,kk,mn,mk} (BK 64); tf32 kk (BK 32)
+//   128x128   384      218224    6       f16, bf16 x {kn,kk,mn,mk};          tf32 kk
+//   128x64    384      218256    8       f16, bf16 x {kn,kk,mn,mk};          tf32 kk
+//   64x128    256      208016    8       f16, bf16 x {kn,kk,mn,mk}
+//   64x64     256      224480    13      f16, bf16 x {kn,kk,mn,mk}
+//   64x32     256      208144    16      f16, bf16 x {kn,kk,mn,mk};          tf32 kk
 // (SMEM and stages are the same for tf32, whose K-tile is also 128 bytes.)
 //
 // Alignment (the copy engine's rules): a and b 16-byte aligned; the leading

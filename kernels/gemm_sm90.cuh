@@ -92,10 +92,59 @@ template <int BM, int BN, int IN> struct GaSm90Cfg {
     static constexpr int EPI_BYTES = NC * 64 * GA_EPI_STRIDE * 4;  // fp32 staging of 64 x 32 per consumer
     // As many stages as fit (up to 16): a skinny tile streams its operands
     // from DRAM, and one block keeps about STAGES * STAGE_BYTES in flight.
-    static constexpr int FIT = (GA_SM90_SMEM_MAX - 1024 - EPI_BYTES - 16 * 16) / STAGE_BYTES;
+    static constexpr int FIT = (GA_SM90_SMEM_MAX - 1024 - EPI_BYTES - 16 * 17) / STAGE_BYTES;
     static constexpr int STAGES = FIT < 16 ? FIT : 16;
-    static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + EPI_BYTES + 16 * STAGES;
+    // + a full and an empty mbarrier per stage, + the cluster K-split's two
+    static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + EPI_BYTES + 16 * STAGES + 16;
+    // a consumer warpgroup's accumulators as the cluster K-split passes them
+    static constexpr int FRAG_BYTES = 64 * BN * 4;
+    static_assert(NC * FRAG_BYTES <= STAGES * STAGE_BYTES, "the accumulators pass through the drained ring");
 };
+
+// The cluster K-split.  A launch with cluster dimensions (CS, 1, 1) gives
+// each tile to a cluster of CS blocks, block r running the r-th of CS equal
+// parts of the tile's K-tiles: skinny products (few tiles, long K) then
+// fill the machine in one launch, with no partial sums in DRAM and no
+// second kernel.  Blocks 1 .. CS - 1 leave their accumulators in their
+// drained operand rings (16 bytes a thread side by side: conflict-free)
+// and arrive on block 0's `ready` barrier; block 0 adds them in rank order
+// over distributed shared memory (so the bits do not depend on timing),
+// then arrives on every block's `freed` barrier -- which lets their
+// producers refill the rings for the next tile, and their consumers exit
+// (a block's shared memory lives only as long as the block) -- and runs
+// the epilogue.  Returns whether this block finishes the tile.
+template <int BN>
+GA_D bool ga_cluster_reduce(float (&acc)[BN / 2], unsigned frag, unsigned ready, unsigned freed, unsigned rank,
+                            unsigned cs, unsigned parity) {
+    if (rank != 0) {
+        #pragma unroll
+        for (int i = 0; i < BN / 2; i += 4) ga_sts128f(frag + 512 * i, acc[i], acc[i + 1], acc[i + 2], acc[i + 3]);
+        ga_mbar_arrive_cluster(ga_mapa(ready, 0));
+        ga_mbar_wait_cluster(freed, parity);
+        return false;
+    }
+    ga_mbar_wait_cluster(ready, parity);
+    for (unsigned r = 1; r < cs; ++r) {
+        const unsigned remote = ga_mapa(frag, r);
+        #pragma unroll
+        for (int i = 0; i < BN / 2; i += 4) {
+            const float4 v = ga_ld_cluster128f(remote + 512 * i);
+            acc[i] += v.x;
+            acc[i + 1] += v.y;
+            acc[i + 2] += v.z;
+            acc[i + 3] += v.w;
+        }
+    }
+    for (unsigned r = 0; r < cs; ++r) ga_mbar_arrive_cluster(ga_mapa(freed, r));
+    return true;
+}
+
+// K-tiles [kt0, kt1) of a tile narrowed to block `rank`'s share of a cluster of `cs`.
+GA_D void ga_cluster_k_range(int &kt0, int &kt1, unsigned rank, unsigned cs) {
+    const int n = kt1 - kt0, first = kt0;
+    kt0 = first + (int)(n * rank / cs);
+    kt1 = first + (int)(n * (rank + 1) / cs);
+}
 
 // Eight adjacent outputs (m, n .. n + 7) when neither beta, stochastic
 // rounding nor statistics is on: gemm_finish's arithmetic, one 16-byte store
@@ -277,18 +326,27 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
     // 128-byte swizzle repeats every 1024 bytes; tiles start on that period
     // so that descriptors need no base offset.
     const unsigned base = (ga_smem_addr(smem_raw) + 1023) & ~1023u;
-    // [stages][epilogue staging][full[STAGES]][empty[STAGES]]
+    // [stages][epilogue staging][full[STAGES]][empty[STAGES]][ready][freed]
     const unsigned bars = base + C::STAGES * C::STAGE_BYTES + C::EPI_BYTES;
+    const unsigned ready = bars + 16 * C::STAGES, freed = ready + 8;
     const int wg = threadIdx.x / 128;
+    const unsigned cs = ga_cluster_size(), rank = ga_cluster_rank();
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
             ga_mbar_init(bars + 8 * s, 1);                         // the producer's expect_tx
             ga_mbar_init(bars + 8 * (C::STAGES + s), 4 * C::NC);  // one arrive per consumer warp
         }
+        // ga_cluster_reduce: every consumer thread of the other blocks; block 0's
+        ga_mbar_init(ready, cs > 1 ? (cs - 1) * 128 * C::NC : 1);
+        ga_mbar_init(freed, 128 * C::NC);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    // the other blocks arrive on this one's barriers: initialised first
+    if (cs > 1) ga_cluster_sync();
+    else __syncthreads();
     const int total = gemm_tiles_total(p, BM, BN);
+    // a cluster works on one tile at a time (ga_cluster_reduce)
+    const int first = blockIdx.x / cs, step = gridDim.x / cs;
 
     if (wg == 0) {
         // Producer: one thread keeps the ring full, running ahead across tiles.
@@ -297,11 +355,14 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         asm volatile("prefetch.tensormap [%0];" ::"l"(&p.tmap_a) : "memory");
         asm volatile("prefetch.tensormap [%0];" ::"l"(&p.tmap_b) : "memory");
         int s = 0;
-        unsigned phase = 0;
-        for (int t = blockIdx.x; t < total; t += gridDim.x) {
+        unsigned phase = 0, it = 0;
+        for (int t = first; t < total; t += step, ++it) {
+            // the ring holds the cluster's accumulators until block 0 has read them
+            if (cs > 1 && it > 0) ga_mbar_wait_cluster(freed, (it - 1) & 1);
             GemmTile g = gemm_tile(p, t, BM, BN);
             int kt0, kt1;
             gemm_k_range(p, g.split, C::BK, &kt0, &kt1);
+            ga_cluster_k_range(kt0, kt1, rank, cs);
             for (int kt = kt0; kt < kt1; ++kt) {
                 int db, k0;
                 gemm_k_tile(p, g.ob, kt, C::BK, &db, &k0);
@@ -364,12 +425,14 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         constexpr bool DUAL = !PROMOTE && (BN <= 64 || (C::NC == 1 && BN <= 128));
         constexpr int PART = BN == 256 ? BN / 4 : BN / 2;
         float acc[BN / 2], acc2[DUAL || PROMOTE ? PART : 1];
+        const unsigned frag = base + cw * C::FRAG_BYTES + 16 * (threadIdx.x & 127);
         int s = 0;
-        unsigned phase = 0;
-        for (int t = blockIdx.x; t < total; t += gridDim.x) {
+        unsigned phase = 0, it = 0;
+        for (int t = first; t < total; t += step, ++it) {
             GemmTile g = gemm_tile(p, t, BM, BN);
             int kt0, kt1;
             gemm_k_range(p, g.split, C::BK, &kt0, &kt1);
+            ga_cluster_k_range(kt0, kt1, rank, cs);
             #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
             #pragma unroll
@@ -431,6 +494,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 #pragma unroll
                 for (int i = 0; i < BN / 2; ++i) acc[i] += acc2[i];
             }
+            if (cs > 1 && !ga_cluster_reduce<BN>(acc, frag, ready, freed, rank, cs, it & 1)) continue;
 
             // Accumulator layout of m64nN: thread (warp, lane) holds rows
             // 16 warp + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1).

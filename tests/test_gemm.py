@@ -338,7 +338,8 @@ def test_errors(ng, case):
                          ids=lambda s: "x".join(map(str, s)))
 def test_split_k_is_deterministic_with_the_whole_epilogue(gpu_ng, kind, mnk):
     """Deep products with few tiles split K; the partials are summed in split
-    order, so every run gives the same bits, epilogue and statistics included."""
+    (or cluster rank) order, so every run gives the same bits, epilogue and
+    statistics included."""
     ng, (m, n, k) = gpu_ng, mnk
     dtype, precision = kind
     rng = np.random.default_rng(21)
@@ -347,7 +348,8 @@ def test_split_k_is_deterministic_with_the_whole_epilogue(gpu_ng, kind, mnk):
     c0 = rng.standard_normal((m, n)).astype(dtype)
     C, S, BIAS = ng.array(c0), ng.zeros((2,), np.float32), ng.array(bias)
     ng.dot(A, B, C, alpha=0.5, beta=0.25, relu=True, bias=BIAS, stats=S, precision=precision)
-    assert ng.last_gemm.splits > 1  # sm90 (16-bit), ffma (float32), sm80 (tf32 here)
+    # split in two kernels (ffma, sm80) or over a cluster's blocks (sm90)
+    assert ng.last_gemm.splits > 1 or ng.last_gemm.cluster > 1
     first = C.get()
     ref = np.maximum(0.5 * (a @ b) + bias, 0) + 0.25 * c0.astype(np.float64)
     _check(first, ref, _kind_id(dtype, precision))
@@ -356,6 +358,64 @@ def test_split_k_is_deterministic_with_the_whole_epilogue(gpu_ng, kind, mnk):
         C[:] = ng.array(c0)
         ng.dot(A, B, C, alpha=0.5, beta=0.25, relu=True, bias=BIAS, precision=precision)
         assert np.array_equal(C.get(), first)
+
+
+def _force_plan(monkeypatch, ng, tile, splits, cluster):
+    """Make the planner pick sm90 tile ``tile`` (BM, BN) with ``splits`` and ``cluster``."""
+    from gpuarray.gemm import plan, tiles
+
+    def choose(gpu, prob):
+        configs = tiles.configs(tiles.family(gpu, prob), tiles.input_name(prob), prob.layout)
+        return next(c for c in configs if (c.bm, c.bn) == tile), splits, cluster
+
+    monkeypatch.setattr(plan, "choose", choose)
+    monkeypatch.setattr(ng, "_gemm_plans", None)
+
+
+#: (kind, tile, blocks per cluster): every sm90 tile width, one and two
+#: consumer warpgroups, uneven shares (3, 5), the largest portable cluster
+CLUSTER_CASES = [("f16", (64, 32), 2), ("bf16", (64, 32), 8), ("f16", (64, 64), 3),
+                 ("bf16", (64, 128), 4), ("f16", (128, 64), 5), ("bf16", (128, 128), 2),
+                 ("f16", (128, 256), 2), ("tf32", (64, 32), 4), ("tf32", (128, 128), 3)]
+
+
+@pytest.mark.parametrize("kind, tile, cluster", CLUSTER_CASES,
+                         ids=[f"{k}-{t[0]}x{t[1]}-c{c}" for k, t, c in CLUSTER_CASES])
+@pytest.mark.parametrize("even", [True, False], ids=["even", "ragged_k"])
+def test_cluster_k_split(gpu_ng, monkeypatch, kind, tile, cluster, even):
+    """The blocks of a cluster share a tile's K-tiles and block 0 adds the
+    others' accumulators in rank order: with the same K ranges, the bits of
+    the two-kernel split-K (whose reduce adds the partials in split order),
+    through both epilogue paths; any ranges, numpy's values.  1200 rows
+    give the clusters of most cases more than one tile each."""
+    ng = gpu_ng
+    dtype, precision = KINDS[KIND_IDS.index(kind)]
+    bk = 32 if kind == "tf32" else 64
+    m, n, k = 1200, 264, bk * cluster * 3 + (0 if even else 40)
+    rng = np.random.default_rng(cluster + tile[1])
+    # tf32 runs on wgmma with K-major operands only
+    (A, a), (B, b) = _operand(ng, rng, m, k, dtype, False), _operand(ng, rng, k, n, dtype, kind == "tf32")
+    bias = rng.standard_normal(n).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(dtype)
+    BIAS = ng.array(bias)
+    results = []
+    for splits, blocks in ((1, cluster), (cluster, 1)):
+        _force_plan(monkeypatch, ng, tile, splits, blocks)
+        C, S = ng.array(c0), ng.zeros((2,), np.float32)
+        ng.dot(A, B, C, alpha=0.5, beta=0.25, relu=True, bias=BIAS, stats=S, precision=precision)
+        fast = ng.empty((m, n), dtype)
+        ng.dot(A, B, fast, alpha=-0.75, bias=BIAS, precision=precision)  # finished in registers
+        assert (ng.last_gemm.splits, ng.last_gemm.cluster) == (splits, blocks)
+        assert f"_{tile[0]}x{tile[1]}x" in ng.last_gemm.name
+        results.append((C.get(), S.get(), fast.get()))
+    (whole, stats, fast), split = results
+    ref = np.maximum(0.5 * (a @ b) + bias, 0) + 0.25 * c0.astype(np.float64)
+    _check(whole, ref, kind)
+    _check(fast, -0.75 * (a @ b) + bias, kind)
+    assert stats[0] == np.abs(whole.astype(np.float32)).max() and stats[1] == 0
+    if even:
+        for ours, theirs in zip(results[0], split):
+            assert np.array_equal(ours, theirs)
 
 
 @pytest.mark.parametrize("out_dtype", [F16, BF16, F32], ids=dtype_id)
@@ -392,15 +452,18 @@ def test_vector_epilogue_gives_the_element_epilogues_bits(gpu_ng, out_dtype, bia
         assert (results[0][3] == 1 << (8 * out_dtype.itemsize - 1)).all()  # -0.0, relu or not
 
 
-def test_second_run_compiles_and_allocates_nothing(gpu_ng):
+@pytest.mark.parametrize("dtype", [F16, F32], ids=dtype_id)
+def test_second_run_compiles_and_allocates_nothing(gpu_ng, dtype):
+    # deep: float16 splits K over a cluster, float32 in two kernels (a
+    # workspace from the pool each time)
     ng = gpu_ng
     rng = np.random.default_rng(12)
-    A = ng.array(rng.standard_normal((64, 8192)).astype(np.float16))
-    B = ng.array(rng.standard_normal((8192, 64)).astype(np.float16))
-    C = ng.empty((64, 64), np.float16)
+    A = ng.array(rng.standard_normal((64, 8192)).astype(dtype))
+    B = ng.array(rng.standard_normal((8192, 64)).astype(dtype))
+    C = ng.empty((64, 64), dtype)
     S = ng.empty((2,), np.float32)
     for _ in range(3):
-        ng.dot(A, B, C, stats=S)  # split-K: a workspace from the pool each time
+        ng.dot(A, B, C, stats=S)
         C[:] = ng.relu(ng.dot(A, B))
     ng.synchronize()
     before = ng.stats()

@@ -19,12 +19,20 @@ FIELDS = ("tmap_a tmap_b a b c bias partial stats a_m a_k b_k b_n ldc batch_a ba
 
 
 class _Function:
-    def __init__(self, name, log):
-        self.name, self.log = name, log
+    def __init__(self, name, log, cluster=1):
+        self.name, self.log, self.cluster = name, log, cluster
+
+    def clustered(self, size):
+        return _Function(self.name, self.log, size)
+
+    def max_active(self, block, smem):
+        # an H100's answers for one-block-per-SM kernels (132 SMs in GPCs of 16-18)
+        return {2: 66, 3: 39, 4: 30, 8: 15}[self.cluster]
 
     def launch(self, grid, block, data, shared):
         buf = bytes(data[:gk.ARGS_BYTES])  # implicit-GEMM convolutions append their geometry
-        self.log.append((self.name, grid, block, dict(zip(FIELDS, gk.ARGS.unpack(buf))), shared))
+        args = dict(zip(FIELDS, gk.ARGS.unpack(buf)), cluster=self.cluster)
+        self.log.append((self.name, grid, block, args, shared))
 
 
 class _Library:
@@ -161,6 +169,26 @@ def test_deep_product_splits_k(ng):
     assert (args["splits"] - 1) * args["tiles_per_split"] < ktiles <= args["splits"] * args["tiles_per_split"]
 
 
+def test_skinny_product_splits_k_over_a_cluster(ng):
+    # 4096 x 32 x 4096: a few dozen tiles; each tile's K-tiles go to the
+    # blocks of a cluster, reduced inside the one kernel
+    ng.dot(ng.empty((4096, 4096), np.float16), ng.empty((4096, 32), np.float16),
+           ng.empty((4096, 32), np.float16))
+    assert len(ng.launches) == 1  # no reduce kernel
+    name, grid, block, args, shared = ng.launches[0]
+    assert name.startswith("ga_gemm_sm90_") and args["cluster"] > 1
+    assert args["splits"] == 1 and args["partial"] == 0
+    assert grid[0] % args["cluster"] == 0 and grid[0] <= ng.sms
+    assert ng.last_gemm.cluster == args["cluster"]
+
+
+def test_large_products_take_no_cluster(ng):
+    ng.dot(ng.empty((4096, 4096), np.float16), ng.empty((4096, 4096), np.float16),
+           ng.empty((4096, 4096), np.float16))
+    _, grid, _, args, _ = ng.launches[0]
+    assert args["cluster"] == 1 and grid[0] == ng.sms  # persistent: one block per SM
+
+
 def test_shared_weights_fold_into_m(ng):
     A, B = ng.empty((8, 50, 64), np.float32), ng.empty((64, 32), np.float32)
     ng.batched_dot(A, B, ng.empty((8, 50, 32), np.float32))
@@ -227,7 +255,7 @@ def test_catalogue_entries_are_consistent(family):
 def test_missing_cubins_raise_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(gk, "KERNEL_DIR", tmp_path)
     with pytest.raises(gk.KernelsMissing, match="make kernels"):
-        gk.Library().function("gemm_sm90", "ga_gemm_sm90_128x256x64_f16_kn", 218176)
+        gk.Library().function("gemm_sm90", "ga_gemm_sm90_128x256x64_f16_kn", 218192)
 
 
 E4M3, E5M2 = gk.dtypes.float8_e4m3fn, gk.dtypes.float8_e5m2

@@ -126,7 +126,8 @@ def test_split_k_workspace_returns_at_the_next_gemm_even_if_held(tensor_maps):  
     when its record happens to be collected (a held frame or record must not
     leak device memory)."""
     ng = GemmRecordingGPU()
-    A, B, C = ng.empty((64, 8192), F16), ng.empty((8192, 64), F16), ng.empty((64, 64), F16)
+    # float32: the FFMA kernels split K in two kernels (sm90 ones over a cluster)
+    A, B, C = ng.empty((64, 8192), F32), ng.empty((8192, 64), F32), ng.empty((64, 64), F32)
     held = []
     for _ in range(4):
         ng.dot(A, B, C)

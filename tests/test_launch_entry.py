@@ -225,3 +225,32 @@ def test_compiled_and_ctypes_entries_agree(gpu_ng):
         ng._dispatcher.recipes.clear()
     for x, y in zip(first, second):
         np.testing.assert_array_equal(x, y)
+
+
+def test_cluster_launch_hands_the_driver_the_cluster_size(monkeypatch):
+    """ClusterKernel: cuLaunchKernelEx with one CLUSTER_DIMENSION attribute
+    (id 4, (size, 1, 1)) and the struct as kernelParams; bad sizes and grids
+    raise before the driver is called."""
+    calls = []
+
+    class _Cuda:
+        @staticmethod
+        def cuLaunchKernelEx(config, function, params, extra):
+            cfg = config._obj
+            attribute = cfg.attrs.contents
+            first = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[0]
+            calls.append((tuple(cfg.grid), tuple(cfg.block), cfg.smem, cfg.count, attribute.id,
+                          tuple(attribute.value[:3]), function, first % 64, extra))
+            return 0
+
+    monkeypatch.setattr(driver, "_libcuda", lambda: _Cuda())
+    kernel = type("K", (), {"name": "k", "handle": ctypes.c_void_p(1234)})()
+    clustered = driver.ClusterKernel(kernel, 4)
+    clustered.launch((8, 1, 1), (384, 1, 1), bytes(512), 1000)
+    assert calls == [((8, 1, 1), (384, 1, 1), 1000, 1, 4, (4, 1, 1), kernel.handle, 0, None)]
+    with pytest.raises(ValueError, match="6 blocks is not a whole number of clusters of 4"):
+        clustered.launch((6, 1, 1), (384, 1, 1), bytes(512), 1000)
+    for size in (0, 9):
+        with pytest.raises(ValueError, match="1 to 8 blocks"):
+            driver.ClusterKernel(kernel, size)
+    assert len(calls) == 1

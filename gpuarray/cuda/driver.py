@@ -16,7 +16,9 @@ pycuda's launch and 2.2 for a ctypes call, measured on the H100 machine;
 packed (``CU_LAUNCH_PARAM_BUFFER_POINTER``, the generated kernels) or as
 one by-value struct through ``kernelParams`` (the hand-written kernels: a
 64-byte aligned struct holding tensor maps arrives misplaced the packed
-way).  Memory and contexts stay with pycuda.
+way).  Kernels launched in thread-block clusters of a size chosen per call
+(:class:`ClusterKernel`) go through ``cuLaunchKernelEx`` by ctypes.
+Memory and contexts stay with pycuda.
 """
 import ctypes
 import ctypes.util
@@ -70,6 +72,8 @@ def _libcuda():
             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         lib.cuLaunchCooperativeKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
             ctypes.c_void_p, ctypes.c_void_p]
+        lib.cuLaunchKernelEx.argtypes = [ctypes.c_void_p] * 4
+        lib.cuOccupancyMaxActiveClusters.argtypes = [ctypes.c_void_p] * 3
         lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t,
                                          ctypes.c_void_p]
         lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
@@ -295,6 +299,11 @@ class Kernel:
         """Raise :class:`DriverError` for a failed launch's ``CUresult``."""
         _check(result, f"launching {self.name}")
 
+    def clustered(self, size):
+        """This kernel launched in thread-block clusters of ``size`` blocks along x
+        (a :class:`ClusterKernel`)."""
+        return ClusterKernel(self, size)
+
     def launch_cooperative(self, grid, block, data, smem):
         """As :meth:`launch`, with every block resident at once (a kernel with a
         grid-wide barrier); the driver refuses a grid that cannot be."""
@@ -302,6 +311,61 @@ class Kernel:
         _check(_libcuda().cuLaunchCooperativeKernel(self.handle, *grid, *block, smem,
                                                     stream.current_handle(), params),
                f"launching {self.name} cooperatively")
+
+
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuLaunchKernelEx's first argument)."""
+
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)),
+                ("count", ctypes.c_uint)]
+
+
+class ClusterKernel:
+    """A :class:`Kernel` launched in thread-block clusters of ``size`` blocks along x.
+
+    The cluster size is a launch attribute (``cuLaunchKernelEx``), so one
+    compiled kernel serves every size: it reads the size of its cluster at
+    run time (``%cluster_nctarank``).  Sizes up to 8 are portable; the
+    grid's x extent must be a multiple of ``size``.
+    """
+
+    _CLUSTER_DIMENSION = 4  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+
+    def __init__(self, kernel, size):
+        if not 1 <= size <= 8:
+            raise ValueError(f"a portable cluster has 1 to 8 blocks, not {size}")
+        self.kernel, self.size, self.name = kernel, size, kernel.name
+        self._attribute = _LaunchAttribute(self._CLUSTER_DIMENSION)
+        self._attribute.value[:3] = (size, 1, 1)
+
+    def max_active(self, block, smem):
+        """How many clusters of this kernel the GPU runs at once
+        (``cuOccupancyMaxActiveClusters``): a cluster's blocks share one GPC,
+        so this can be less than the multiprocessors over ``size``."""
+        count = ctypes.c_int()
+        config = _LaunchConfig((self.size, 1, 1), block, smem, None, ctypes.pointer(self._attribute), 1)
+        _check(_libcuda().cuOccupancyMaxActiveClusters(ctypes.byref(count), self.kernel.handle,
+                                                       ctypes.byref(config)),
+               f"asking how many clusters of {self.size} blocks of {self.name} fit")
+        return count.value
+
+    def launch(self, grid, block, data, smem):
+        """As :meth:`Kernel.launch`."""
+        if grid[0] % self.size:
+            raise ValueError(f"a grid of {grid[0]} blocks is not a whole number of clusters "
+                             f"of {self.size}")
+        config = _LaunchConfig(grid, block, smem, stream.current_handle(),
+                               ctypes.pointer(self._attribute), 1)
+        params, _keep = _parameter_block(data)
+        _check(_libcuda().cuLaunchKernelEx(ctypes.byref(config), self.kernel.handle, params, None),
+               f"launching {self.name} in clusters of {self.size}")
 
 
 def memset_d32(ptr, value, count):

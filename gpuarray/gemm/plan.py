@@ -31,6 +31,7 @@ from .replay import GemmPlan, TensorMap, scale_pointers
 _REDUCE_THREADS = 256
 _MAX_CHOICES = 4096
 _choices = {}
+_capacities = {}
 
 
 @dataclass
@@ -217,7 +218,7 @@ def _fold_batches(prob):
 
 # -- 3. the kernel -----------------------------------------------------------
 def choose(gpu, prob):
-    """(config, splits) of the candidate tile with the lowest modelled time.
+    """(config, splits, cluster) of the candidate with the lowest modelled time.
 
     Remembered per problem shape (a training loop asks the same few), up
     to _MAX_CHOICES of them.
@@ -227,14 +228,38 @@ def choose(gpu, prob):
            prob.batch, prob.kbatch, prob.call.c.itemsize, gpu.sms)
     best = _choices.get(key)
     if best is None:
-        candidates = ((tiles.model_time(gpu, prob, cfg, splits), i, cfg, splits)
-                      for i, cfg in enumerate(tiles.configs(family, key[1], prob.layout))
-                      for splits in tiles.split_choices(gpu, prob, cfg))
+        candidates = []
+        for i, cfg in enumerate(tiles.configs(family, key[1], prob.layout)):
+            clusters = tiles.cluster_choices(gpu, prob, cfg, cluster_capacity(gpu, cfg, key[1], prob.layout))
+            candidates += [(tiles.model_time(gpu, prob, cfg, splits, cluster), i, cfg, splits, cluster)
+                           for splits in tiles.split_choices(gpu, prob, cfg)
+                           for cluster in (clusters if splits == 1 else (1,))]
         best = min(candidates)[2:]
         if len(_choices) >= _MAX_CHOICES:
             _choices.clear()
         _choices[key] = best
     return best
+
+
+def cluster_capacity(gpu, cfg, input_name, layout):
+    """{blocks per cluster: clusters of ``cfg``'s kernel the GPU runs at once}
+    for the cluster sizes the planner tries (empty for kernels without clusters).
+
+    A cluster's blocks share one GPC, so this is not the multiprocessors over
+    the size: an H100's 132 hold 66 clusters of 2 one-block-per-SM kernels
+    but 30 of 4 and 15 of 8.  Asked of the driver once per kind of GPU and
+    block footprint.
+    """
+    if not cfg.family.endswith("sm90"):
+        return {}
+    key = (gpu.arch, gpu.sms, cfg.smem, cfg.threads)
+    capacity = _capacities.get(key)
+    if capacity is None:
+        kernel = gpu.gemm_library.function(cfg.file, cfg.kernel_name(input_name, layout), cfg.smem)
+        capacity = {size: kernel.clustered(size).max_active((cfg.threads, 1, 1), cfg.smem)
+                    for size in tiles.CLUSTERS}
+        _capacities[key] = capacity
+    return capacity
 
 
 # -- 4. the launch -----------------------------------------------------------
@@ -252,7 +277,7 @@ def launch(gpu, prob, swapped=False):
 
 def record(gpu, prob, swapped):
     """The :class:`GemmPlan` of ``prob``: tile, split, grids and the argument template."""
-    cfg, splits = choose(gpu, prob)
+    cfg, splits, cluster = choose(gpu, prob)
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
     per_split = -(-ktiles // splits)
     splits = -(-ktiles // per_split)  # no empty splits
@@ -260,9 +285,14 @@ def record(gpu, prob, swapped):
                        _integers(prob, splits, per_split), 0.0, 0.0, 0)
     name = cfg.kernel_name(tiles.input_name(prob), prob.layout)
     total = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
-    grid = min(total, gpu.sms * cfg.per_sm) if cfg.persistent else total
-    launches = [(gpu.gemm_library.function(cfg.file, name, cfg.smem), (grid, 1, 1),
-                 (cfg.threads, 1, 1), cfg.smem)]
+    kernel = gpu.gemm_library.function(cfg.file, name, cfg.smem)
+    if cluster > 1:
+        # a cluster of blocks per tile (they share its K-tiles)
+        kernel = kernel.clustered(cluster)
+        grid = min(total, cluster_capacity(gpu, cfg, tiles.input_name(prob), prob.layout)[cluster]) * cluster
+    else:
+        grid = min(total, gpu.sms * cfg.per_sm) if cfg.persistent else total
+    launches = [(kernel, (grid, 1, 1), (cfg.threads, 1, 1), cfg.smem)]
     if splits > 1:
         reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
         outputs = prob.batch * prob.m * -(-prob.n // 4)
@@ -270,7 +300,7 @@ def record(gpu, prob, swapped):
         launches.append((reduce, (blocks, 1, 1), (_REDUCE_THREADS, 1, 1), 0))
     workspace = splits * prob.batch * prob.m * prob.n * 4 if splits > 1 else 0
     tensor_maps = _tensor_maps(cfg, prob) if cfg.tma else None
-    return GemmPlan(name, swapped, launches, template, tensor_maps, workspace, splits)
+    return GemmPlan(name, swapped, launches, template, tensor_maps, workspace, splits, cluster)
 
 
 def _integers(prob, splits, per_split):

@@ -110,12 +110,16 @@ class GemmPlan:
         The descriptors of the kernel's A and B (TMA kernels only).
     workspace_bytes : int
         Split-K partial sums, taken from the pool per launch (0: none).
+    splits, cluster : int
+        K-splits reduced by a second kernel, and blocks per cluster sharing
+        a tile's K-tiles (1: neither).
     """
 
-    def __init__(self, name, swapped, launches, template, tensor_maps, workspace_bytes, splits):
+    def __init__(self, name, swapped, launches, template, tensor_maps, workspace_bytes, splits,
+                 cluster=1):
         self.name, self.swapped, self.launches = name, swapped, launches
         self.template, self.tensor_maps = template, tensor_maps
-        self.workspace_bytes, self.splits = workspace_bytes, splits
+        self.workspace_bytes, self.splits, self.cluster = workspace_bytes, splits, cluster
 
     def launch(self, gpu, a, b, c, bias, stats, alpha, beta, scaling=None):
         """Queue the plan's kernels on operands given as device addresses (0: absent).
@@ -145,7 +149,7 @@ class GemmPlan:
         # queued after its kernels runs after them anyway.  Freed explicitly,
         # not left to the reference count, so that nothing which happens to
         # hold the record (a debugger's or a sanitizer's frame) keeps it.
-        record = GemmLaunch(self.name, self.splits, launches, workspace)
+        record = GemmLaunch(self.name, self.splits, launches, workspace, self.cluster)
         previous, gpu.last_gemm = gpu.last_gemm, record
         if previous is not None and previous.workspace is not None:
             previous.workspace.free()
@@ -179,10 +183,11 @@ def scale_pointers(post, tensors, swapped):
 class GemmLaunch:
     """The kernels one GEMM queued: (kernel, grid, block, argument struct bytes, shared bytes)."""
 
-    __slots__ = ("name", "splits", "launches", "workspace")
+    __slots__ = ("name", "splits", "launches", "workspace", "cluster")
 
-    def __init__(self, name, splits, launches, workspace=None):
+    def __init__(self, name, splits, launches, workspace=None, cluster=1):
         self.name, self.splits, self.launches, self.workspace = name, splits, launches, workspace
+        self.cluster = cluster
 
     def replay(self):
         """Queue the same kernels again (same operands, same call counter)."""

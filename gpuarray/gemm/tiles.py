@@ -5,14 +5,16 @@ multiprocessor count).  Out: the kernel family, the candidate tile
 configurations, the K-splits worth trying, and a modelled time for each
 (config, splits) pair; :func:`gpuarray.gemm.plan.choose` takes the cheapest.
 
-The model: a launch runs in waves of (tiles x splits) blocks over the
-machine's block slots; a wave costs one tile's flops at the per-slot
+The model: a launch runs in waves of (tiles x splits x cluster) blocks
+over the machine's block slots; a wave costs one tile's flops at the per-slot
 share of the family's peak (scaled by the tile's measured efficiency),
 plus its epilogue -- a cost per element of the whole tile, masked
 elements included -- and a fixed cost per tile; no launch beats reading
 its operands once from DRAM or a block streaming its own slice at twice
 its fair share of bandwidth.  Split-K adds the partial sums' traffic and
-one more launch.  The epilogue terms decide short products: a col matrix
+one more launch; the cluster K-split of the sm90 kernels (the blocks of a
+cluster share a tile's K-tiles and block 0 adds their accumulators over
+distributed shared memory) adds that read instead.  The epilogue terms decide short products: a col matrix
 of 3.2 M rows x 32 times a 32 x 64 filter matrix ran 1.8x faster on
 128 x 64 tiles than on the 128 x 128 ones the flops alone picked.
 """
@@ -35,6 +37,14 @@ _EPILOGUE_S_PER_ELEMENT = 0.25e-9
 _TILE_S = 0.45e-6
 _SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 _MIN_KTILES_PER_SPLIT = 4
+#: blocks of a cluster K-split (8: the largest portable cluster)
+CLUSTERS = (2, 3, 4, 8)
+# the cluster K-split's cost per tile: a fixed part (the cluster barrier at
+# the start, the hand-over) and block 0 reading the others' accumulators,
+# fitted to H100 kernel-alone times (64x32 to 128x128 tiles, 2-3 blocks:
+# 1.8 us for 8 KB read, 5.8 for 128 KB)
+_CLUSTER_S = 2.3e-6
+_DSMEM_BYTES_PER_S = 30e9
 
 _HALF = ("f16", "bf16")
 _F32 = ("f32",)
@@ -64,21 +74,21 @@ def _fp8(bm, bn, smem, efficiency, inputs=_FP8 + _FP8_FAST):
 #: every kernel the planner may pick: tile, threads, shared memory (the
 #: largest over layouts), blocks per SM and measured efficiency (H200)
 CONFIGS = (
-    _sm90(128, 256, 64, 218176, _HALF, 0.75),
-    _sm90(128, 128, 64, 218208, _HALF, 0.67),
-    _sm90(128, 64, 64, 218240, _HALF, 0.41),
-    _sm90(64, 128, 64, 208000, _HALF, 0.43),
-    _sm90(64, 64, 64, 224464, _HALF, 0.28),
-    _sm90(64, 32, 64, 208128, _HALF, 0.16),
-    _sm90(128, 256, 32, 218176, _TF32, 0.78, ("kk",)),
-    _sm90(128, 128, 32, 218208, _TF32, 0.65, ("kk",)),
-    _sm90(128, 64, 32, 218240, _TF32, 0.5, ("kk",)),
-    _sm90(64, 32, 32, 208128, _TF32, 0.3, ("kk",)),
-    _fp8(128, 256, 218176, 0.63),
-    _fp8(128, 128, 218208, 0.58),
-    _fp8(128, 64, 218240, 0.4),
-    _fp8(64, 128, 208000, 0.4),
-    _fp8(64, 32, 208128, 0.15),
+    _sm90(128, 256, 64, 218192, _HALF, 0.75),
+    _sm90(128, 128, 64, 218224, _HALF, 0.67),
+    _sm90(128, 64, 64, 218256, _HALF, 0.41),
+    _sm90(64, 128, 64, 208016, _HALF, 0.43),
+    _sm90(64, 64, 64, 224480, _HALF, 0.28),
+    _sm90(64, 32, 64, 208144, _HALF, 0.16),
+    _sm90(128, 256, 32, 218192, _TF32, 0.78, ("kk",)),
+    _sm90(128, 128, 32, 218224, _TF32, 0.65, ("kk",)),
+    _sm90(128, 64, 32, 218256, _TF32, 0.5, ("kk",)),
+    _sm90(64, 32, 32, 208144, _TF32, 0.3, ("kk",)),
+    _fp8(128, 256, 218192, 0.63),
+    _fp8(128, 128, 218224, 0.58),
+    _fp8(128, 64, 218256, 0.4),
+    _fp8(64, 128, 208016, 0.4),
+    _fp8(64, 32, 208144, 0.15),
     Config("sm80", 128, 128, 32, 256, 81920, _HALF, per_sm=2, efficiency=0.5),
     Config("sm80", 64, 64, 32, 128, 40960, _HALF, per_sm=4, efficiency=0.32),
     Config("sm80", 128, 128, 32, 256, 98304, _TF32, per_sm=1, efficiency=0.44),
@@ -170,17 +180,29 @@ def split_choices(gpu, prob, cfg):
             if s == 1 or (tiles * (s // 2 or 1) < slots and ktiles // s >= _MIN_KTILES_PER_SPLIT)]
 
 
-def model_time(gpu, prob, cfg, splits):
-    """Modelled seconds of (cfg, splits) for ``prob`` (for ranking only)."""
+def cluster_choices(gpu, prob, cfg, capacity):
+    """Cluster K-splits worth modelling (1: none): sizes of ``capacity``
+    ({size: clusters the GPU runs at once}) whose clusters hold every tile
+    in one wave, each block keeping a few K-tiles."""
+    tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch
+    ktiles = prob.kbatch * -(-prob.k // cfg.bk)
+    return [1] + [c for c, clusters in sorted(capacity.items())
+                  if tiles <= clusters and ktiles // c >= _MIN_KTILES_PER_SPLIT]
+
+
+def model_time(gpu, prob, cfg, splits, cluster=1):
+    """Modelled seconds of (cfg, splits, cluster) for ``prob`` (for ranking only)."""
     peak = _PEAK[cfg.family.rstrip("u") + ("_tf32" if prob.call.precision == "tf32" else "")]
     slots = gpu.sms * cfg.per_sm
     tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
-    k_chunk = -(-ktiles // splits) * cfg.bk
-    waves = -(-tiles * splits // slots)
+    k_chunk = -(-ktiles // (splits * cluster)) * cfg.bk
+    waves = -(-tiles * splits * cluster // slots)
     per_tile = 2.0 * cfg.bm * cfg.bn * k_chunk / (peak * cfg.efficiency / slots)
     if cfg.family.endswith("sm90"):  # measured there (the other families' epilogues differ)
         per_tile += cfg.bm * cfg.bn * _EPILOGUE_S_PER_ELEMENT + _TILE_S
+        if cluster > 1:
+            per_tile += _CLUSTER_S + (cluster - 1) * cfg.bm * cfg.bn * 4 / _DSMEM_BYTES_PER_S
     compute = waves * per_tile
     isz = prob.dtype.itemsize
     stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * DRAM_BYTES_PER_S / slots)
