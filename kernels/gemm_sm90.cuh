@@ -106,20 +106,28 @@ template <int BM, int BN, int IN> struct GaSm90Cfg {
 // parts of the tile's K-tiles: skinny products (few tiles, long K) then
 // fill the machine in one launch, with no partial sums in DRAM and no
 // second kernel.  Blocks 1 .. CS - 1 leave their accumulators in their
-// drained operand rings (16 bytes a thread side by side: conflict-free)
-// and arrive on block 0's `ready` barrier; block 0 adds them in rank order
-// over distributed shared memory (so the bits do not depend on timing),
-// then arrives on every block's `freed` barrier -- which lets their
-// producers refill the rings for the next tile, and their consumers exit
-// (a block's shared memory lives only as long as the block) -- and runs
-// the epilogue.  Returns whether this block finishes the tile.
-template <int BN>
+// operand rings, drained once every consumer warpgroup is past its
+// mainloop (16 bytes a thread side by side: conflict-free), and arrive on
+// block 0's `ready` barrier; block 0 adds them in rank order over
+// distributed shared memory (so the bits do not depend on timing), then
+// arrives on every block's `freed` barrier, which lets their producers
+// refill the rings for the next tile, and runs the epilogue.  (No block
+// leaves the kernel before a last cluster barrier: a block's shared memory
+// lives only as long as the block.)  Returns whether this block finishes
+// the tile.
+template <int BN, int NC>
 GA_D bool ga_cluster_reduce(float (&acc)[BN / 2], unsigned frag, unsigned ready, unsigned freed, unsigned rank,
                             unsigned cs, unsigned parity) {
     if (rank != 0) {
+        // The ring's last stages may still feed the other consumer
+        // warpgroup's wgmmas: every consumer is past its mainloop first.
+        if constexpr (NC > 1) ga_consumers_sync<NC>();
         #pragma unroll
         for (int i = 0; i < BN / 2; i += 4) ga_sts128f(frag + 512 * i, acc[i], acc[i + 1], acc[i + 2], acc[i + 3]);
-        ga_mbar_arrive_cluster(ga_mapa(ready, 0));
+        // one arrival per warp (remote arrivals serialise on their barrier);
+        // the warp barrier orders the other lanes' stores before lane 0's release
+        __syncwarp();
+        if ((threadIdx.x & 31) == 0) ga_mbar_arrive_cluster(ga_mapa(ready, 0));
         ga_mbar_wait_cluster(freed, parity);
         return false;
     }
@@ -135,7 +143,9 @@ GA_D bool ga_cluster_reduce(float (&acc)[BN / 2], unsigned frag, unsigned ready,
             acc[i + 3] += v.w;
         }
     }
-    for (unsigned r = 0; r < cs; ++r) ga_mbar_arrive_cluster(ga_mapa(freed, r));
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0)
+        for (unsigned r = 0; r < cs; ++r) ga_mbar_arrive_cluster(ga_mapa(freed, r));
     return true;
 }
 
@@ -336,9 +346,9 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             ga_mbar_init(bars + 8 * s, 1);                         // the producer's expect_tx
             ga_mbar_init(bars + 8 * (C::STAGES + s), 4 * C::NC);  // one arrive per consumer warp
         }
-        // ga_cluster_reduce: every consumer thread of the other blocks; block 0's
-        ga_mbar_init(ready, cs > 1 ? (cs - 1) * 128 * C::NC : 1);
-        ga_mbar_init(freed, 128 * C::NC);
+        // ga_cluster_reduce: every consumer warp of the other blocks; block 0's
+        ga_mbar_init(ready, cs > 1 ? (cs - 1) * 4 * C::NC : 1);
+        ga_mbar_init(freed, 4 * C::NC);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     // the other blocks arrive on this one's barriers: initialised first
@@ -495,7 +505,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 #pragma unroll
                 for (int i = 0; i < BN / 2; ++i) acc[i] += acc2[i];
             }
-            if (cs > 1 && !ga_cluster_reduce<BN>(acc, frag, ready, freed, rank, cs, it & 1)) continue;
+            if (cs > 1 && !ga_cluster_reduce<BN, C::NC>(acc, frag, ready, freed, rank, cs, it & 1)) continue;
 
             // Accumulator layout of m64nN: thread (warp, lane) holds rows
             // 16 warp + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1).

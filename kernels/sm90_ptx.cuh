@@ -209,6 +209,8 @@ GA_D void ga_wg_sync(int cw) {
     if (cw == 0) asm volatile("bar.sync 1, 128;" ::: "memory");
     else asm volatile("bar.sync 2, 128;" ::: "memory");
 }
+// Barrier of all NC consumer warpgroups (named barrier 3).
+template <int NC> GA_D void ga_consumers_sync() { asm volatile("bar.sync 3, %0;" ::"n"(128 * NC) : "memory"); }
 // Four 8 x 8 matrices of 16-bit pairs into shared memory (stmatrix x4): lane
 // l gives the address of row l % 8 of matrix l / 8; w[i] is this lane's pair
 // of matrix i (row lane / 4, columns 2 (lane % 4) and the next).
