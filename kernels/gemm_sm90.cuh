@@ -348,9 +348,13 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         ga_mbar_init(freed, 128 * C::NC);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    // the other blocks arrive on this one's barriers: initialised first
-    if (cs > 1) ga_cluster_sync();
-    else __syncthreads();
+    __syncthreads();
+    // The other blocks of a cluster arrive on this one's barriers: they are
+    // initialised first.  The cluster barrier is split (arrive now, wait
+    // before the first access to another block) so that its latency
+    // (0.7 us measured) hides behind the mainloop.
+    if (cs > 1) ga_cluster_arrive();
+    bool waited = cs == 1;
     const int total = gemm_tiles_total(p, BM, BN);
     // a cluster works on one tile at a time (ga_cluster_reduce)
     const int first = blockIdx.x / cs, step = gridDim.x / cs;
@@ -502,6 +506,10 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 #pragma unroll
                 for (int i = 0; i < BN / 2; ++i) acc[i] += acc2[i];
             }
+            if (!waited) {
+                ga_cluster_wait();
+                waited = true;
+            }
             if (cs > 1 && !ga_cluster_reduce<BN, C::NC>(acc, frag, ready, freed, rank, cs, it & 1)) continue;
 
             // Accumulator layout of m64nN: thread (warp, lane) holds rows
@@ -548,6 +556,10 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
     }
     // No block of a cluster leaves while another may still read its shared
     // memory (a block's shared memory ends with it).
-    if (cs > 1) ga_cluster_sync_all();
+    if (!waited) ga_cluster_wait();
+    if (cs > 1) {
+        ga_cluster_arrive();
+        ga_cluster_wait();
+    }
 }
 

@@ -50,17 +50,19 @@ GA_D void ga_mbar_wait(unsigned bar, unsigned parity) {
     } while (!done);
 }
 // ---- thread-block clusters (distributed shared memory) ----------------------
-// (ga_cluster_rank and ga_cluster_sync come with the fusion prelude.)  A
+// (ga_cluster_rank comes with the fusion prelude.)  A
 // launch without cluster dimensions runs as clusters of one block.
 GA_D unsigned ga_cluster_size() {
     unsigned n;
     asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
     return n;
 }
-// The cluster barrier for threads that may arrive apart (not .aligned).
-GA_D void ga_cluster_sync_all() {
-    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
-}
+// The two halves of the cluster barrier, for threads that may get there
+// apart (not .aligned): every thread of every block of the cluster arrives
+// (releasing its earlier shared-memory writes), then waits before its next
+// arrival (acquiring the others').
+GA_D void ga_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
+GA_D void ga_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
 // The address of the same shared-memory location in block `rank` of the cluster.
 GA_D unsigned ga_mapa(unsigned addr, unsigned rank) {
     unsigned r;
