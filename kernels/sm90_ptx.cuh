@@ -50,7 +50,7 @@ GA_D void ga_mbar_wait(unsigned bar, unsigned parity) {
     } while (!done);
 }
 // ---- thread-block clusters (distributed shared memory) ----------------------
-// (ga_cluster_rank comes with the fusion prelude.)  A
+// (ga_cluster_rank and ga_cluster_sync come with the fusion prelude.)  A
 // launch without cluster dimensions runs as clusters of one block.
 GA_D unsigned ga_cluster_size() {
     unsigned n;
