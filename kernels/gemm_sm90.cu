@@ -46,9 +46,10 @@
 //
 // Launch shape: grid (G, 1, 1), any G >= 1 (a multiple of CS); best G =
 // min(tiles, number of SMs) (persistent: 132 on H200; 8192^3 fp16 ran 676
-// TFLOP/s with G = 132, 634 with one block per tile), or min(tiles, SMs /
-// CS) * CS clusters of CS.  block (THREADS, 1, 1); dynamic shared memory
-// SMEM bytes (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
+// TFLOP/s with G = 132, 634 with one block per tile); in clusters, G =
+// CS * min(tiles, clusters of CS the GPU runs at once) (H100: 66 of 2, 30
+// of 4, 15 of 8).  block (THREADS, 1, 1); dynamic shared memory SMEM bytes
+// (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
 //
 // Kernels: ga_gemm_sm90_<BM>x<BN>x<BK>_<in>_<la><lb>
 //   BM x BN   THREADS  SMEM (B)  stages  instantiated for
