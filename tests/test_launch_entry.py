@@ -196,7 +196,8 @@ def test_the_entry_in_use(gpu_ng):
 
 
 def _run_kernels(ng, rng):
-    """A fused assignment, a GEMM with its epilogue and a pooling pass; their values."""
+    """A fused assignment, a GEMM with its epilogue, a skinny GEMM (K split over
+    a cluster) and a pooling pass; their values."""
     a = ng.array(rng.standard_normal((64, 48)).astype(np.float32))
     b = ng.array(rng.standard_normal((80, 48)).astype(np.float16))
     w = ng.array(rng.standard_normal((48, 80)).astype(np.float16))
@@ -205,17 +206,22 @@ def _run_kernels(ng, rng):
     fused[:] = ng.maximum(a * 2 - ng.mean(a, axis=1, keepdims=True), 0)
     product = ng.empty((80, 80), np.float16)
     product[:] = ng.relu(ng.dot(b, w) + bias)
+    weights = ng.array(rng.standard_normal((2048, 4096)).astype(np.float16))
+    x = ng.array(rng.standard_normal((4096, 32)).astype(np.float16))
+    skinny = ng.empty((2048, 32), np.float16)
+    ng.dot(weights, x, skinny)
+    assert ng.last_gemm.cluster > 1
     layer = ng.pool_layer(np.float32, "max", 2, 8, H=6, W=6, R=2, S=2)
     images = ng.array(rng.standard_normal(layer.dimI).astype(np.float32))
     pooled = ng.empty(layer.dimO, np.float32)
     ng.fprop_pool(layer, images, pooled)
-    return [fused.get(), product.get(), pooled.get()]
+    return [fused.get(), product.get(), skinny.get(), pooled.get()]
 
 
 def test_compiled_and_ctypes_entries_agree(gpu_ng):
     ng = gpu_ng
     first = _run_kernels(ng, np.random.default_rng(0))
-    driver._entries[:] = [(driver._ctypes_packed, driver._ctypes_struct)]
+    driver._entries[:] = [(driver._ctypes_packed, driver._ctypes_struct, driver._ctypes_cluster)]
     ng._dispatcher.recipes.clear()  # recorded replays keep the entry they were made with
     try:
         assert driver.entry_name() == "ctypes"
@@ -227,30 +233,65 @@ def test_compiled_and_ctypes_entries_agree(gpu_ng):
         np.testing.assert_array_equal(x, y)
 
 
-def test_cluster_launch_hands_the_driver_the_cluster_size(monkeypatch):
-    """ClusterKernel: cuLaunchKernelEx with one CLUSTER_DIMENSION attribute
-    (id 4, (size, 1, 1)) and the struct as kernelParams; bad sizes and grids
-    raise before the driver is called."""
+def _read_config(config):
+    """(grid, block, smem, stream, [(attribute id, (x, y, z))]) of a CUlaunchConfig."""
+    cfg = ctypes.cast(config, ctypes.POINTER(driver._LaunchConfig)).contents
+    attributes = [(cfg.attrs[k].id, tuple(cfg.attrs[k].value[:3])) for k in range(cfg.count)]
+    return tuple(cfg.grid), tuple(cfg.block), cfg.smem, cfg.stream or 0, attributes
+
+
+def test_cluster_launch_through_ctypes(monkeypatch):
+    """ClusterKernel without the compiled entry: cuLaunchKernelEx with one
+    CLUSTER_DIMENSION attribute (id 4, (size, 1, 1)) and the struct as
+    kernelParams in 64-byte aligned memory; bad sizes and grids raise before
+    the driver is called."""
     calls = []
 
     class _Cuda:
         @staticmethod
         def cuLaunchKernelEx(config, function, params, extra):
-            cfg = config._obj
-            attribute = cfg.attrs.contents
             first = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[0]
-            calls.append((tuple(cfg.grid), tuple(cfg.block), cfg.smem, cfg.count, attribute.id,
-                          tuple(attribute.value[:3]), function, first % 64, extra))
+            calls.append((_read_config(ctypes.addressof(config._obj)), function, first % 64,
+                          ctypes.string_at(first, 512), extra))
             return 0
 
     monkeypatch.setattr(driver, "_libcuda", lambda: _Cuda())
-    kernel = type("K", (), {"name": "k", "handle": ctypes.c_void_p(1234)})()
+    monkeypatch.setattr(driver, "_entries",
+                        [(driver._ctypes_packed, driver._ctypes_struct, driver._ctypes_cluster)])
+    kernel = type("K", (), {"name": "k", "address": 1234})()
     clustered = driver.ClusterKernel(kernel, 4)
-    clustered.launch((8, 1, 1), (384, 1, 1), bytes(512), 1000)
-    assert calls == [((8, 1, 1), (384, 1, 1), 1000, 1, 4, (4, 1, 1), kernel.handle, 0, None)]
+    data = bytes(k % 251 for k in range(512))
+    clustered.launch((8, 1, 1), (384, 1, 1), data, 1000)
+    assert calls == [(((8, 1, 1), (384, 1, 1), 1000, 0, [(4, (4, 1, 1))]), 1234, 0, data, None)]
     with pytest.raises(ValueError, match="6 blocks is not a whole number of clusters of 4"):
-        clustered.launch((6, 1, 1), (384, 1, 1), bytes(512), 1000)
+        clustered.launch((6, 1, 1), (384, 1, 1), data, 1000)
     for size in (0, 9):
         with pytest.raises(ValueError, match="1 to 8 blocks"):
             driver.ClusterKernel(kernel, size)
     assert len(calls) == 1
+
+
+_LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
+
+
+@needs_entry
+def test_compiled_cluster_launch_hands_the_driver_the_same(recorder):
+    """launch_struct_cluster lays out CUlaunchConfig as ctypes' mirror of
+    cuda.h does: grid, block, shared bytes, stream, the cluster attribute."""
+    calls = []
+
+    def record(config, function, params, extra):
+        calls.append((_read_config(config), function, params[0] % 64,
+                      ctypes.string_at(params[0], 512), bool(extra)))
+        return 0
+
+    stand_in = _LAUNCH_EX(record)
+    launch_entry.bind_ex(ctypes.cast(stand_in, ctypes.c_void_p).value)
+    data = bytes(k % 249 for k in range(512))
+    assert launch_entry.launch_struct_cluster(0x40, (12, 1, 1), (256, 1, 1), data, 208144,
+                                              0x77, 3) == 0
+    assert calls == [(((12, 1, 1), (256, 1, 1), 208144, 0x77, [(4, (3, 1, 1))]), 0x40, 0, data,
+                      False)]
+    with pytest.raises(ValueError, match="at most 4096 bytes"):
+        launch_entry.launch_struct_cluster(0x40, (3, 1, 1), (1, 1, 1), bytes(5000), 0, 0, 3)

@@ -17,7 +17,8 @@ packed (``CU_LAUNCH_PARAM_BUFFER_POINTER``, the generated kernels) or as
 one by-value struct through ``kernelParams`` (the hand-written kernels: a
 64-byte aligned struct holding tensor maps arrives misplaced the packed
 way).  Kernels launched in thread-block clusters of a size chosen per call
-(:class:`ClusterKernel`) go through ``cuLaunchKernelEx`` by ctypes.
+(:class:`ClusterKernel`) go through ``cuLaunchKernelEx``, by the same two
+routes.
 Memory and contexts stay with pycuda.
 """
 import ctypes
@@ -342,15 +343,15 @@ class ClusterKernel:
         if not 1 <= size <= 8:
             raise ValueError(f"a portable cluster has 1 to 8 blocks, not {size}")
         self.kernel, self.size, self.name = kernel, size, kernel.name
-        self._attribute = _LaunchAttribute(self._CLUSTER_DIMENSION)
-        self._attribute.value[:3] = (size, 1, 1)
 
     def max_active(self, block, smem):
         """How many clusters of this kernel the GPU runs at once
         (``cuOccupancyMaxActiveClusters``): a cluster's blocks share one GPC,
         so this can be less than the multiprocessors over ``size``."""
         count = ctypes.c_int()
-        config = _LaunchConfig((self.size, 1, 1), block, smem, None, ctypes.pointer(self._attribute), 1)
+        attribute = _LaunchAttribute(self._CLUSTER_DIMENSION)
+        attribute.value[:3] = (self.size, 1, 1)
+        config = _LaunchConfig((self.size, 1, 1), block, smem, None, ctypes.pointer(attribute), 1)
         _check(_libcuda().cuOccupancyMaxActiveClusters(ctypes.byref(count), self.kernel.handle,
                                                        ctypes.byref(config)),
                f"asking how many clusters of {self.size} blocks of {self.name} fit")
@@ -361,11 +362,10 @@ class ClusterKernel:
         if grid[0] % self.size:
             raise ValueError(f"a grid of {grid[0]} blocks is not a whole number of clusters "
                              f"of {self.size}")
-        config = _LaunchConfig(grid, block, smem, stream.current_handle(),
-                               ctypes.pointer(self._attribute), 1)
-        params, _keep = _parameter_block(data)
-        _check(_libcuda().cuLaunchKernelEx(ctypes.byref(config), self.kernel.handle, params, None),
-               f"launching {self.name} in clusters of {self.size}")
+        result = _entry()[2](self.kernel.address, grid, block, data, smem, stream.launch_handle(),
+                             self.size)
+        if result:
+            _check(result, f"launching {self.name} in clusters of {self.size}")
 
 
 def memset_d32(ptr, value, count):
@@ -379,10 +379,10 @@ _entries = []
 
 
 def _entry():
-    """(launch_packed, launch_struct): the compiled entry's, or ctypes' where it
-    is not built."""
+    """(launch_packed, launch_struct, launch_struct_cluster): the compiled
+    entry's, or ctypes' where it is not built."""
     if not _entries:
-        _entries.append(_compiled_entry() or (_ctypes_packed, _ctypes_struct))
+        _entries.append(_compiled_entry() or (_ctypes_packed, _ctypes_struct, _ctypes_cluster))
     return _entries[0]
 
 
@@ -392,7 +392,8 @@ def _compiled_entry():
     except ImportError:
         return None
     launch_entry.bind(ctypes.cast(_libcuda().cuLaunchKernel, ctypes.c_void_p).value)
-    return launch_entry.launch_packed, launch_entry.launch_struct
+    launch_entry.bind_ex(ctypes.cast(_libcuda().cuLaunchKernelEx, ctypes.c_void_p).value)
+    return launch_entry.launch_packed, launch_entry.launch_struct, launch_entry.launch_struct_cluster
 
 
 def entry_name():
@@ -411,6 +412,14 @@ def _ctypes_packed(function, grid, block, data, smem, stream_handle):
 def _ctypes_struct(function, grid, block, data, smem, stream_handle):
     params, _keep = _parameter_block(data)
     return _libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, params, None)
+
+
+def _ctypes_cluster(function, grid, block, data, smem, stream_handle, cluster):
+    attribute = _LaunchAttribute(ClusterKernel._CLUSTER_DIMENSION)
+    attribute.value[:3] = (cluster, 1, 1)
+    config = _LaunchConfig(grid, block, smem, stream_handle or None, ctypes.pointer(attribute), 1)
+    params, _keep = _parameter_block(data)
+    return _libcuda().cuLaunchKernelEx(ctypes.byref(config), function, params, None)
 
 
 def _parameter_block(data):

@@ -22,7 +22,10 @@ Arguments reach the kernel in one of the driver's two ways:
 * :func:`launch_struct` -- one by-value struct parameter through
   ``kernelParams``, copied first to 64-byte aligned memory: the
   hand-written kernels take a struct holding ``CUtensorMap`` s, which must
-  be 64-byte aligned, and which the packed form delivers misplaced.
+  be 64-byte aligned, and which the packed form delivers misplaced;
+* :func:`launch_struct_cluster` -- the same in thread-block clusters of a
+  size given per launch, through ``cuLaunchKernelEx`` (:func:`bind_ex`)
+  with a cluster-dimension attribute (the GEMM's cluster K-split).
 
 A :class:`PatchedLaunch` is a packed launch recorded once, whose
 arguments that change between calls (pointers, scalars, counters) are
@@ -53,6 +56,29 @@ MAX_STRUCT_BYTES = 4096
 
 cdef LaunchFn _launch = NULL
 
+# CUlaunchAttribute (an id padded to 8 bytes, a 64-byte value union) and
+# CUlaunchConfig, as cuda.h lays them out
+cdef struct LaunchAttribute:
+    int id
+    char pad[4]
+    unsigned int value[16]
+
+cdef struct LaunchConfig:
+    unsigned int grid[3]
+    unsigned int block[3]
+    unsigned int smem
+    void* stream
+    LaunchAttribute* attrs
+    unsigned int count
+
+ctypedef int (*LaunchExFn)(const LaunchConfig* config, void* f, void** params,
+                           void** extra) nogil
+
+# CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+cdef int _CLUSTER_DIMENSION = 4
+
+cdef LaunchExFn _launch_ex = NULL
+
 
 cdef int _no_op(void* f, unsigned int gx, unsigned int gy, unsigned int gz,
                 unsigned int bx, unsigned int by, unsigned int bz,
@@ -68,6 +94,12 @@ def bind(uintptr_t address):
     """Use the ``cuLaunchKernel`` at ``address`` (from ctypes) for every launch."""
     global _launch
     _launch = <LaunchFn>address
+
+
+def bind_ex(uintptr_t address):
+    """Use the ``cuLaunchKernelEx`` at ``address`` for every cluster launch."""
+    global _launch_ex
+    _launch_ex = <LaunchExFn>address
 
 
 cdef int _bytes_of(object data, char** start, Py_ssize_t* size) except -1:
@@ -127,6 +159,32 @@ def launch_struct(uintptr_t function, tuple grid, tuple block, object data, unsi
     memcpy(params[0], start, size)
     return _launch(<void*>function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                    smem, <void*>stream, params, NULL)
+
+
+def launch_struct_cluster(uintptr_t function, tuple grid, tuple block, object data,
+                          unsigned int smem, uintptr_t stream, unsigned int cluster):
+    """As :func:`launch_struct`, in clusters of ``cluster`` blocks along x; returns the CUresult."""
+    cdef char* start
+    cdef Py_ssize_t size
+    cdef char storage[4096 + 64]
+    cdef void* params[1]
+    cdef LaunchAttribute attribute
+    cdef LaunchConfig config
+    if _launch_ex == NULL:
+        raise RuntimeError("the launch entry is not bound to cuLaunchKernelEx (call bind_ex first)")
+    _bytes_of(data, &start, &size)
+    if size > MAX_STRUCT_BYTES:
+        raise ValueError(f"a kernel's struct parameter is at most {MAX_STRUCT_BYTES} bytes "
+                         f"here, not {size}")
+    params[0] = <void*>((<uintptr_t>storage + 63) & ~(<uintptr_t>63))
+    memcpy(params[0], start, size)
+    attribute.id = _CLUSTER_DIMENSION
+    attribute.value[0], attribute.value[1], attribute.value[2] = cluster, 1, 1
+    config.grid[0], config.grid[1], config.grid[2] = grid
+    config.block[0], config.block[1], config.block[2] = block
+    config.smem, config.stream = smem, <void*>stream
+    config.attrs, config.count = &attribute, 1
+    return _launch_ex(&config, <void*>function, params, NULL)
 
 
 # what a hole holds, each written as 8 bytes at its offset: an address or
