@@ -152,16 +152,15 @@ GA_D void ga_cluster_k_range(int &kt0, int &kt1, unsigned rank, unsigned cs) {
 }
 
 // Eight adjacent outputs (m, n .. n + 7) when neither beta, stochastic
-// rounding nor statistics is on: gemm_finish's arithmetic, one 16-byte store
-// (two for fp32, one of 8 bytes for FP8).
+// rounding nor statistics is on: gemm_finish's arithmetic (gemm_value, the
+// amax, the output scale), one 16-byte store (two for fp32, one of 8 bytes
+// for FP8).
 GA_D void ga_store8(const GemmArgs &p, GemmEpi &st, int ob, int m, int n, const float *src) {
     float4 lo = *(const float4 *)src, hi = *(const float4 *)(src + 4);
     float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
     #pragma unroll
     for (int i = 0; i < 8; ++i) {
-        v[i] = st.pre * v[i];
-        if (p.flags & EPI_BIAS) v[i] += gemm_load(p.bias, p.bias_type, m * p.bias_m + (n + i) * p.bias_n);
-        if (p.flags & EPI_RELU) v[i] = v[i] < 0.f ? 0.f : v[i];
+        v[i] = gemm_value(p, st, ob, m, n + i, v[i]);
         if (p.flags & EPI_AMAX) st.amax = fmaxf(st.amax, fabsf(v[i]));
         if (st.post != 1.f) v[i] = __fmul_rn(v[i], st.post);
     }
