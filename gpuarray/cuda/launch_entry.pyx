@@ -143,20 +143,27 @@ def launch_packed(uintptr_t function, tuple grid, tuple block, object data, unsi
     return _launch_packed(function, g, b, smem, stream, start, size)
 
 
-def launch_struct(uintptr_t function, tuple grid, tuple block, object data, unsigned int smem,
-                  uintptr_t stream):
-    """Queue ``function``, whose one parameter is the struct ``data``; returns the CUresult."""
+cdef int _struct_parameter(object data, char* storage, void** params) except -1:
+    """``params[0]``: the bytes of ``data`` copied into ``storage`` (MAX_STRUCT_BYTES
+    + 64 bytes) at its first 64-byte aligned address."""
     cdef char* start
     cdef Py_ssize_t size
-    cdef char storage[4096 + 64]
-    cdef void* params[1]
-    _ready()
     _bytes_of(data, &start, &size)
     if size > MAX_STRUCT_BYTES:
         raise ValueError(f"a kernel's struct parameter is at most {MAX_STRUCT_BYTES} bytes "
                          f"here, not {size}")
     params[0] = <void*>((<uintptr_t>storage + 63) & ~(<uintptr_t>63))
     memcpy(params[0], start, size)
+    return 0
+
+
+def launch_struct(uintptr_t function, tuple grid, tuple block, object data, unsigned int smem,
+                  uintptr_t stream):
+    """Queue ``function``, whose one parameter is the struct ``data``; returns the CUresult."""
+    cdef char storage[4096 + 64]
+    cdef void* params[1]
+    _ready()
+    _struct_parameter(data, storage, params)
     return _launch(<void*>function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                    smem, <void*>stream, params, NULL)
 
@@ -164,20 +171,13 @@ def launch_struct(uintptr_t function, tuple grid, tuple block, object data, unsi
 def launch_struct_cluster(uintptr_t function, tuple grid, tuple block, object data,
                           unsigned int smem, uintptr_t stream, unsigned int cluster):
     """As :func:`launch_struct`, in clusters of ``cluster`` blocks along x; returns the CUresult."""
-    cdef char* start
-    cdef Py_ssize_t size
     cdef char storage[4096 + 64]
     cdef void* params[1]
     cdef LaunchAttribute attribute
     cdef LaunchConfig config
     if _launch_ex == NULL:
         raise RuntimeError("the launch entry is not bound to cuLaunchKernelEx (call bind_ex first)")
-    _bytes_of(data, &start, &size)
-    if size > MAX_STRUCT_BYTES:
-        raise ValueError(f"a kernel's struct parameter is at most {MAX_STRUCT_BYTES} bytes "
-                         f"here, not {size}")
-    params[0] = <void*>((<uintptr_t>storage + 63) & ~(<uintptr_t>63))
-    memcpy(params[0], start, size)
+    _struct_parameter(data, storage, params)
     attribute.id = _CLUSTER_DIMENSION
     attribute.value[0], attribute.value[1], attribute.value[2] = cluster, 1, 1
     config.grid[0], config.grid[1], config.grid[2] = grid
