@@ -18,8 +18,7 @@ one by-value struct through ``kernelParams`` (the hand-written kernels: a
 64-byte aligned struct holding tensor maps arrives misplaced the packed
 way).  Kernels launched in thread-block clusters of a size chosen per call
 (:class:`ClusterKernel`) go through ``cuLaunchKernelEx``, by the same two
-routes.
-Memory and contexts stay with pycuda.
+routes.  Memory and contexts stay with pycuda.
 """
 import ctypes
 import ctypes.util

@@ -289,7 +289,10 @@ def record(gpu, prob, swapped):
     if cluster > 1:
         # a cluster of blocks per tile (they share its K-tiles)
         kernel = kernel.clustered(cluster)
-        grid = min(total, kernel.max_active((cfg.threads, 1, 1), cfg.smem)) * cluster
+        input_name = tiles.input_name(prob)
+        fit = (cluster_capacity(gpu, cfg, input_name, prob.layout).get(cluster)
+               or kernel.max_active((cfg.threads, 1, 1), cfg.smem))
+        grid = min(total, fit) * cluster
     else:
         grid = min(total, gpu.sms * cfg.per_sm) if cfg.persistent else total
     launches = [(kernel, (grid, 1, 1), (cfg.threads, 1, 1), cfg.smem)]
