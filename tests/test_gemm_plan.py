@@ -27,7 +27,7 @@ class _Function:
 
     def max_active(self, block, smem):
         # an H100's answers for one-block-per-SM kernels (132 SMs in GPCs of 16-18)
-        return {2: 66, 3: 39, 4: 30, 8: 15}[self.cluster]
+        return {2: 66, 3: 39, 4: 30, 5: 22, 6: 17, 7: 15, 8: 15}[self.cluster]
 
     def launch(self, grid, block, data, shared):
         buf = bytes(data[:gk.ARGS_BYTES])  # implicit-GEMM convolutions append their geometry

@@ -348,9 +348,7 @@ class ClusterKernel:
         (``cuOccupancyMaxActiveClusters``): a cluster's blocks share one GPC,
         so this can be less than the multiprocessors over ``size``."""
         count = ctypes.c_int()
-        attribute = _LaunchAttribute(self._CLUSTER_DIMENSION)
-        attribute.value[:3] = (self.size, 1, 1)
-        config = _LaunchConfig((self.size, 1, 1), block, smem, None, ctypes.pointer(attribute), 1)
+        config = _LaunchConfig((self.size, 1, 1), block, smem, None, _cluster_attribute(self.size), 1)
         _check(_libcuda().cuOccupancyMaxActiveClusters(ctypes.byref(count), self.kernel.handle,
                                                        ctypes.byref(config)),
                f"asking how many clusters of {self.size} blocks of {self.name} fit")
@@ -413,10 +411,15 @@ def _ctypes_struct(function, grid, block, data, smem, stream_handle):
     return _libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, params, None)
 
 
-def _ctypes_cluster(function, grid, block, data, smem, stream_handle, cluster):
+def _cluster_attribute(size):
+    """A pointer to the one launch attribute of a cluster launch: (size, 1, 1)."""
     attribute = _LaunchAttribute(ClusterKernel._CLUSTER_DIMENSION)
-    attribute.value[:3] = (cluster, 1, 1)
-    config = _LaunchConfig(grid, block, smem, stream_handle or None, ctypes.pointer(attribute), 1)
+    attribute.value[:3] = (size, 1, 1)
+    return ctypes.pointer(attribute)
+
+
+def _ctypes_cluster(function, grid, block, data, smem, stream_handle, cluster):
+    config = _LaunchConfig(grid, block, smem, stream_handle or None, _cluster_attribute(cluster), 1)
     params, _keep = _parameter_block(data)
     return _libcuda().cuLaunchKernelEx(ctypes.byref(config), function, params, None)
 

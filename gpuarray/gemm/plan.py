@@ -230,7 +230,8 @@ def choose(gpu, prob):
     if best is None:
         candidates = []
         for i, cfg in enumerate(tiles.configs(family, key[1], prob.layout)):
-            clusters = tiles.cluster_choices(gpu, prob, cfg, cluster_capacity(gpu, cfg, key[1], prob.layout))
+            clusters = tiles.cluster_choices(
+                gpu, prob, cfg, lambda: cluster_capacity(gpu, cfg, key[1], prob.layout))
             candidates += [(tiles.model_time(gpu, prob, cfg, splits, cluster), i, cfg, splits, cluster)
                            for splits in tiles.split_choices(gpu, prob, cfg)
                            for cluster in (clusters if splits == 1 else (1,))]
@@ -242,22 +243,20 @@ def choose(gpu, prob):
 
 
 def cluster_capacity(gpu, cfg, input_name, layout):
-    """{blocks per cluster: clusters of ``cfg``'s kernel the GPU runs at once}
-    for the cluster sizes the planner tries (empty for kernels without clusters).
+    """{blocks per cluster (2 .. 8, the portable sizes): clusters of ``cfg``'s
+    sm90 kernel the GPU runs at once}.
 
     A cluster's blocks share one GPC, so this is not the multiprocessors over
     the size: an H100's 132 hold 66 clusters of 2 one-block-per-SM kernels
     but 30 of 4 and 15 of 8.  Asked of the driver once per kind of GPU and
     block footprint.
     """
-    if not cfg.family.endswith("sm90"):
-        return {}
     key = (gpu.arch, gpu.sms, cfg.smem, cfg.threads)
     capacity = _capacities.get(key)
     if capacity is None:
         kernel = gpu.gemm_library.function(cfg.file, cfg.kernel_name(input_name, layout), cfg.smem)
         capacity = {size: kernel.clustered(size).max_active((cfg.threads, 1, 1), cfg.smem)
-                    for size in tiles.CLUSTERS}
+                    for size in range(2, 9)}
         _capacities[key] = capacity
     return capacity
 
@@ -289,9 +288,7 @@ def record(gpu, prob, swapped):
     if cluster > 1:
         # a cluster of blocks per tile (they share its K-tiles)
         kernel = kernel.clustered(cluster)
-        input_name = tiles.input_name(prob)
-        fit = (cluster_capacity(gpu, cfg, input_name, prob.layout).get(cluster)
-               or kernel.max_active((cfg.threads, 1, 1), cfg.smem))
+        fit = cluster_capacity(gpu, cfg, tiles.input_name(prob), prob.layout)[cluster]
         grid = min(total, fit) * cluster
     else:
         grid = min(total, gpu.sms * cfg.per_sm) if cfg.persistent else total

@@ -181,13 +181,19 @@ def split_choices(gpu, prob, cfg):
 
 
 def cluster_choices(gpu, prob, cfg, capacity):
-    """Cluster K-splits worth modelling (1: none): sizes of ``capacity``
-    ({size: clusters the GPU runs at once}) whose clusters hold every tile
-    in one wave, each block keeping a few K-tiles."""
+    """Cluster K-splits worth modelling (1: none): sizes of CLUSTERS whose
+    clusters hold every tile in one wave, each block keeping a few K-tiles.
+
+    ``capacity()`` gives {size: clusters the GPU runs at once}; it is asked
+    only when clusters of two could hold every tile (a driver query)."""
+    if not cfg.family.endswith("sm90"):
+        return [1]
     tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch
+    if 2 * tiles > gpu.sms * cfg.per_sm:
+        return [1]
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
-    return [1] + [c for c, clusters in sorted(capacity.items())
-                  if tiles <= clusters and ktiles // c >= _MIN_KTILES_PER_SPLIT]
+    fits = capacity()
+    return [1] + [c for c in CLUSTERS if tiles <= fits[c] and ktiles // c >= _MIN_KTILES_PER_SPLIT]
 
 
 def model_time(gpu, prob, cfg, splits, cluster=1):
