@@ -27,9 +27,20 @@
 // read clamped or as zero (their results are never stored); k past K (the
 // ragged last K-tile of each data batch) reads as zero.
 //
+// Cluster K-split (sm_90): launched with cluster dimensions (CS, 1, 1), CS
+// = 2 .. 8, and splits = 1, each tile goes to a cluster of CS blocks, block
+// r running the r-th of CS near-equal shares of the tile's K-tiles.  Blocks
+// 1 .. CS - 1 leave their accumulators in their own shared memory and
+// block 0 adds them in rank order over distributed shared memory, then
+// runs the epilogue: one launch, no partial sums in DRAM, no reduce kernel.
+// The kernels read CS at run time (%cluster_nctarank): a plain launch is a
+// cluster of one.  A clustered launch gives every block at least BM * BN * 4
+// bytes of dynamic shared memory (the accumulators pass through it).
+//
 // Launch shape: grid = (G, 1, 1) for any G >= 1 (G = gemm_tiles_total, or
-// fewer for a persistent launch), block = (THREADS, 1, 1), dynamic shared
-// memory = SMEM bytes (over 48 KB: raise the limit with cuFuncSetAttribute).
+// fewer for a persistent launch; clustered: CS times the clusters, up to the
+// tiles), block = (THREADS, 1, 1), dynamic shared memory >= SMEM bytes
+// (over 48 KB: raise the limit with cuFuncSetAttribute).
 //
 // Kernels (all: 0 spills, no stack frame; registers capped by
 // __launch_bounds__ for the blocks per SM given, sm_90 / sm_80):
@@ -51,6 +62,7 @@
 // batch_c multiples of 4 and flags hold only relu and stats (or the split-K
 // slab, with N a multiple of 4); elsewhere it calls gemm_output() per
 // element.  Both give identical bits.
+#include "cluster.cuh"
 #include "gemm_common.cuh"
 
 namespace ga_ffma {
@@ -345,6 +357,41 @@ struct Micro {
     }
 };
 
+// This block's cluster: its size, this block's rank in it, the cluster's
+// index in the grid and the number of clusters (a launch without cluster
+// dimensions, and any launch below sm_90: clusters of one block).  Special
+// registers, read where used rather than kept live across the main loop.
+GA_D unsigned cluster_size() {
+#if __CUDA_ARCH__ >= 900
+    unsigned n;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    return n;
+#else
+    return 1;
+#endif
+}
+GA_D unsigned cluster_rank() {
+#if __CUDA_ARCH__ >= 900
+    return ga_cluster_rank();
+#else
+    return 0;
+#endif
+}
+GA_D int cluster_index() {
+#if __CUDA_ARCH__ >= 900
+    return (int)ga_cluster_id();
+#else
+    return blockIdx.x;
+#endif
+}
+GA_D int cluster_count() {
+#if __CUDA_ARCH__ >= 900
+    return (int)ga_cluster_count();
+#else
+    return gridDim.x;
+#endif
+}
+
 // The main loop over the K-tiles [t0, t1) of tile g, into u.acc.  STAGES
 // shared-memory stages; cp.async copies of K-tile t + STAGES - 1 and the
 // register loads of K-tile t + 1 are in flight while tile t is multiplied;
@@ -363,6 +410,10 @@ GA_D void mainloop(const GemmArgs &p, const GemmTile &g, Micro<BM, BN, BK, TM, T
 
     int t0, t1, db, k0;
     gemm_k_range(p, g.split, BK, &t0, &t1);
+#if __CUDA_ARCH__ >= 900
+    const unsigned cs = cluster_size();
+    if (cs > 1) ga_cluster_k_range(t0, t1, cluster_rank(), cs);
+#endif
     gemm_k_tile(p, g.ob, t0, BK, &db, &k0);
     fa.init(oa, g.tm * BM, db, k0);
     fb.init(ob, g.tn * BN, db, k0);
@@ -430,7 +481,53 @@ GA_D void mainloop(const GemmArgs &p, const GemmTile &g, Micro<BM, BN, BK, TM, T
     }
 }
 
-// The kernel body: a (persistent) loop over output tiles.
+// The cluster K-split's hand-over (see the header): blocks 1 .. cs - 1
+// store their accumulators into their shared memory, 16 bytes a thread side
+// by side (conflict-free; a clustered launch gives at least BM * BN * 4
+// bytes); after a cluster barrier block 0 adds each block's in rank order
+// (so the bits do not depend on timing); a second barrier frees the buffers
+// for the next tile and keeps every block alive while block 0 reads its
+// shared memory.  (Passing them in rounds of a smaller buffer made the
+// 128 x 128 kernels spill.)  Returns whether this block finishes the tile.
+template <int TM, int TN, int THREADS>
+GA_D bool cluster_reduce(float (&acc)[TM][TN], float *smem) {
+#if __CUDA_ARCH__ >= 900
+    const unsigned rank = cluster_rank(), cs = cluster_size();
+    const unsigned mine = (unsigned)__cvta_generic_to_shared(smem) + 16 * threadIdx.x;
+    __syncthreads();  // every thread is past the main loop's last shared-memory read
+    if (rank != 0) {
+        #pragma unroll
+        for (int v = 0; v < TM * TN / 4; ++v) {
+            const float *a = &acc[4 * v / TN][4 * v % TN];
+            ga_sts128f(mine + 16 * THREADS * v, a[0], a[1], a[2], a[3]);
+        }
+    }
+    ga_cluster_sync();
+    if (rank == 0) {
+        for (unsigned r = 1; r < cs; ++r) {
+            const unsigned remote = ga_mapa(mine, r);
+            #pragma unroll
+            for (int v = 0; v < TM * TN / 4; ++v) {
+                const float4 x = ga_ld_cluster128f(remote + 16 * THREADS * v);
+                float *a = &acc[4 * v / TN][4 * v % TN];
+                a[0] += x.x;
+                a[1] += x.y;
+                a[2] += x.z;
+                a[3] += x.w;
+                // at most 4 loads in flight: all of them at once made the
+                // 64 x 64 unaligned kernels spill
+                if (v % 4 == 3) asm volatile("" ::: "memory");
+            }
+        }
+    }
+    ga_cluster_sync();
+    return rank == 0;
+#else
+    return true;
+#endif
+}
+
+// The kernel body: a (persistent) loop over output tiles, one per cluster.
 template <int BM, int BN, int BK, int TM, int TN, int THREADS, Contig CA, Contig CB, bool ALIGNED, int STAGES>
 GA_D void gemm(const GemmArgs &p) {
     static_assert(STAGES >= 2, "stages");
@@ -440,12 +537,13 @@ GA_D void gemm(const GemmArgs &p) {
     GemmEpi st = gemm_epi_init(p);
 
     const int tiles = gemm_tiles_total(p, BM, BN);
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    for (int tile = cluster_index(); tile < tiles; tile += cluster_count()) {
         const GemmTile g = gemm_tile(p, tile, BM, BN);
         U u;
         u.init(threadIdx.x);
         __syncthreads();  // the previous tile's last fragment reads are done
         mainloop<BM, BN, BK, TM, TN, THREADS, CA, CB, ALIGNED, STAGES>(p, g, u, smem);
+        if (cluster_size() > 1 && !cluster_reduce<TM, TN, THREADS>(u.acc, smem)) continue;
 
         const bool vec_out = vec_epilogue(p);
         const int m0 = g.tm * BM + u.frag_m, n0 = g.tn * BN + u.frag_n - U::A_TILE;

@@ -144,13 +144,6 @@ GA_D bool ga_cluster_reduce(float (&acc)[BN / 2], unsigned frag, unsigned ready,
     return true;
 }
 
-// K-tiles [kt0, kt1) of a tile narrowed to block `rank`'s share of a cluster of `cs`.
-GA_D void ga_cluster_k_range(int &kt0, int &kt1, unsigned rank, unsigned cs) {
-    const int n = kt1 - kt0, first = kt0;
-    kt0 = first + (int)(n * rank / cs);
-    kt1 = first + (int)(n * (rank + 1) / cs);
-}
-
 // Eight adjacent outputs (m, n .. n + 7) when neither beta, stochastic
 // rounding nor statistics is on: gemm_finish's arithmetic (gemm_value, the
 // amax, the output scale), one 16-byte store (two for fp32, one of 8 bytes

@@ -2,17 +2,18 @@
 // kernels are built from, as inline-PTX device functions.
 //
 // What it holds: mbarrier set-up, arrival and parity waits (within a block
-// and across a thread-block cluster); the cluster's size, rank, barrier and
-// distributed shared-memory access; TMA tile copies (plain and im2col) that
-// count their bytes on an mbarrier; wgmma shared-memory descriptors, the
-// m64nNk16 (fp16/bf16), m64nNk8 (tf32) and m64nNk32 (FP8) instructions with
-// their accumulator register lists, the wgmma fence/commit/wait, a consumer
-// warpgroup's named barrier, register pins; stmatrix, 16-byte shared loads
-// and stores and paired 16-bit rounding; an FP8 K-tile into a partial-sum
-// set and its promotion into fp32 accumulators.  Layouts and launch shapes:
-// gemm_sm90.cu's header; no kernel is defined here.
+// and across a thread-block cluster; the cluster's size, barrier and
+// distributed shared-memory access are cluster.cuh's); TMA tile copies
+// (plain and im2col) that count their bytes on an mbarrier; wgmma
+// shared-memory descriptors, the m64nNk16 (fp16/bf16), m64nNk8 (tf32) and
+// m64nNk32 (FP8) instructions with their accumulator register lists, the
+// wgmma fence/commit/wait, a consumer warpgroup's named barrier, register
+// pins; stmatrix, 16-byte shared loads and paired 16-bit rounding; an FP8
+// K-tile into a partial-sum set and its promotion into fp32 accumulators.
+// Layouts and launch shapes: gemm_sm90.cu's header; no kernel is defined
+// here.
 #pragma once
-#include "gemm_common.cuh"
+#include "cluster.cuh"
 
 typedef unsigned long long ga_u64;
 
@@ -49,26 +50,7 @@ GA_D void ga_mbar_wait(unsigned bar, unsigned parity) {
                      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     } while (!done);
 }
-// ---- thread-block clusters (distributed shared memory) ----------------------
-// (ga_cluster_rank and ga_cluster_sync come with the fusion prelude.)  A
-// launch without cluster dimensions runs as clusters of one block.
-GA_D unsigned ga_cluster_size() {
-    unsigned n;
-    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
-}
-// The two halves of the cluster barrier, for threads that may get there
-// apart (not .aligned): every thread of every block of the cluster arrives
-// (releasing its earlier shared-memory writes), then waits before its next
-// arrival (acquiring the others').
-GA_D void ga_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
-GA_D void ga_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
-// The address of the same shared-memory location in block `rank` of the cluster.
-GA_D unsigned ga_mapa(unsigned addr, unsigned rank) {
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
-    return r;
-}
+// ---- mbarriers across a thread-block cluster ---------------------------------
 // Arrival on an mbarrier of any block of the cluster (an address from
 // ga_mapa); this thread's earlier memory accesses are released to whoever
 // waits on it with ga_mbar_wait_cluster.
@@ -83,16 +65,6 @@ GA_D void ga_mbar_wait_cluster(unsigned bar, unsigned parity) {
             "selp.u32 %0, 1, 0, p; }"
             : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     } while (!done);
-}
-GA_D void ga_sts128f(unsigned addr, float x, float y, float z, float w) {
-    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
-}
-// 16 bytes of another block's shared memory (an address from ga_mapa).
-GA_D float4 ga_ld_cluster128f(unsigned remote) {
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
-    return v;
 }
 // 3-D tile (contiguous dim, other dim, data batch) of a tensor map into shared
 // memory; the copy engine counts its bytes (zero-filled ones too) on `bar`.

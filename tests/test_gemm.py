@@ -361,7 +361,8 @@ def test_split_k_is_deterministic_with_the_whole_epilogue(gpu_ng, kind, mnk):
 
 
 def _force_plan(monkeypatch, ng, tile, splits, cluster):
-    """Make the planner pick sm90 tile ``tile`` (BM, BN) with ``splits`` and ``cluster``."""
+    """Make the planner pick tile ``tile`` (BM, BN) of the problem's kernel
+    family with ``splits`` and ``cluster``."""
     from gpuarray.gemm import plan, tiles
 
     def choose(gpu, prob):
@@ -373,10 +374,17 @@ def _force_plan(monkeypatch, ng, tile, splits, cluster):
 
 
 #: (kind, tile, blocks per cluster): every sm90 tile width, one and two
-#: consumer warpgroups, uneven shares (3, 5), the largest portable cluster
+#: consumer warpgroups, uneven shares (3, 5), the largest portable cluster;
+#: f32 runs the FFMA kernels, f32u their unaligned variants (B's row stride
+#: is no multiple of 4), whose 64 x 64 clusters of 8 are more than fit at
+#: once (a cluster walks several tiles)
 CLUSTER_CASES = [("f16", (64, 32), 2), ("bf16", (64, 32), 8), ("f16", (64, 64), 3),
                  ("bf16", (64, 128), 4), ("f16", (128, 64), 5), ("bf16", (128, 128), 2),
-                 ("f16", (128, 256), 2), ("tf32", (64, 32), 4), ("tf32", (128, 128), 3)]
+                 ("f16", (128, 256), 2), ("tf32", (64, 32), 4), ("tf32", (128, 128), 3),
+                 ("f32", (64, 64), 3), ("f32", (128, 128), 2), ("f32u", (64, 64), 8),
+                 ("f32u", (128, 128), 4)]
+#: K-tile depth of the forced kernels
+CLUSTER_BK = {"tf32": 32, "f32": 16, "f32u": 8}
 
 
 @pytest.mark.parametrize("kind, tile, cluster", CLUSTER_CASES,
@@ -389,9 +397,9 @@ def test_cluster_k_split(gpu_ng, monkeypatch, kind, tile, cluster, even):
     through both epilogue paths; any ranges, numpy's values.  1200 rows
     give the clusters of most cases more than one tile each."""
     ng = gpu_ng
-    dtype, precision = KINDS[KIND_IDS.index(kind)]
-    bk = 32 if kind == "tf32" else 64
-    m, n, k = 1200, 264, bk * cluster * 3 + (0 if even else 40)
+    dtype, precision = KINDS[KIND_IDS.index(kind.rstrip("u"))]
+    bk = CLUSTER_BK.get(kind, 64)
+    m, n, k = 1200, 262 if kind == "f32u" else 264, bk * cluster * 3 + (0 if even else 40)
     rng = np.random.default_rng(cluster + tile[1])
     # tf32 runs on wgmma with K-major operands only
     (A, a), (B, b) = _operand(ng, rng, m, k, dtype, False), _operand(ng, rng, k, n, dtype, kind == "tf32")
@@ -407,11 +415,12 @@ def test_cluster_k_split(gpu_ng, monkeypatch, kind, tile, cluster, even):
         ng.dot(A, B, fast, alpha=-0.75, bias=BIAS, precision=precision)  # finished in registers
         assert ng.last_gemm.cluster == blocks  # (a ragged K may leave fewer splits)
         assert f"_{tile[0]}x{tile[1]}x" in ng.last_gemm.name
+        assert ("_ffmau_" in ng.last_gemm.name) == (kind == "f32u")
         results.append((C.get(), S.get(), fast.get()))
     (whole, stats, fast), split = results
     ref = np.maximum(0.5 * (a @ b) + bias, 0) + 0.25 * c0.astype(np.float64)
-    _check(whole, ref, kind)
-    _check(fast, -0.75 * (a @ b) + bias, kind)
+    _check(whole, ref, kind.rstrip("u"))
+    _check(fast, -0.75 * (a @ b) + bias, kind.rstrip("u"))
     assert stats[0] == np.abs(whole.astype(np.float32)).max() and stats[1] == 0
     if even:
         for ours, theirs in zip(results[0], split):

@@ -263,10 +263,16 @@ class Kernel:
         _check(_libcuda().cuModuleGetFunction(ctypes.byref(self.handle), module, name.encode()),
                f"looking up kernel {name}")
         self.address = self.handle.value
-        if smem > 48 * 1024:
+        self.smem = 48 * 1024
+        self.allow_smem(smem)
+
+    def allow_smem(self, smem):
+        """Let launches ask for ``smem`` bytes of dynamic shared memory."""
+        if smem > self.smem:
             # blocks get more than 48 KB of shared memory only on request
             _check(_libcuda().cuFuncSetAttribute(self.handle, self._MAX_DYNAMIC_SHARED, smem),
-                   f"raising {name}'s shared memory to {smem} bytes")
+                   f"raising {self.name}'s shared memory to {smem} bytes")
+            self.smem = smem
 
     def launch(self, grid, block, data, smem):
         """Queue the kernel on this thread's stream; its one parameter is the struct ``data`` (bytes)."""

@@ -60,4 +60,6 @@ class Library:
                 raise KernelsMissing(f"{stem} has no usable kernel {name} ({err}); "
                                      "rebuild with `make kernels`") from None
             self._kernels[key] = kernel
+        elif smem > kernel.smem:
+            kernel.allow_smem(smem)
         return kernel

@@ -251,11 +251,12 @@ def cluster_capacity(gpu, cfg, input_name, layout):
     but 30 of 4 and 15 of 8.  Asked of the driver once per kind of GPU and
     block footprint.
     """
-    key = (gpu.arch, gpu.sms, cfg.smem, cfg.threads)
+    smem = cfg.cluster_smem
+    key = (gpu.arch, gpu.sms, smem, cfg.threads)
     capacity = _capacities.get(key)
     if capacity is None:
-        kernel = gpu.gemm_library.function(cfg.file, cfg.kernel_name(input_name, layout), cfg.smem)
-        capacity = {size: kernel.clustered(size).max_active((cfg.threads, 1, 1), cfg.smem)
+        kernel = gpu.gemm_library.function(cfg.file, cfg.kernel_name(input_name, layout), smem)
+        capacity = {size: kernel.clustered(size).max_active((cfg.threads, 1, 1), smem)
                     for size in range(2, 9)}
         _capacities[key] = capacity
     return capacity
@@ -284,7 +285,8 @@ def record(gpu, prob, swapped):
                        _integers(prob, splits, per_split), 0.0, 0.0, 0)
     name = cfg.kernel_name(tiles.input_name(prob), prob.layout)
     total = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
-    kernel = gpu.gemm_library.function(cfg.file, name, cfg.smem)
+    smem = cfg.cluster_smem if cluster > 1 else cfg.smem
+    kernel = gpu.gemm_library.function(cfg.file, name, smem)
     if cluster > 1:
         # a cluster of blocks per tile (they share its K-tiles)
         kernel = kernel.clustered(cluster)
@@ -292,7 +294,7 @@ def record(gpu, prob, swapped):
         grid = min(total, fit) * cluster
     else:
         grid = min(total, gpu.sms * cfg.per_sm) if cfg.persistent else total
-    launches = [(kernel, (grid, 1, 1), (cfg.threads, 1, 1), cfg.smem)]
+    launches = [(kernel, (grid, 1, 1), (cfg.threads, 1, 1), smem)]
     if splits > 1:
         reduce = gpu.gemm_library.function("gemm_splitk", "ga_gemm_splitk_reduce", 0)
         outputs = prob.batch * prob.m * -(-prob.n // 4)

@@ -12,9 +12,9 @@ plus its epilogue -- a cost per element of the whole tile, masked
 elements included -- and a fixed cost per tile; no launch beats reading
 its operands once from DRAM or a block streaming its own slice at twice
 its fair share of bandwidth.  Split-K adds the partial sums' traffic and
-one more launch; the cluster K-split of the sm90 kernels (the blocks of a
-cluster share a tile's K-tiles and block 0 adds their accumulators over
-distributed shared memory) adds that read instead.  The epilogue terms decide short products: a col matrix
+one more launch; the cluster K-split of the sm90 and FFMA kernels (the
+blocks of a cluster share a tile's K-tiles and block 0 adds their
+accumulators over distributed shared memory) adds that read instead.  The epilogue terms decide short products: a col matrix
 of 3.2 M rows x 32 times a 32 x 64 filter matrix ran 1.8x faster on
 128 x 64 tiles than on the 128 x 128 ones the flops alone picked.
 """
@@ -39,12 +39,13 @@ _SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 _MIN_KTILES_PER_SPLIT = 4
 #: blocks of a cluster K-split (8: the largest portable cluster)
 CLUSTERS = (2, 3, 4, 8)
-# the cluster K-split's cost per tile: a fixed part (the cluster barrier at
-# the start, the hand-over) and block 0 reading the others' accumulators,
-# fitted to H100 kernel-alone times (64x32 to 128x128 tiles, 2-3 blocks:
-# 1.8 us for 8 KB read, 5.8 for 128 KB)
-_CLUSTER_S = 2.3e-6
-_DSMEM_BYTES_PER_S = 30e9
+#: families whose kernels run the cluster K-split (on sm_90 and newer)
+_CLUSTER_FAMILIES = ("sm90", "fp8_sm90", "ffma", "ffmau")
+# the cluster K-split's cost per tile, {sm90 family?: (fixed seconds, bytes
+# per second)}: a fixed part (cluster barriers, the hand-over) and block 0
+# reading the others' accumulators.  sm90: fitted to H100 kernel-alone times
+# (64x32 to 128x128 tiles, 2-3 blocks: 1.8 us for 8 KB read, 5.8 for 128 KB)
+_CLUSTER_COST = {True: (2.3e-6, 30e9), False: (1.0e-6, 30e9)}
 
 _HALF = ("f16", "bf16")
 _F32 = ("f32",)
@@ -110,9 +111,14 @@ class UnsupportedDevice(RuntimeError):
     """The GPU is older than the GEMM kernels' oldest target (sm_80)."""
 
 
+def _major(gpu):
+    """The GPU's compute capability major number ("sm_90" -> 9)."""
+    return int(gpu.arch[3:-1])
+
+
 def family(gpu, prob):
     """Kernel family for ``prob`` on ``gpu`` (see catalogue)."""
-    major = int(gpu.arch[3:-1])
+    major = _major(gpu)
     if major < 8:
         raise UnsupportedDevice(f"GEMM kernels need compute capability 8.0 or newer; "
                                 f"this GPU is {gpu.arch}")
@@ -186,7 +192,7 @@ def cluster_choices(gpu, prob, cfg, capacity):
 
     ``capacity()`` gives {size: clusters the GPU runs at once}; it is asked
     only when clusters of two could hold every tile (a driver query)."""
-    if not cfg.family.endswith("sm90"):
+    if cfg.family not in _CLUSTER_FAMILIES or _major(gpu) < 9:
         return [1]
     tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch
     if 2 * tiles > gpu.sms * cfg.per_sm:
@@ -207,8 +213,9 @@ def model_time(gpu, prob, cfg, splits, cluster=1):
     per_tile = 2.0 * cfg.bm * cfg.bn * k_chunk / (peak * cfg.efficiency / slots)
     if cfg.family.endswith("sm90"):  # measured there (the other families' epilogues differ)
         per_tile += cfg.bm * cfg.bn * _EPILOGUE_S_PER_ELEMENT + _TILE_S
-        if cluster > 1:
-            per_tile += _CLUSTER_S + (cluster - 1) * cfg.bm * cfg.bn * 4 / _DSMEM_BYTES_PER_S
+    if cluster > 1:
+        fixed, rate = _CLUSTER_COST[cfg.family.endswith("sm90")]
+        per_tile += fixed + (cluster - 1) * cfg.bm * cfg.bn * 4 / rate
     compute = waves * per_tile
     isz = prob.dtype.itemsize
     stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * DRAM_BYTES_PER_S / slots)
