@@ -3,8 +3,9 @@
 //
 // What it holds: the cluster's size, the two halves of the cluster barrier,
 // the address of a shared-memory location in another block of the cluster
-// (distributed shared memory) and 16-byte loads through it, 16-byte
-// shared-memory stores, and the cluster K-split's share of a tile's K-tiles.
+// (distributed shared memory) and 16-byte loads and stores through it,
+// 16-byte shared-memory stores, and the cluster K-split's share of a
+// tile's K-tiles.
 // (ga_cluster_rank and ga_cluster_sync come with the fusion prelude.)  A
 // launch without cluster dimensions runs as clusters of one block.  Every
 // function here needs sm_90: callers built for older targets too keep
@@ -31,6 +32,12 @@ GA_D unsigned ga_mapa(unsigned addr, unsigned rank) {
 }
 GA_D void ga_sts128f(unsigned addr, float x, float y, float z, float w) {
     asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
+}
+// 16 bytes into another block's shared memory (an address from ga_mapa):
+// the thread goes on without waiting for the store.
+GA_D void ga_st_cluster128f(unsigned remote, float x, float y, float z, float w) {
+    asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "f"(x), "f"(y), "f"(z), "f"(w)
+                 : "memory");
 }
 // 16 bytes of another block's shared memory (an address from ga_mapa).
 GA_D float4 ga_ld_cluster128f(unsigned remote) {

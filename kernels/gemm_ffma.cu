@@ -29,13 +29,14 @@
 //
 // Cluster K-split (sm_90): launched with cluster dimensions (CS, 1, 1), CS
 // = 2 .. 8, and splits = 1, each tile goes to a cluster of CS blocks, block
-// r running the r-th of CS near-equal shares of the tile's K-tiles.  Blocks
-// 1 .. CS - 1 leave their accumulators in their own shared memory and
-// block 0 adds them in rank order over distributed shared memory, then
-// runs the epilogue: one launch, no partial sums in DRAM, no reduce kernel.
-// The kernels read CS at run time (%cluster_nctarank): a plain launch is a
-// cluster of one.  A clustered launch gives every block at least BM * BN * 4
-// bytes of dynamic shared memory (the accumulators pass through it).
+// r running the r-th of CS near-equal shares of the tile's K-tiles.  The
+// blocks then exchange their accumulators over distributed shared memory,
+// each adding up and storing a CS-th of the tile (cluster_reduce): one
+// launch, no partial sums in DRAM, no reduce kernel.  The kernels read CS
+// at run time (%cluster_nctarank): a plain launch is a cluster of one.  A
+// clustered launch gives every block at least CS * ceil(V / CS) * 16 *
+// THREADS bytes of dynamic shared memory, V = TM * TN / 4 (the slots of the
+// exchange).
 //
 // Launch shape: grid = (G, 1, 1) for any G >= 1 (G = gemm_tiles_total, or
 // fewer for a persistent launch; clustered: CS times the clusters, up to the
@@ -481,49 +482,61 @@ GA_D void mainloop(const GemmArgs &p, const GemmTile &g, Micro<BM, BN, BK, TM, T
     }
 }
 
-// The cluster K-split's hand-over (see the header): blocks 1 .. cs - 1
-// store their accumulators into their shared memory, 16 bytes a thread side
-// by side (conflict-free; a clustered launch gives at least BM * BN * 4
-// bytes); after a cluster barrier block 0 adds each block's in rank order
-// (so the bits do not depend on timing); a second barrier frees the buffers
-// for the next tile and keeps every block alive while block 0 reads its
-// shared memory.  (Passing them in rounds of a smaller buffer made the
-// 128 x 128 kernels spill.)  Returns whether this block finishes the tile.
+// The cluster K-split's hand-over (see the header), a reduce-scatter: each
+// thread's accumulators are VECS float4s, and vector v belongs to block
+// v % cs of the cluster, which adds it up and stores it.  Once every block
+// is past its main loop (a cluster barrier: other blocks write into this
+// one's shared memory), every block stores each vector into its owner's
+// shared memory, slot rank * share + v / cs (share = ceil(VECS / cs)), 16
+// bytes a thread side by side; the stores are remote but asynchronous, so
+// their latencies overlap.  After a second cluster barrier (the stores are
+// visible) each block adds its vectors' slots in rank order (so the bits
+// do not depend on timing) from its own shared memory.  (Block 0 reading
+// every block's accumulators over distributed shared memory instead waited
+// on remote loads: 2 us for each block added.)  Returns the vectors this
+// block owns, as a bit mask; the caller stores only those.
 template <int TM, int TN, int THREADS>
-GA_D bool cluster_reduce(float (&acc)[TM][TN], float *smem) {
+GA_D unsigned cluster_reduce(float (&acc)[TM][TN], float *smem) {
+    constexpr int VECS = TM * TN / 4;
+    static_assert(VECS <= 32, "one bit a vector");
 #if __CUDA_ARCH__ >= 900
-    const unsigned rank = cluster_rank(), cs = cluster_size();
+    const unsigned rank = cluster_rank(), cs = cluster_size(), share = (VECS + cs - 1) / cs;
     const unsigned mine = (unsigned)__cvta_generic_to_shared(smem) + 16 * threadIdx.x;
-    __syncthreads();  // every thread is past the main loop's last shared-memory read
-    if (rank != 0) {
-        #pragma unroll
-        for (int v = 0; v < TM * TN / 4; ++v) {
-            const float *a = &acc[4 * v / TN][4 * v % TN];
-            ga_sts128f(mine + 16 * THREADS * v, a[0], a[1], a[2], a[3]);
-        }
+    float4 *const slots = (float4 *)smem + threadIdx.x;
+    ga_cluster_sync();
+    unsigned owner = 0, index = 0;  // of vector v: v % cs and v / cs
+    #pragma unroll
+    for (int v = 0; v < VECS; ++v) {
+        const float *a = &acc[4 * v / TN][4 * v % TN];
+        ga_st_cluster128f(ga_mapa(mine + 16 * THREADS * (rank * share + index), owner), a[0], a[1], a[2], a[3]);
+        if (++owner == cs) owner = 0, ++index;
     }
     ga_cluster_sync();
-    if (rank == 0) {
-        for (unsigned r = 1; r < cs; ++r) {
-            const unsigned remote = ga_mapa(mine, r);
-            #pragma unroll
-            for (int v = 0; v < TM * TN / 4; ++v) {
-                const float4 x = ga_ld_cluster128f(remote + 16 * THREADS * v);
-                float *a = &acc[4 * v / TN][4 * v % TN];
+    unsigned owned = 0;
+    owner = index = 0;
+    #pragma unroll
+    for (int v = 0; v < VECS; ++v) {
+        if (owner == rank) {
+            float *a = &acc[4 * v / TN][4 * v % TN];
+            float4 x = slots[THREADS * index];
+            a[0] = x.x;
+            a[1] = x.y;
+            a[2] = x.z;
+            a[3] = x.w;
+            for (unsigned r = 1; r < cs; ++r) {
+                x = slots[THREADS * (r * share + index)];
                 a[0] += x.x;
                 a[1] += x.y;
                 a[2] += x.z;
                 a[3] += x.w;
-                // at most 4 loads in flight: all of them at once made the
-                // 64 x 64 unaligned kernels spill
-                if (v % 4 == 3) asm volatile("" ::: "memory");
             }
+            owned |= 1u << v;
         }
+        if (++owner == cs) owner = 0, ++index;
     }
-    ga_cluster_sync();
-    return rank == 0;
+    return owned;
 #else
-    return true;
+    return ~0u;
 #endif
 }
 
@@ -543,7 +556,7 @@ GA_D void gemm(const GemmArgs &p) {
         u.init(threadIdx.x);
         __syncthreads();  // the previous tile's last fragment reads are done
         mainloop<BM, BN, BK, TM, TN, THREADS, CA, CB, ALIGNED, STAGES>(p, g, u, smem);
-        if (cluster_size() > 1 && !cluster_reduce<TM, TN, THREADS>(u.acc, smem)) continue;
+        const unsigned owned = cluster_size() > 1 ? cluster_reduce<TM, TN, THREADS>(u.acc, smem) : ~0u;
 
         const bool vec_out = vec_epilogue(p);
         const int m0 = g.tm * BM + u.frag_m, n0 = g.tn * BN + u.frag_n - U::A_TILE;
@@ -552,6 +565,7 @@ GA_D void gemm(const GemmArgs &p) {
             const int m = m0 + 16 * (i / 4) + (i % 4);
             #pragma unroll
             for (int j = 0; j < TN / 4; ++j) {
+                if (!(owned >> (i * (TN / 4) + j) & 1)) continue;
                 const int n = n0 + 32 * j;
                 if (vec_out && m < p.M && n + 4 <= p.N) {
                     output4(p, g, m, n, &u.acc[i][4 * j], st);

@@ -26,8 +26,10 @@ class _Function:
         return _Function(self.name, self.log, size)
 
     def max_active(self, block, smem):
-        # an H100's answers for one-block-per-SM kernels (132 SMs in GPCs of 16-18)
-        return {2: 66, 3: 39, 4: 30, 5: 22, 6: 17, 7: 15, 8: 15}[self.cluster]
+        # an H100's answers for one-block-per-SM kernels (132 SMs in GPCs of
+        # 16-18), about four times as many for the 64x64 FFMA kernels (4 an SM)
+        per_sm = 4 if block[0] == 128 and smem < 57 * 1024 else 1
+        return per_sm * {2: 66, 3: 39, 4: 30, 5: 22, 6: 17, 7: 15, 8: 15}[self.cluster]
 
     def launch(self, grid, block, data, shared):
         buf = bytes(data[:gk.ARGS_BYTES])  # implicit-GEMM convolutions append their geometry
@@ -180,6 +182,27 @@ def test_skinny_product_splits_k_over_a_cluster(ng):
     assert args["splits"] == 1 and args["partial"] == 0
     assert grid[0] % args["cluster"] == 0 and grid[0] <= ng.sms
     assert ng.last_gemm.cluster == args["cluster"]
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_mnist_sized_fp32_product_splits_k_over_a_cluster(arch, tensor_maps):
+    # 1000 x 256 x 784 (MNIST's first layer), exact fp32: 64 tiles of 64x64
+    # on the FFMA pipes, their K-tiles shared by the blocks of clusters
+    # (sm_90), which add up their accumulators in the one kernel; before
+    # sm_90, split-K and its reduce kernel
+    ng = GemmRecordingGPU(arch)
+    ng.dot(ng.empty((1000, 784), np.float32), ng.empty((784, 256), np.float32),
+           ng.empty((1000, 256), np.float32))
+    name, grid, block, args, shared = ng.launches[0]
+    assert name.startswith("ga_gemm_ffma_64x64x16_")
+    if arch == "sm_80":
+        assert args["cluster"] == 1 and args["splits"] > 1 and len(ng.launches) == 2
+        return
+    assert len(ng.launches) == 1 and args["cluster"] > 1 and args["splits"] == 1
+    assert grid[0] == 64 * args["cluster"]
+    cfg = next(c for c in tiles.configs("ffma", "f32", "kn") if c.bm == 64)
+    # room for the exchange's slots: 8 float4s a thread, in cluster shares
+    assert shared == tiles.cluster_smem(cfg, args["cluster"]) >= 8 * 16 * 128
 
 
 def test_large_products_take_no_cluster(ng):

@@ -67,12 +67,6 @@ class Config:
     efficiency: float = 0.8
     persistent: bool = False
 
-    @property
-    def cluster_smem(self):
-        """Dynamic shared memory of a launch in clusters (the cluster K-split):
-        at least the block's fp32 accumulators, which pass through it."""
-        return max(self.smem, self.bm * self.bn * 4)
-
     def kernel_name(self, input_name, layout):
         return f"ga_gemm_{self.family}_{self.bm}x{self.bn}x{self.bk}_{input_name}_{layout}"
 

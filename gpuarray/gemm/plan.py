@@ -225,7 +225,7 @@ def choose(gpu, prob):
     """
     family = tiles.family(gpu, prob)
     key = (family, tiles.input_name(prob), prob.layout, prob.m, prob.n, prob.k,
-           prob.batch, prob.kbatch, prob.call.c.itemsize, gpu.sms)
+           prob.batch, prob.kbatch, prob.call.c.itemsize, gpu.arch, gpu.sms)
     best = _choices.get(key)
     if best is None:
         candidates = []
@@ -244,19 +244,20 @@ def choose(gpu, prob):
 
 def cluster_capacity(gpu, cfg, input_name, layout):
     """{blocks per cluster (2 .. 8, the portable sizes): clusters of ``cfg``'s
-    sm90 kernel the GPU runs at once}.
+    kernel the GPU runs at once}.
 
     A cluster's blocks share one GPC, so this is not the multiprocessors over
     the size: an H100's 132 hold 66 clusters of 2 one-block-per-SM kernels
     but 30 of 4 and 15 of 8.  Asked of the driver once per kind of GPU and
     block footprint.
     """
-    smem = cfg.cluster_smem
-    key = (gpu.arch, gpu.sms, smem, cfg.threads)
+    smem = {size: tiles.cluster_smem(cfg, size) for size in range(2, 9)}
+    key = (gpu.arch, gpu.sms, cfg.threads, tuple(smem.values()))
     capacity = _capacities.get(key)
     if capacity is None:
-        kernel = gpu.gemm_library.function(cfg.file, cfg.kernel_name(input_name, layout), smem)
-        capacity = {size: kernel.clustered(size).max_active((cfg.threads, 1, 1), smem)
+        kernel = gpu.gemm_library.function(cfg.file, cfg.kernel_name(input_name, layout),
+                                           max(smem.values()))
+        capacity = {size: kernel.clustered(size).max_active((cfg.threads, 1, 1), smem[size])
                     for size in range(2, 9)}
         _capacities[key] = capacity
     return capacity
@@ -285,7 +286,7 @@ def record(gpu, prob, swapped):
                        _integers(prob, splits, per_split), 0.0, 0.0, 0)
     name = cfg.kernel_name(tiles.input_name(prob), prob.layout)
     total = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
-    smem = cfg.cluster_smem if cluster > 1 else cfg.smem
+    smem = tiles.cluster_smem(cfg, cluster) if cluster > 1 else cfg.smem
     kernel = gpu.gemm_library.function(cfg.file, name, smem)
     if cluster > 1:
         # a cluster of blocks per tile (they share its K-tiles)

@@ -41,11 +41,26 @@ _MIN_KTILES_PER_SPLIT = 4
 CLUSTERS = (2, 3, 4, 8)
 #: families whose kernels run the cluster K-split (on sm_90 and newer)
 _CLUSTER_FAMILIES = ("sm90", "fp8_sm90", "ffma", "ffmau")
-# the cluster K-split's cost per tile, {sm90 family?: (fixed seconds, bytes
-# per second)}: a fixed part (cluster barriers, the hand-over) and block 0
-# reading the others' accumulators.  sm90: fitted to H100 kernel-alone times
-# (64x32 to 128x128 tiles, 2-3 blocks: 1.8 us for 8 KB read, 5.8 for 128 KB)
-_CLUSTER_COST = {True: (2.3e-6, 30e9), False: (1.0e-6, 30e9)}
+# the cluster K-split's cost per tile.  sm90: a fixed part (the cluster
+# barrier at the start, the hand-over) and block 0 reading the others'
+# accumulators, fitted to H100 kernel-alone times (64x32 to 128x128 tiles,
+# 2-3 blocks: 1.8 us for 8 KB read, 5.8 for 128 KB).  FFMA (every block
+# adds a share, gemm_ffma.cu's cluster_reduce): a fixed part, fitted with
+# the terms below to H100 sweeps of MNIST's products (every tile, split and
+# cluster forced: the model's picks ran within 2.5 us of the fastest).
+_CLUSTER_S = 2.3e-6
+_DSMEM_BYTES_PER_S = 30e9
+_FFMA_CLUSTER_S = 1.5e-6
+# FFMA 64x64 tiles (4 warps, 4 blocks an SM): a block alone on its SM ran
+# about 3.5x faster than one of four; the 128x128 ones (8 warps, 2 an SM)
+# did not run faster alone (1000x256x784 in 128 clusters of 8: 31 us)
+_LONE_BLOCK_EXPONENT = 0.9
+# FFMA kernels: the least time a block spends on a K-tile, however few
+# blocks share its SM (the register-staged loads of the unaligned kernels
+# are not hidden by the few warps of a lone block: 1000x10x100 took 18.8 us
+# for 13 K-tiles of 8 on the H100, the flops alone 4); 64x64 tiles run
+# about 0.6 us a K-tile at one block per SM whatever the depth
+_KTILE_MIN_S = {"ffma": 0.3e-6, "ffmau": 0.6e-6}
 
 _HALF = ("f16", "bf16")
 _F32 = ("f32",)
@@ -198,8 +213,22 @@ def cluster_choices(gpu, prob, cfg, capacity):
     if 2 * tiles > gpu.sms * cfg.per_sm:
         return [1]
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
+    # (an FFMA block's K-tiles are short: one each can pay; the model weighs it)
+    least = 1 if cfg.family.startswith("ffma") else _MIN_KTILES_PER_SPLIT
     fits = capacity()
-    return [1] + [c for c in CLUSTERS if tiles <= fits[c] and ktiles // c >= _MIN_KTILES_PER_SPLIT]
+    return [1] + [c for c in CLUSTERS if tiles <= fits[c] and ktiles // c >= least]
+
+
+def cluster_smem(cfg, cluster):
+    """Dynamic shared memory of ``cfg``'s launches in clusters of ``cluster``
+    blocks.  The FFMA kernels exchange their accumulators through it: every
+    block holds ``cluster`` slots of ceil(V / cluster) float4s a thread, V
+    = the float4s of a thread's accumulators (gemm_ffma.cu's cluster_reduce);
+    the sm90 kernels pass them through their drained operand rings."""
+    if cfg.family.endswith("sm90"):
+        return cfg.smem
+    vectors = cfg.bm * cfg.bn // (4 * cfg.threads)
+    return max(cfg.smem, cluster * -(-vectors // cluster) * 16 * cfg.threads)
 
 
 def model_time(gpu, prob, cfg, splits, cluster=1):
@@ -209,13 +238,20 @@ def model_time(gpu, prob, cfg, splits, cluster=1):
     tiles = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
     k_chunk = -(-ktiles // (splits * cluster)) * cfg.bk
-    waves = -(-tiles * splits * cluster // slots)
+    blocks = tiles * splits * cluster
+    waves = -(-blocks // slots)
     per_tile = 2.0 * cfg.bm * cfg.bn * k_chunk / (peak * cfg.efficiency / slots)
+    if cfg.family.startswith("ffma") and cfg.per_sm >= 4:
+        # fewer blocks than slots: each shares its SM's FFMA pipes with fewer others
+        per_tile /= (cfg.per_sm / min(cfg.per_sm, -(-blocks // gpu.sms))) ** _LONE_BLOCK_EXPONENT
     if cfg.family.endswith("sm90"):  # measured there (the other families' epilogues differ)
         per_tile += cfg.bm * cfg.bn * _EPILOGUE_S_PER_ELEMENT + _TILE_S
-    if cluster > 1:
-        fixed, rate = _CLUSTER_COST[cfg.family.endswith("sm90")]
-        per_tile += fixed + (cluster - 1) * cfg.bm * cfg.bn * 4 / rate
+        if cluster > 1:
+            per_tile += _CLUSTER_S + (cluster - 1) * cfg.bm * cfg.bn * 4 / _DSMEM_BYTES_PER_S
+    else:
+        per_tile = max(per_tile, k_chunk // cfg.bk * _KTILE_MIN_S.get(cfg.family, 0.0))
+        if cluster > 1:
+            per_tile += _FFMA_CLUSTER_S
     compute = waves * per_tile
     isz = prob.dtype.itemsize
     stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * DRAM_BYTES_PER_S / slots)
