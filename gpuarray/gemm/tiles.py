@@ -45,22 +45,24 @@ _CLUSTER_FAMILIES = ("sm90", "fp8_sm90", "ffma", "ffmau")
 # barrier at the start, the hand-over) and block 0 reading the others'
 # accumulators, fitted to H100 kernel-alone times (64x32 to 128x128 tiles,
 # 2-3 blocks: 1.8 us for 8 KB read, 5.8 for 128 KB).  FFMA (every block
-# adds a share, gemm_ffma.cu's cluster_reduce): a fixed part, fitted with
+# adds a share, gemm_ffma.cu's cluster_reduce): a fixed part and a part per
+# block, fitted with
 # the terms below to H100 sweeps of MNIST's products (every tile, split and
 # cluster forced: the model's picks ran within 2.5 us of the fastest).
 _CLUSTER_S = 2.3e-6
 _DSMEM_BYTES_PER_S = 30e9
-_FFMA_CLUSTER_S = 1.5e-6
+_FFMA_CLUSTER_S = 1.0e-6
+_FFMA_CLUSTER_BLOCK_S = 0.4e-6
 # FFMA 64x64 tiles (4 warps, 4 blocks an SM): a block alone on its SM ran
 # about 3.5x faster than one of four; the 128x128 ones (8 warps, 2 an SM)
 # did not run faster alone (1000x256x784 in 128 clusters of 8: 31 us)
 _LONE_BLOCK_EXPONENT = 0.9
 # FFMA kernels: the least time a block spends on a K-tile, however few
 # blocks share its SM (the register-staged loads of the unaligned kernels
-# are not hidden by the few warps of a lone block: 1000x10x100 took 18.8 us
-# for 13 K-tiles of 8 on the H100, the flops alone 4); 64x64 tiles run
-# about 0.6 us a K-tile at one block per SM whatever the depth
-_KTILE_MIN_S = {"ffma": 0.3e-6, "ffmau": 0.6e-6}
+# are not hidden by the few warps of a lone block: 1000x10x100, row-major
+# operands, took 18.8 us for 13 K-tiles of 8 on the H100, the flops alone
+# 4; about 0.6 us a K-tile with a transposed A)
+_KTILE_MIN_S = {"ffma": 0.3e-6, "ffmau": 0.9e-6}
 
 _HALF = ("f16", "bf16")
 _F32 = ("f32",)
@@ -251,7 +253,7 @@ def model_time(gpu, prob, cfg, splits, cluster=1):
     else:
         per_tile = max(per_tile, k_chunk // cfg.bk * _KTILE_MIN_S.get(cfg.family, 0.0))
         if cluster > 1:
-            per_tile += _FFMA_CLUSTER_S
+            per_tile += _FFMA_CLUSTER_S + (cluster - 1) * _FFMA_CLUSTER_BLOCK_S
     compute = waves * per_tile
     isz = prob.dtype.itemsize
     stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * DRAM_BYTES_PER_S / slots)
