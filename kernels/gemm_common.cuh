@@ -197,11 +197,12 @@ GA_D float gemm_value(const GemmArgs &p, const GemmEpi &st, int ob, int m, int n
     return v;
 }
 
-// Final value of output (ob, m, n) from the accumulator `acc`: gemm_value,
-// the amax, the output scale, rounding to C's type; stored, and counted
-// into `st`.
-GA_D void gemm_finish(const GemmArgs &p, int ob, int m, int n, float acc, GemmEpi &st) {
-    float v = gemm_value(p, st, ob, m, n, acc);
+// Output (ob, m, n) from its gemm_value() v: the amax, the output scale,
+// rounding to C's type; stored, and counted into `st`.  (A kernel that
+// computes the values of all its outputs first, then stores them, lets
+// their bias and C loads overlap: a store between two loads keeps the
+// second waiting, as C might alias the bias.)
+GA_D void gemm_store_value(const GemmArgs &p, int ob, int m, int n, float v, GemmEpi &st) {
     if (p.flags & EPI_AMAX) st.amax = fmaxf(st.amax, fabsf(v));
     if (st.post != 1.f) v = __fmul_rn(v, st.post);
     long long ci = ob * p.batch_c + m * p.ldc + n;
@@ -233,6 +234,11 @@ GA_D void gemm_finish(const GemmArgs &p, int ob, int m, int n, float acc, GemmEp
         if (a <= 3.402823466e38f) st.max_abs = fmaxf(st.max_abs, a);
         else st.nonfinite += 1;
     }
+}
+
+// Final value of output (ob, m, n) from the accumulator `acc`, stored.
+GA_D void gemm_finish(const GemmArgs &p, int ob, int m, int n, float acc, GemmEpi &st) {
+    gemm_store_value(p, ob, m, n, gemm_value(p, st, ob, m, n, acc), st);
 }
 
 // Where split-K is on, a kernel stores its raw sums instead of finishing.

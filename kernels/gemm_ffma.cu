@@ -559,7 +559,24 @@ GA_D void gemm(const GemmArgs &p) {
         const unsigned owned = cluster_size() > 1 ? cluster_reduce<TM, TN, THREADS>(u.acc, smem) : ~0u;
 
         const bool vec_out = vec_epilogue(p);
+        // per element: every value first (their bias and C loads in flight
+        // together), then the stores; 1000x256 outputs with a bias took 8 us
+        // more with each load waiting behind the previous store.  (Not at
+        // 128 x 128: 64 values a thread made ptxas spill.)
+        const bool values_first = TM * TN <= 32 && !vec_out && p.splits == 1;
         const int m0 = g.tm * BM + u.frag_m, n0 = g.tn * BN + u.frag_n - U::A_TILE;
+        if (values_first) {
+            #pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                const int m = m0 + 16 * (i / 4) + (i % 4);
+                #pragma unroll
+                for (int j = 0; j < TN; ++j) {
+                    const int n = n0 + 32 * (j / 4) + j % 4;
+                    if (owned >> (i * (TN / 4) + j / 4) & 1 && m < p.M && n < p.N)
+                        u.acc[i][j] = gemm_value(p, st, g.ob, m, n, u.acc[i][j]);
+                }
+            }
+        }
         #pragma unroll
         for (int i = 0; i < TM; ++i) {
             const int m = m0 + 16 * (i / 4) + (i % 4);
@@ -571,7 +588,10 @@ GA_D void gemm(const GemmArgs &p) {
                     output4(p, g, m, n, &u.acc[i][4 * j], st);
                 } else {
                     #pragma unroll
-                    for (int e = 0; e < 4; ++e) gemm_output(p, g, m, n + e, u.acc[i][4 * j + e], st);
+                    for (int e = 0; e < 4; ++e) {
+                        if (!values_first) gemm_output(p, g, m, n + e, u.acc[i][4 * j + e], st);
+                        else if (m < p.M && n + e < p.N) gemm_store_value(p, g.ob, m, n + e, u.acc[i][4 * j + e], st);
+                    }
                 }
             }
         }
