@@ -183,18 +183,25 @@ GA_D GemmEpi gemm_epi_init(const GemmArgs &p) {
 }
 
 // The value stored for accumulator `acc` of output (m, n) of batch ob,
-// before the output scale and rounding: scales and alpha, bias, relu, beta.
-GA_D float gemm_value(const GemmArgs &p, const GemmEpi &st, int ob, int m, int n, float acc) {
+// before the output scale and rounding: scales and alpha, `bias` (the bias
+// element, read by the caller: see gemm_value), relu, beta.
+GA_D float gemm_value_with(const GemmArgs &p, const GemmEpi &st, int ob, int m, int n, float acc, float bias) {
     // explicit roundings (no contraction into FMAs): the same bits in every
     // kernel family and in a vectorised copy of this epilogue, as numpy's
     float v = __fmul_rn(st.pre, acc);
-    if (p.flags & EPI_BIAS) v = __fadd_rn(v, gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n));
+    if (p.flags & EPI_BIAS) v = __fadd_rn(v, bias);
     if (p.flags & EPI_RELU) v = v < 0.f ? 0.f : v;  // NaN passes, as numpy's maximum
     if (p.flags & EPI_BETA) {
         long long ci = ob * p.batch_c + m * p.ldc + n;
         v = __fadd_rn(v, __fmul_rn(p.beta, gemm_load(p.c, p.c_type, ci)));
     }
     return v;
+}
+GA_D float gemm_bias(const GemmArgs &p, int m, int n) {
+    return gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n);
+}
+GA_D float gemm_value(const GemmArgs &p, const GemmEpi &st, int ob, int m, int n, float acc) {
+    return gemm_value_with(p, st, ob, m, n, acc, p.flags & EPI_BIAS ? gemm_bias(p, m, n) : 0.f);
 }
 
 // Output (ob, m, n) from its gemm_value() v: the amax, the output scale,
