@@ -183,13 +183,12 @@ GA_D GemmEpi gemm_epi_init(const GemmArgs &p) {
 }
 
 // The value stored for accumulator `acc` of output (m, n) of batch ob,
-// before the output scale and rounding: scales and alpha, `bias` (the bias
-// element, read by the caller: see gemm_value), relu, beta.
-GA_D float gemm_value_with(const GemmArgs &p, const GemmEpi &st, int ob, int m, int n, float acc, float bias) {
+// before the output scale and rounding: scales and alpha, bias, relu, beta.
+GA_D float gemm_value(const GemmArgs &p, const GemmEpi &st, int ob, int m, int n, float acc) {
     // explicit roundings (no contraction into FMAs): the same bits in every
     // kernel family and in a vectorised copy of this epilogue, as numpy's
     float v = __fmul_rn(st.pre, acc);
-    if (p.flags & EPI_BIAS) v = __fadd_rn(v, bias);
+    if (p.flags & EPI_BIAS) v = __fadd_rn(v, gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n));
     if (p.flags & EPI_RELU) v = v < 0.f ? 0.f : v;  // NaN passes, as numpy's maximum
     if (p.flags & EPI_BETA) {
         long long ci = ob * p.batch_c + m * p.ldc + n;
@@ -197,19 +196,12 @@ GA_D float gemm_value_with(const GemmArgs &p, const GemmEpi &st, int ob, int m, 
     }
     return v;
 }
-GA_D float gemm_bias(const GemmArgs &p, int m, int n) {
-    return gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n);
-}
-GA_D float gemm_value(const GemmArgs &p, const GemmEpi &st, int ob, int m, int n, float acc) {
-    return gemm_value_with(p, st, ob, m, n, acc, p.flags & EPI_BIAS ? gemm_bias(p, m, n) : 0.f);
-}
 
-// Output (ob, m, n) from its gemm_value() v: the amax, the output scale,
-// rounding to C's type; stored, and counted into `st`.  (A kernel that
-// computes the values of all its outputs first, then stores them, lets
-// their bias and C loads overlap: a store between two loads keeps the
-// second waiting, as C might alias the bias.)
-GA_D void gemm_store_value(const GemmArgs &p, int ob, int m, int n, float v, GemmEpi &st) {
+// Final value of output (ob, m, n) from the accumulator `acc`: gemm_value,
+// the amax, the output scale, rounding to C's type; stored, and counted
+// into `st`.
+GA_D void gemm_finish(const GemmArgs &p, int ob, int m, int n, float acc, GemmEpi &st) {
+    float v = gemm_value(p, st, ob, m, n, acc);
     if (p.flags & EPI_AMAX) st.amax = fmaxf(st.amax, fabsf(v));
     if (st.post != 1.f) v = __fmul_rn(v, st.post);
     long long ci = ob * p.batch_c + m * p.ldc + n;
@@ -241,11 +233,6 @@ GA_D void gemm_store_value(const GemmArgs &p, int ob, int m, int n, float v, Gem
         if (a <= 3.402823466e38f) st.max_abs = fmaxf(st.max_abs, a);
         else st.nonfinite += 1;
     }
-}
-
-// Final value of output (ob, m, n) from the accumulator `acc`, stored.
-GA_D void gemm_finish(const GemmArgs &p, int ob, int m, int n, float acc, GemmEpi &st) {
-    gemm_store_value(p, ob, m, n, gemm_value(p, st, ob, m, n, acc), st);
 }
 
 // Where split-K is on, a kernel stores its raw sums instead of finishing.

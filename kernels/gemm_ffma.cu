@@ -540,22 +540,6 @@ GA_D unsigned cluster_reduce(float (&acc)[TM][TN], float *smem) {
 #endif
 }
 
-// The bias elements of a thread's outputs in rows h .. h + R - 1 of its
-// tile (output rows m0 + 16 * (i / 4) + i % 4, columns n0 + 32 * (j / 4) +
-// j % 4), clamped into the bias: loads with no branch between them, so
-// that they are all in flight at once.
-template <class T, int R, int TN>
-GA_D void load_bias(const GemmArgs &p, float (&bias)[R][TN], int h, int m0, int n0) {
-    const T *b = (const T *)p.bias;
-    #pragma unroll
-    for (int i = 0; i < R; ++i) {
-        const long long row = min(m0 + 16 * ((h + i) / 4) + (h + i) % 4, p.M - 1) * p.bias_m;
-        #pragma unroll
-        for (int j = 0; j < TN; ++j)
-            bias[i][j] = ga_value<float>(b[row + min(n0 + 32 * (j / 4) + j % 4, p.N - 1) * p.bias_n]);
-    }
-}
-
 // The kernel body: a (persistent) loop over output tiles, one per cluster.
 template <int BM, int BN, int BK, int TM, int TN, int THREADS, Contig CA, Contig CB, bool ALIGNED, int STAGES>
 GA_D void gemm(const GemmArgs &p) {
@@ -575,36 +559,7 @@ GA_D void gemm(const GemmArgs &p) {
         const unsigned owned = cluster_size() > 1 ? cluster_reduce<TM, TN, THREADS>(u.acc, smem) : ~0u;
 
         const bool vec_out = vec_epilogue(p);
-        // per element: every value first, then the stores, with the bias
-        // elements read all at once beforehand (clamped into the bias, no
-        // branch per element).  Read one by one, each waiting behind the
-        // last, they took 1000x256x784 from 21 to 30 us.  (Not at 128 x 128:
-        // 64 more values a thread made ptxas spill.)
-        const bool values_first = TM * TN <= 32 && !vec_out && p.splits == 1;
         const int m0 = g.tm * BM + u.frag_m, n0 = g.tn * BN + u.frag_n - U::A_TILE;
-        if (values_first) {
-            // half the rows at a time: a bias element for every output at
-            // once made the 64 x 64 kernels spill
-            #pragma unroll
-            for (int h = 0; h < TM; h += TM / 2) {
-                float bias[TM / 2][TN] = {};
-                if (p.flags & EPI_BIAS) {
-                    if (p.bias_type == GEMM_F32) load_bias<float>(p, bias, h, m0, n0);
-                    else if (p.bias_type == GEMM_F16) load_bias<ga_half>(p, bias, h, m0, n0);
-                    else load_bias<ga_bf16>(p, bias, h, m0, n0);
-                }
-                #pragma unroll
-                for (int i = h; i < h + TM / 2; ++i) {
-                    const int m = m0 + 16 * (i / 4) + (i % 4);
-                    #pragma unroll
-                    for (int j = 0; j < TN; ++j) {
-                        const int n = n0 + 32 * (j / 4) + j % 4;
-                        if (owned >> (i * (TN / 4) + j / 4) & 1 && m < p.M && n < p.N)
-                            u.acc[i][j] = gemm_value_with(p, st, g.ob, m, n, u.acc[i][j], bias[i - h][j]);
-                    }
-                }
-            }
-        }
         #pragma unroll
         for (int i = 0; i < TM; ++i) {
             const int m = m0 + 16 * (i / 4) + (i % 4);
@@ -616,10 +571,7 @@ GA_D void gemm(const GemmArgs &p) {
                     output4(p, g, m, n, &u.acc[i][4 * j], st);
                 } else {
                     #pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        if (!values_first) gemm_output(p, g, m, n + e, u.acc[i][4 * j + e], st);
-                        else if (m < p.M && n + e < p.N) gemm_store_value(p, g.ob, m, n + e, u.acc[i][4 * j + e], st);
-                    }
+                    for (int e = 0; e < 4; ++e) gemm_output(p, g, m, n + e, u.acc[i][4 * j + e], st);
                 }
             }
         }

@@ -205,6 +205,16 @@ def test_mnist_sized_fp32_product_splits_k_over_a_cluster(arch, tensor_maps):
     assert shared == tiles.cluster_smem(cfg, args["cluster"]) >= 8 * 16 * 128
 
 
+def test_fp32_product_with_a_bias_leaves_its_epilogue_to_the_split_k_reduce(ng):
+    # the FFMA kernels finish outputs with a bias one at a time, slowly: the
+    # planner splits K in two kernels and the reduce kernel adds the bias
+    ng.dot(ng.empty((1000, 784), np.float32), ng.empty((784, 256), np.float32),
+           ng.empty((1000, 256), np.float32), bias=ng.empty((256,), np.float32), relu=True)
+    name, grid, block, args, shared = ng.launches[0]
+    assert name.startswith("ga_gemm_ffma_") and args["cluster"] == 1 and args["splits"] > 1
+    assert ng.launches[1][0] == "ga_gemm_splitk_reduce"
+
+
 def test_large_products_take_no_cluster(ng):
     ng.dot(ng.empty((4096, 4096), np.float16), ng.empty((4096, 4096), np.float16),
            ng.empty((4096, 4096), np.float16))

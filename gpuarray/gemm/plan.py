@@ -225,7 +225,8 @@ def choose(gpu, prob):
     """
     family = tiles.family(gpu, prob)
     key = (family, tiles.input_name(prob), prob.layout, prob.m, prob.n, prob.k,
-           prob.batch, prob.kbatch, prob.call.c.itemsize, gpu.arch, gpu.sms)
+           prob.batch, prob.kbatch, prob.call.c.itemsize, tiles.element_epilogue(prob), gpu.arch,
+           gpu.sms)
     best = _choices.get(key)
     if best is None:
         candidates = []

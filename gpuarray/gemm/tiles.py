@@ -57,6 +57,14 @@ _FFMA_CLUSTER_BLOCK_S = 0.4e-6
 # about 3.5x faster than one of four; the 128x128 ones (8 warps, 2 an SM)
 # did not run faster alone (1000x256x784 in 128 clusters of 8: 31 us)
 _LONE_BLOCK_EXPONENT = 0.9
+# FFMA kernels finishing their outputs one at a time (a bias, beta, a
+# 16-bit C; a float32 C with at most relu goes out as float4s): a fixed
+# part and a part per output a thread, the loads of the bias not
+# overlapping (1000x256x784 with bias and relu against plain: 45.7 against
+# 34.3 us unsplit, 28.9 against 21.3 in clusters of 2, about 5 us more in
+# clusters of 4).  Split-K leaves this epilogue to its reduce kernel.
+_FFMA_ELEMENT_FIXED_S = 3.5e-6
+_FFMA_ELEMENT_S = 0.25e-6
 # FFMA kernels: the least time a block spends on a K-tile, however few
 # blocks share its SM (the register-staged loads of the unaligned kernels
 # are not hidden by the few warps of a lone block: 1000x10x100, row-major
@@ -221,6 +229,14 @@ def cluster_choices(gpu, prob, cfg, capacity):
     return [1] + [c for c in CLUSTERS if tiles <= fits[c] and ktiles // c >= least]
 
 
+def element_epilogue(prob):
+    """Whether the FFMA kernels finish ``prob``'s outputs one at a time
+    (gemm_ffma.cu's vec_epilogue, less C's alignment)."""
+    call = prob.call
+    return (call.bias is not None or call.beta != 0 or call.c.dtype != np.float32
+            or bool(call.c.rounding))
+
+
 def cluster_smem(cfg, cluster):
     """Dynamic shared memory of ``cfg``'s launches in clusters of ``cluster``
     blocks.  The FFMA kernels exchange their accumulators through it: every
@@ -254,6 +270,8 @@ def model_time(gpu, prob, cfg, splits, cluster=1):
         per_tile = max(per_tile, k_chunk // cfg.bk * _KTILE_MIN_S.get(cfg.family, 0.0))
         if cluster > 1:
             per_tile += _FFMA_CLUSTER_S + (cluster - 1) * _FFMA_CLUSTER_BLOCK_S
+        if cfg.family.startswith("ffma") and splits == 1 and element_epilogue(prob):
+            per_tile += _FFMA_ELEMENT_FIXED_S + cfg.bm * cfg.bn / (cfg.threads * cluster) * _FFMA_ELEMENT_S
     compute = waves * per_tile
     isz = prob.dtype.itemsize
     stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * DRAM_BYTES_PER_S / slots)
