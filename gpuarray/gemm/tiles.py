@@ -253,6 +253,20 @@ def cluster_smem(cfg, cluster):
     return max(cfg.smem, cluster * -(-vectors // cluster) * 16 * cfg.threads)
 
 
+def _ffma_tile(gpu, prob, cfg, per_tile, blocks, k_chunk, splits, cluster):
+    """An FFMA block's modelled seconds for its tile, from ``per_tile`` (its
+    flops at its slot's share): the terms of small launches above."""
+    if cfg.per_sm >= 4:
+        # fewer blocks than slots: each shares its SM's FFMA pipes with fewer others
+        per_tile /= (cfg.per_sm / min(cfg.per_sm, -(-blocks // gpu.sms))) ** _LONE_BLOCK_EXPONENT
+    per_tile = max(per_tile, k_chunk // cfg.bk * _KTILE_MIN_S[cfg.family])
+    if cluster > 1:
+        per_tile += _FFMA_CLUSTER_S + (cluster - 1) * _FFMA_CLUSTER_BLOCK_S
+    if splits == 1 and element_epilogue(prob):
+        per_tile += _FFMA_ELEMENT_FIXED_S + cfg.bm * cfg.bn / (cfg.threads * cluster) * _FFMA_ELEMENT_S
+    return per_tile
+
+
 def model_time(gpu, prob, cfg, splits, cluster=1):
     """Modelled seconds of (cfg, splits, cluster) for ``prob`` (for ranking only)."""
     peak = _PEAK[cfg.family.rstrip("u") + ("_tf32" if prob.call.precision == "tf32" else "")]
@@ -263,19 +277,12 @@ def model_time(gpu, prob, cfg, splits, cluster=1):
     blocks = tiles * splits * cluster
     waves = -(-blocks // slots)
     per_tile = 2.0 * cfg.bm * cfg.bn * k_chunk / (peak * cfg.efficiency / slots)
-    if cfg.family.startswith("ffma") and cfg.per_sm >= 4:
-        # fewer blocks than slots: each shares its SM's FFMA pipes with fewer others
-        per_tile /= (cfg.per_sm / min(cfg.per_sm, -(-blocks // gpu.sms))) ** _LONE_BLOCK_EXPONENT
     if cfg.family.endswith("sm90"):  # measured there (the other families' epilogues differ)
         per_tile += cfg.bm * cfg.bn * _EPILOGUE_S_PER_ELEMENT + _TILE_S
         if cluster > 1:
             per_tile += _CLUSTER_S + (cluster - 1) * cfg.bm * cfg.bn * 4 / _DSMEM_BYTES_PER_S
-    else:
-        per_tile = max(per_tile, k_chunk // cfg.bk * _KTILE_MIN_S.get(cfg.family, 0.0))
-        if cluster > 1:
-            per_tile += _FFMA_CLUSTER_S + (cluster - 1) * _FFMA_CLUSTER_BLOCK_S
-        if cfg.family.startswith("ffma") and splits == 1 and element_epilogue(prob):
-            per_tile += _FFMA_ELEMENT_FIXED_S + cfg.bm * cfg.bn / (cfg.threads * cluster) * _FFMA_ELEMENT_S
+    elif cfg.family.startswith("ffma"):
+        per_tile = _ffma_tile(gpu, prob, cfg, per_tile, blocks, k_chunk, splits, cluster)
     compute = waves * per_tile
     isz = prob.dtype.itemsize
     stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * DRAM_BYTES_PER_S / slots)
