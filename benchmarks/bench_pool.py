@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (device_timer, measure, new_row, print_table,  # noqa: E402
-                    set_target, table_cells, torch_and_gpu, write_results)
+from common import (device_timer, device_times, measure, new_row,  # noqa: E402
+                    print_table, set_target, table_cells, torch_and_gpu, write_results)
 
 IMPLS = ("gpuarray", "torch")
 
@@ -114,15 +114,18 @@ def check(torch, ours, ref, what):
 
 
 def cudnn_times(torch, op, x, window, stride, pad, repeats):
-    """{"fprop": s, "both": s}: torch's best of NCHW and channels_last."""
-    best = {}
+    """({"fprop": s, "both": s}, the same kernel-only): torch's best of NCHW and
+    channels_last, as called and with the host hidden."""
+    best, kernel = {}, {}
     for memory in (torch.contiguous_format, torch.channels_last):
         fprop, both, _, _ = torch_pass(torch, op, x.contiguous(memory_format=memory), window,
                                        stride, pad)
         for key, fn in (("fprop", fprop), ("both", both)):
             seconds = device_timer(fn, repeats, 5)
             best[key] = min(best.get(key, seconds), seconds)
-    return best
+            seconds = device_timer(fn, repeats, 0, hide_host=True)
+            kernel[key] = min(kernel.get(key, seconds), seconds)
+    return best, kernel
 
 
 def run_case(ng, torch, case, repeats):
@@ -139,7 +142,7 @@ def run_case(ng, torch, case, repeats):
     errors = (check(torch, as_nchw(torch, O), ref_out, name + " fprop"),
               check(torch, as_nchw(torch, G), _torch_grad(torch, op, x, grad, window, stride, pad),
                     name + " bprop"))
-    best = cudnn_times(torch, op, x, window, stride, pad, repeats)
+    best, kernel = cudnn_times(torch, op, x, window, stride, pad, repeats)
     out_elems = ref_out.numel()
     # bytes a pass must move once: input, output (and argmax), errors, gradient
     moved = {"fprop": (x.numel() + out_elems) * 2 + (out_elems if op == "max" else 0),
@@ -149,13 +152,17 @@ def run_case(ng, torch, case, repeats):
         row = new_row(name, f"{op} {window}x{window}/{stride} {n}x{c}x{h}x{w} fp16 {label}",
                       IMPLS)
         print(f"{name}: {label}")
-        measure(row, "gpuarray", lambda: device_timer(fn, repeats, 5, sync=ng.synchronize))
+        extra = row["extra"] = {"validation_error": errors}
+        measure(row, "gpuarray", lambda: device_times(fn, repeats, 5, extra, "gpuarray",
+                                                      sync=ng.synchronize))
         row["times_us"]["torch"] = row["values"]["torch"] = best[key] * 1e6
+        extra.setdefault("kernel_only_us", {})["torch"] = kernel[key] * 1e6
         print(f"  {'torch':<14} {best[key] * 1e6:.1f} µs")
+        print(f"  kernel only: gpuarray {extra['kernel_only_us'].get('gpuarray') or 0:.1f} µs, "
+              f"torch {kernel[key] * 1e6:.1f} µs")
         ours = row["values"]["gpuarray"]
-        row["extra"] = {"validation_error": errors,
-                        "achieved_TBps": moved[key] / (ours * 1e-6) / 1e12 if ours else None,
-                        "ratio_to_torch": best[key] * 1e6 / ours if ours else None}
+        extra.update(achieved_TBps=moved[key] / (ours * 1e-6) / 1e12 if ours else None,
+                     ratio_to_torch=best[key] * 1e6 / ours if ours else None)
         if name.startswith("alexnet pool1"):
             if key == "both":
                 set_target(row, 100.0, "<= 100 us")

@@ -258,6 +258,8 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         self.rnn_library = library.Library(what="persistent recurrent")
         #: recorded implicit-GEMM convolution plans (gpuarray.conv.implicit)
         self._conv_plans = {}
+        #: recorded pooling passes (gpuarray.conv.pooling)
+        self._pool_plans = {}
         #: replays of graphs drawing random numbers, on the device (cuda.capture)
         self._replays = ReplayCounter(self)
         #: sort, compaction, gathers: CUB and kernels/algorithms_host.cu
@@ -406,6 +408,10 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     @_device_call
     def _pool(self, call):
         pooling.run(self, call)
+
+    @_device_call
+    def _replay_pool(self, kind, pool, *tensors):
+        return pooling.replay(self, kind, pool, tensors)
 
     @_device_call
     def _algorithm(self, name, *args):

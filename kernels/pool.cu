@@ -17,10 +17,15 @@
 // argmax); the average divides by the elements inside the input, or by
 // the whole window with include_padding.
 //
-// Parameters: PoolArgs below -- pointers, N, and per pooled axis in the
-// order (channel, depth, height, width): input size (C D H W), output
-// size (K M P Q), window (J T R S), stride and padding.  Arithmetic is
-// fp32; results are rounded to nearest on store.
+// Parameters: PoolArgs (pool.cuh) -- pointers, N, and per pooled axis in
+// the order (channel, depth, height, width): input size (C D H W), output
+// size (K M P Q), window (J T R S), stride and padding; include_padding;
+// multiply-shift divisors of a thread's index and of the strides.
+// Arithmetic is fp32; results are rounded to nearest on store.
+//
+// These are the general kernels: one flat walk over any window.  The
+// convnets' layers (2x2 and 3x3 windows, channels not pooled, 16-byte
+// accesses) take pool_window.cu's, which do the same in fewer instructions.
 //
 // Launch shape: grid (X, Y, 1) with any X, Y >= 1, block (256, 1, 1), no
 // shared memory; blocks stride over the N images along y, threads over one
@@ -34,50 +39,14 @@
 //
 // Kernels: ga_pool_{fprop,bprop}_{max,avg}_{f16,bf16,f32}_v{1,V}, the max
 // ones with an argmax suffix _u8 or _i32.
-#include "convert.cuh"
+#include "pool.cuh"
 #include <math_constants.h>
-
-#define POOL_THREADS 256
-
-struct PoolArgs {
-    const void *I;       // input (fprop; bprop of max without argmax is not a kernel case)
-    void *O;             // output (fprop; may be null when only argmax is wanted)
-    void *argmax;        // max pooling: written by fprop, read by bprop (may be null in fprop)
-    const void *E;       // errors (bprop)
-    void *grad_I;        // input gradient (bprop)
-    long long N;
-    int size[4];         // C D H W
-    int out[4];          // K M P Q
-    int window[4];       // J T R S
-    int stride[4];
-    int pad[4];
-    int include_padding;
-};
-
-// V consecutive elements moved as one access (16 bytes when V * sizeof(T) == 16)
-template <typename T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };
-
-template <typename T, int V>
-__device__ __forceinline__ void load(const T *src, float (&x)[V]) {
-    Pack<T, V> pack = *reinterpret_cast<const Pack<T, V> *>(src);
-    #pragma unroll
-    for (int i = 0; i < V; ++i) x[i] = to_f32(pack.v[i]);
-}
-
-template <typename T, int V>
-__device__ __forceinline__ void store(T *dst, const float (&x)[V]) {
-    Pack<T, V> pack;
-    #pragma unroll
-    for (int i = 0; i < V; ++i) pack.v[i] = from_f32<T>(x[i]);
-    *reinterpret_cast<Pack<T, V> *>(dst) = pack;
-}
 
 // Elements of the window starting at `start` (per axis) that lie inside the input.
 __device__ __forceinline__ int inside_count(const PoolArgs &p, const int (&start)[4]) {
     int count = 1;
     #pragma unroll
-    for (int a = 0; a < 4; ++a)
-        count *= min(start[a] + p.window[a], p.size[a]) - max(start[a], 0);
+    for (int a = 0; a < 4; ++a) count *= inside_along(p, a, start[a]);
     return count;
 }
 
@@ -85,16 +54,11 @@ __device__ __forceinline__ int inside_count(const PoolArgs &p, const int (&start
 template <typename T, typename A, bool MAX, int V>
 __device__ void pool_fprop(const PoolArgs &p) {
     const T *in = static_cast<const T *>(p.I);
-    const int groups = p.out[0] / V;
-    const int per_image = p.out[1] * p.out[2] * p.out[3] * groups;
+    const int per_image = p.out[1] * p.out[2] * p.out[3] * (p.out[0] / V);
     for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
     for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {
-        int rest = g;
-        int pos[4];
-        pos[0] = (rest % groups) * V; rest /= groups;
-        pos[3] = rest % p.out[3]; rest /= p.out[3];
-        pos[2] = rest % p.out[2];
-        pos[1] = rest / p.out[2];
+        const Position at = position<V>(p, g);
+        const int pos[4] = {at.channel, at.z, at.y, at.x};
         int start[4];
         #pragma unroll
         for (int a = 0; a < 4; ++a) start[a] = pos[a] * p.stride[a] - p.pad[a];
@@ -113,10 +77,10 @@ __device__ void pool_fprop(const PoolArgs &p) {
             int c = start[0] + j, d = start[1] + t, h = start[2] + r, w = start[3] + s;
             bool inside = (unsigned)c < (unsigned)p.size[0] && (unsigned)d < (unsigned)p.size[1] &&
                           (unsigned)h < (unsigned)p.size[2] && (unsigned)w < (unsigned)p.size[3];
-            long long at = inside ? (((n * p.size[1] + d) * p.size[2] + h) * p.size[3] + w) *
+            long long offset = inside ? (((n * p.size[1] + d) * p.size[2] + h) * p.size[3] + w) *
                                         p.size[0] + c : 0;
             float x[V];
-            load<T, V>(in + at, x);
+            load<T, V>(in + offset, x);
             if (inside) {
                 #pragma unroll
                 for (int i = 0; i < V; ++i) {
@@ -144,7 +108,7 @@ __device__ void pool_fprop(const PoolArgs &p) {
             #pragma unroll
             for (int i = 0; i < V; ++i) acc[i] *= inverse;
         }
-        long long o = (n * per_image + g) * V;  // outputs are laid out in (n, g) order
+        const long long o = (n * per_image + g) * V;  // outputs are laid out in (n, g) order
         if (p.O) store<T, V>(static_cast<T *>(p.O) + o, acc);
         if (MAX && p.argmax) {
             Pack<A, V> index;
@@ -155,29 +119,17 @@ __device__ void pool_fprop(const PoolArgs &p) {
     }
 }
 
-// First and last output along one axis whose window holds input position x.
-__device__ __forceinline__ void outputs_holding(const PoolArgs &p, int a, int x, int &lo, int &hi) {
-    int first = x + p.pad[a] - p.window[a] + 1;
-    lo = first <= 0 ? 0 : (first + p.stride[a] - 1) / p.stride[a];
-    hi = min((x + p.pad[a]) / p.stride[a], p.out[a] - 1);
-}
-
 // bprop: one thread per V input channels of one (n, d, h, w).
 template <typename T, typename A, bool MAX, int V>
 __device__ void pool_bprop(const PoolArgs &p) {
     const T *err = static_cast<const T *>(p.E);
     const A *argmax = static_cast<const A *>(p.argmax);
-    const int groups = p.size[0] / V;
-    const int per_image = p.size[1] * p.size[2] * p.size[3] * groups;
+    const int per_image = p.size[1] * p.size[2] * p.size[3] * (p.size[0] / V);
     const float window = (float)(p.window[0] * p.window[1] * p.window[2] * p.window[3]);
     for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
     for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {
-        int rest = g;
-        int pos[4];
-        pos[0] = (rest % groups) * V; rest /= groups;
-        pos[3] = rest % p.size[3]; rest /= p.size[3];
-        pos[2] = rest % p.size[2];
-        pos[1] = rest / p.size[2];
+        const Position at = position<V>(p, g);
+        const int pos[4] = {at.channel, at.z, at.y, at.x};
         int lo[4], hi[4];
         #pragma unroll
         for (int a = 0; a < 4; ++a) outputs_holding(p, a, pos[a], lo[a], hi[a]);
@@ -222,28 +174,30 @@ __device__ void pool_bprop(const PoolArgs &p) {
     }
 }
 
+// (256, 4): a budget of 64 registers; left to itself, ptxas aimed at 32 and
+// spilled in the bprop kernels
 #define POOL_KERNELS(T, TNAME, V, VNAME)                                                        \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
         ga_pool_fprop_max_##TNAME##_##VNAME##_u8(const __grid_constant__ PoolArgs p) {          \
         pool_fprop<T, unsigned char, true, V>(p);                                              \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
         ga_pool_fprop_max_##TNAME##_##VNAME##_i32(const __grid_constant__ PoolArgs p) {         \
         pool_fprop<T, int, true, V>(p);                                                        \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
         ga_pool_fprop_avg_##TNAME##_##VNAME(const __grid_constant__ PoolArgs p) {               \
         pool_fprop<T, int, false, V>(p);                                                       \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
         ga_pool_bprop_max_##TNAME##_##VNAME##_u8(const __grid_constant__ PoolArgs p) {          \
         pool_bprop<T, unsigned char, true, V>(p);                                              \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
         ga_pool_bprop_max_##TNAME##_##VNAME##_i32(const __grid_constant__ PoolArgs p) {         \
         pool_bprop<T, int, true, V>(p);                                                        \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
         ga_pool_bprop_avg_##TNAME##_##VNAME(const __grid_constant__ PoolArgs p) {               \
         pool_bprop<T, int, false, V>(p);                                                       \
     }

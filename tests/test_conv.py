@@ -390,6 +390,12 @@ POOL_CASES = [
     dict(op="max", N=3, C=16, H=9, W=9, R=3, S=3, str_h=2, str_w=2),
     dict(op="avg", N=2, C=8, H=6, W=7, R=3, S=3, str_h=2, str_w=2, pad_h=1, pad_w=1),
     dict(op="max", N=2, C=8, D=3, H=5, W=5, T=2, R=3, S=3, pad_h=1, pad_w=1, str_d=1),
+    # the pool_window kernels: 2x2 and 3x3 windows, 1 to 3 outputs per axis in bprop
+    dict(op="avg", N=2, C=8, H=7, W=7, R=3, S=3, pad_h=1, pad_w=1, str_h=1, str_w=1,
+         include_padding=True),
+    dict(op="max", N=2, C=8, H=8, W=6, R=2, S=2),
+    dict(op="avg", N=1, C=16, H=5, W=9, R=2, S=2, str_h=1, str_w=1, pad_w=1),
+    dict(op="max", N=2, C=8, H=6, W=7, R=2, S=3, str_h=1, str_w=1, pad_w=1),
 ]
 POOL_PARAMS = ([pytest.param(kw, F32, id=f"f32-{i}") for i, kw in enumerate(POOL_CASES)]
                + [pytest.param(kw, dt, id=f"{dt.name}-{i}") for i, kw in enumerate(POOL_CASES)
@@ -439,6 +445,31 @@ def test_bprop_pool_matches_loops(ng, kw, dtype, given):
     grad = ng.empty(pool.dimI, dtype)
     ng.bprop_pool(pool, I, E, grad, argmax)
     check(grad, naive_pool_grad(pool, ve, naive_pool(pool, vi)[1]), dtype)
+
+
+#: windows of the 16-byte kernels (C % 8 == 0) whose maxima tie (+-0 among
+#: them), hold NaN, or hold nothing but -inf: numpy's argmax is the spec
+SPECIAL_POOLS = [dict(R=3, S=3, str_h=2, str_w=2), dict(R=2, S=2),
+                 dict(R=3, S=3, pad_h=1, pad_w=1, str_h=1, str_w=1),
+                 dict(D=3, T=2, R=3, S=3, str_d=1, str_h=2, str_w=2)]
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16, F32], ids=["f16", "bf16", "f32"])
+@pytest.mark.parametrize("kw", SPECIAL_POOLS, ids=["3x3s2", "2x2", "3x3s1p1", "3d"])
+def test_max_pool_ties_nan_and_infinities(ng, kw, dtype):
+    pool = ng.pool_layer(dtype, "max", 2, 16, H=7, W=7, **kw)
+    rng = np.random.default_rng(7)
+    values = np.array([0.0, -0.0, 1.0, -1.0, -np.inf, np.inf, np.nan])
+    host = rng.choice(values, pool.dimI, p=[0.2, 0.2, 0.1, 0.1, 0.34, 0.03, 0.03]).astype(dtype)
+    ref, index = naive_pool(pool, host.astype(np.float64))
+    out, argmax = ng.empty(pool.dimO, dtype), ng.empty(pool.dimO, pool.argmax_dtype)
+    ng.fprop_pool(pool, ng.array(host), out, argmax)
+    np.testing.assert_array_equal(argmax.get(), index)
+    np.testing.assert_array_equal(out.get().astype(np.float64), ref)
+    E, ve = data(ng, rng, pool.dimO, dtype)
+    grad = ng.empty(pool.dimI, dtype)
+    ng.bprop_pool(pool, ng.array(host), E, grad, argmax)
+    check(grad, naive_pool_grad(pool, ve, index), dtype)
 
 
 def test_argmax_is_compact():

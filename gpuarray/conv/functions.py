@@ -181,7 +181,8 @@ class ConvFunctions:
         index of each window's maximum, ``((j*T + t)*R + r)*S + s``
         (first one on ties), so :meth:`bprop_pool` need not recompute it.
         """
-        self._pool(pool_call(self, "fprop", pool, I, O, argmax=argmax))
+        if not self._replay_pool("fprop", pool, I, O, None, argmax):
+            self._pool(pool_call(self, "fprop", pool, I, O, argmax=argmax))
         return O
 
     def bprop_pool(self, pool, I, E, grad_I, argmax=None):  # noqa: E741
@@ -192,7 +193,8 @@ class ConvFunctions:
         again in I; average pooling spreads it over the window.
         Overlapping windows add up; grad_I is overwritten.
         """
-        self._pool(pool_call(self, "bprop", pool, I, grad_I, errors=E, argmax=argmax))
+        if not self._replay_pool("bprop", pool, I, grad_I, E, argmax):
+            self._pool(pool_call(self, "bprop", pool, I, grad_I, errors=E, argmax=argmax))
         return grad_I
 
     def to_layout(self, X, layout="NCHW"):
@@ -254,3 +256,7 @@ class ConvFunctions:
     def _pool(self, call):
         raise NotImplementedError
 
+    def _replay_pool(self, kind, pool, inputs, out, errors, argmax):
+        """Run a recorded pooling pass of this situation (where the factory
+        records them); False when there is none and the call must be checked."""
+        return False

@@ -173,6 +173,9 @@ class PoolLayer:
         self.dimI = (self.N, self.D, self.H, self.W, self.C)
         self.dimO = (self.N, self.M, self.P, self.Q, self.K)
         _check_elements({"the input": self.dimI, "the output": self.dimO})
+        # everything a kernel plan depends on (passes are recorded per key)
+        self.key = (self.dtype, self.op, self.include_padding, self.dimI,
+                    (self.J, self.T, self.R, self.S), self.stride, self.pad)
 
     def __repr__(self):
         return (f"PoolLayer({dtypes.name(self.dtype)}, {self.op!r}, N={self.N}, C={self.C}, "
