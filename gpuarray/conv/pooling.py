@@ -15,10 +15,10 @@ kernels of ``pool_window.cu``, the others the general ones of ``pool.cu``.
 
 A pass on contiguous tensors is recorded (:class:`PoolPlan`: the kernel,
 its grid and its packed arguments, the pointers left as holes) under its
-*situation* -- the layer's key, the pass, each tensor's shape, dtype and
-16-byte alignment -- and :func:`replay` runs it again for the same
-situation with the checks and the packing skipped: the situation can only
-match a call whose first occurrence passed every check.
+*situation* -- the layer's key, the pass, each tensor's shape, strides,
+dtype and 16-byte alignment -- and :func:`replay` runs it again for the
+same situation with the checks and the packing skipped: the situation can
+only match a call whose first occurrence passed every check.
 """
 import struct
 
