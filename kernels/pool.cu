@@ -177,27 +177,27 @@ __device__ void pool_bprop(const PoolArgs &p) {
 // (256, 4): a budget of 64 registers; left to itself, ptxas aimed at 32 and
 // spilled in the bprop kernels
 #define POOL_KERNELS(T, TNAME, V, VNAME)                                                        \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                               \
         ga_pool_fprop_max_##TNAME##_##VNAME##_u8(const __grid_constant__ PoolArgs p) {          \
         pool_fprop<T, unsigned char, true, V>(p);                                              \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                               \
         ga_pool_fprop_max_##TNAME##_##VNAME##_i32(const __grid_constant__ PoolArgs p) {         \
         pool_fprop<T, int, true, V>(p);                                                        \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                               \
         ga_pool_fprop_avg_##TNAME##_##VNAME(const __grid_constant__ PoolArgs p) {               \
         pool_fprop<T, int, false, V>(p);                                                       \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                               \
         ga_pool_bprop_max_##TNAME##_##VNAME##_u8(const __grid_constant__ PoolArgs p) {          \
         pool_bprop<T, unsigned char, true, V>(p);                                              \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                               \
         ga_pool_bprop_max_##TNAME##_##VNAME##_i32(const __grid_constant__ PoolArgs p) {         \
         pool_bprop<T, int, true, V>(p);                                                        \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                                  \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS, 4)                               \
         ga_pool_bprop_avg_##TNAME##_##VNAME(const __grid_constant__ PoolArgs p) {               \
         pool_bprop<T, int, false, V>(p);                                                       \
     }

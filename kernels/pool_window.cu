@@ -43,12 +43,14 @@
 // bitwise operation.
 template <typename T> struct Words;
 
-template <> struct Words<__half> {
+// two 16-bit values (T2: __half2 or __nv_bfloat162) to a word; the
+// intrinsics are overloaded for both
+template <typename T2, unsigned NEG_INF_BITS> struct PairWords {
     static constexpr int LANES = 2;
-    static constexpr unsigned NEG_INF = 0xFC00FC00u;
-    static __device__ __forceinline__ __half2 h(unsigned a) { return *reinterpret_cast<__half2 *>(&a); }
+    static constexpr unsigned NEG_INF = NEG_INF_BITS;
+    static __device__ __forceinline__ T2 h(unsigned a) { return *reinterpret_cast<T2 *>(&a); }
     static __device__ __forceinline__ unsigned max(unsigned a, unsigned b) {
-        __half2 m = __hmax2_nan(h(a), h(b));
+        T2 m = __hmax2_nan(h(a), h(b));
         return *reinterpret_cast<unsigned *>(&m);
     }
     static __device__ __forceinline__ unsigned eq(unsigned a, unsigned b) { return __heq2_mask(h(a), h(b)); }
@@ -56,20 +58,8 @@ template <> struct Words<__half> {
     static __device__ __forceinline__ unsigned nan(unsigned a) { return __hneu2_mask(h(a), h(a)); }
 };
 
-template <> struct Words<__nv_bfloat16> {
-    static constexpr int LANES = 2;
-    static constexpr unsigned NEG_INF = 0xFF80FF80u;
-    static __device__ __forceinline__ __nv_bfloat162 h(unsigned a) {
-        return *reinterpret_cast<__nv_bfloat162 *>(&a);
-    }
-    static __device__ __forceinline__ unsigned max(unsigned a, unsigned b) {
-        __nv_bfloat162 m = __hmax2_nan(h(a), h(b));
-        return *reinterpret_cast<unsigned *>(&m);
-    }
-    static __device__ __forceinline__ unsigned eq(unsigned a, unsigned b) { return __heq2_mask(h(a), h(b)); }
-    static __device__ __forceinline__ unsigned gt(unsigned a, unsigned b) { return __hgt2_mask(h(a), h(b)); }
-    static __device__ __forceinline__ unsigned nan(unsigned a) { return __hneu2_mask(h(a), h(a)); }
-};
+template <> struct Words<__half> : PairWords<__half2, 0xFC00FC00u> {};
+template <> struct Words<__nv_bfloat16> : PairWords<__nv_bfloat162, 0xFF80FF80u> {};
 
 template <> struct Words<float> {
     static constexpr int LANES = 1;
@@ -106,6 +96,11 @@ __device__ __forceinline__ float element(const Row16 &row, int i) {
     return to_f32(reinterpret_cast<const T *>(row.w)[i]);
 }
 
+// Lanes of a where mask is set, of b elsewhere
+__device__ __forceinline__ unsigned select(unsigned mask, unsigned a, unsigned b) {
+    return (a & mask) | (b & ~mask);
+}
+
 // Max over one window: the maximum per lane (NaN if any tap is NaN), then the
 // first inside tap equal to it, or, in lanes whose maximum is NaN, the first NaN.
 // Taps outside the input hold -inf and are never chosen.
@@ -123,26 +118,21 @@ __device__ __forceinline__ void window_max(const Row16 (&x)[TAPS], const bool (&
         #pragma unroll
         for (int tap = TAPS - 1; tap >= 0; --tap) {  // backwards: the first match stays
             unsigned hit = inside[tap] ? W::eq(x[tap].w[k], m) : 0u;
-            index = (index & ~hit) | (tap * ONES & hit);
+            index = select(hit, tap * ONES, index);
         }
         if (W::nan(m)) {  // rare: NaN matches nothing, so look for the first NaN
             unsigned nan_index = ~0u;
             #pragma unroll
             for (int tap = TAPS - 1; tap >= 0; --tap) {
                 unsigned hit = inside[tap] ? W::nan(x[tap].w[k]) : 0u;
-                nan_index = (nan_index & ~hit) | (tap * ONES & hit);
+                nan_index = select(hit, tap * ONES, nan_index);
             }
             unsigned nan_lanes = W::nan(m);
-            index = (index & ~nan_lanes) | (nan_index & nan_lanes);
+            index = select(nan_lanes, nan_index, index);
         }
         best.w[k] = m;
         arg.w[k] = index;
     }
-}
-
-// Lanes of a where mask is set, of b elsewhere
-__device__ __forceinline__ unsigned select(unsigned mask, unsigned a, unsigned b) {
-    return (a & mask) | (b & ~mask);
 }
 
 // Fold the maximum m and index of a later depth into (best, arg): a lane
@@ -354,15 +344,12 @@ __device__ void pool_bprop_window(const PoolArgs &p) {
     }
 }
 
-#ifndef POOL_AVG_BLOCKS
-#define POOL_AVG_BLOCKS 1
-#endif
 #define POOL_FPROP_WINDOW(T, TNAME, R)                                                          \
     extern "C" __global__ void __launch_bounds__(POOL_THREADS)                                  \
         ga_pool_fprop_max_##TNAME##_r##R##s##R##_u8(const __grid_constant__ PoolArgs p) {       \
         pool_fprop_window<T, true, R, R>(p);                                                   \
     }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(POOL_THREADS, POOL_AVG_BLOCKS)                 \
+    extern "C" __global__ void __launch_bounds__(POOL_THREADS)                                  \
         ga_pool_fprop_avg_##TNAME##_r##R##s##R(const __grid_constant__ PoolArgs p) {            \
         pool_fprop_window<T, false, R, R>(p);                                                  \
     }

@@ -202,9 +202,10 @@ class PoolPlan:
 def kernel_name(kind, pool, vec):
     """``(stem, kernel)`` of one pass with ``vec`` channels per thread."""
     dtype = _TYPE_NAME[dtypes.name(pool.dtype)]
-    small = pool.op == "avg" or pool.argmax_dtype.itemsize == 1
-    suffix = "" if pool.op == "avg" else "_u8" if pool.argmax_dtype.itemsize == 1 else "_i32"
-    if vec > 1 and small:
+    byte_argmax = pool.op == "max" and pool.argmax_dtype.itemsize == 1
+    suffix = "_u8" if byte_argmax else "" if pool.op == "avg" else "_i32"
+    # the pool_window kernels read argmax indices as bytes
+    if vec > 1 and (byte_argmax or pool.op == "avg"):
         if kind == "fprop" and pool.R == pool.S and pool.R in FPROP_WINDOWS:
             return WINDOW_STEM, f"ga_pool_fprop_{pool.op}_{dtype}_r{pool.R}s{pool.S}{suffix}"
         gather = max(-(-pool.R // pool.stride[2]), -(-pool.S // pool.stride[3]))
