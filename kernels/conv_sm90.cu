@@ -29,7 +29,8 @@
 // N = K, K = R*S*cchunks*64, ldc = K, bias_n = 1; update: M = K, N =
 // R*S*C, K = N*P*Q, ldc = R*S*C; batch = kbatch = 1) followed by the
 // geometry (ConvGeom in gemm_sm90.cuh: P, Q, R, S, cchunks = ceil(C/64), C,
-// strides, paddings, dilations).  Channels past C and positions past
+// strides, paddings, dilations, and the FastDiv multiply-shifts of P*Q, Q,
+// S, cchunks and C).  Channels past C and positions past
 // N*P*Q read as zeros.
 //
 // Tensor maps.  im2col (both passes): cuTensorMapEncodeIm2col, rank 4,
@@ -57,6 +58,7 @@ struct ConvGemmArgs {
     GemmArgs p;
     ConvGeom g;
 };
+static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARGS_BYTES");
 
 #define GA_CONV_KERNEL(BM, BN, IN, TY, PASS, LA, LB, MODE)                                   \
     extern "C" __global__ void __launch_bounds__(GaSm90Cfg<BM, BN, IN>::THREADS, 1)          \

@@ -30,10 +30,10 @@
 // (gemm_sm90.cuh): an fp16/bf16 C in 16-byte aligned rows is finished in
 // registers, staged as 8x8 matrices (stmatrix) 64 columns at a time and
 // written in 16-byte pieces (ga_epilogue16); an fp32 C as 8-byte pairs
-// straight from the accumulators (ga_epilogue32); with beta, stochastic
-// rounding, statistics, amax, an FP8 C, split-K or unaligned rows each
-// consumer stages fp32 values 64 x 32 at a time and finishes them one by
-// one (gemm_output), split-K partials four to a store.
+// straight from the accumulators (ga_epilogue32), and so are split-K
+// partials for an even N (ga_partials32); with beta, stochastic rounding,
+// statistics, amax, an FP8 C or unaligned rows each consumer stages fp32
+// values 64 x 32 at a time and finishes them one by one (gemm_output).
 //
 // Cluster K-split (gemm_sm90.cuh's ga_cluster_reduce): launched with
 // cluster dimensions (CS, 1, 1), CS = 2 .. 8 (cuLaunchKernelEx; the kernel

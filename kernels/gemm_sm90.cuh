@@ -4,6 +4,7 @@
 // it computes, the layouts, tensor maps and launch shape: gemm_sm90.cu's
 // header; the convolution's: conv_sm90.cu's.
 #pragma once
+#include "fastdiv.cuh"
 #include "sm90_ptx.cuh"
 
 // Implicit-GEMM convolution passes (conv_sm90.cu), the kernel's CONV argument
@@ -15,13 +16,16 @@
 // Geometry of an implicit-GEMM convolution.  fprop: K-tiles walk the filter
 // taps (r, s) and, within a tap, chunks of 64 channels.  update: K-tiles are
 // 64 output positions; each 64-wide panel of B's columns is one tap's
-// channels c0 .. c0 + 63 (C % 64 == 0).
+// channels c0 .. c0 + 63 (C % 64 == 0).  The producer splits indices by
+// multiply-shifts: one thread issues every load, and with hardware divisions
+// (ten a K-tile in the update) it was the update's bottleneck.
 struct ConvGeom {
     int P, Q;              // output height, width
     int R, S;              // filter height, width
     int cchunks;           // 64-channel chunks per tap: ceil(C / 64)
     int C;                 // input channels
     int str_h, str_w, pad_h, pad_w, dil_h, dil_w;
+    FastDiv by_pq, by_q, by_s, by_cchunks, by_c;  // divisions by P*Q, Q, S, cchunks, C
 };
 
 #define GA_SM90_SMEM_MAX 232448  // 227 KB: the most dynamic shared memory a block may have
@@ -29,8 +33,8 @@ struct ConvGeom {
 // Input position (w, h) of image n where the window of output position m
 // (in (n, p, q) order) starts.
 GA_D void ga_conv_origin(const ConvGeom &cg, int m, int &w, int &h, int &n) {
-    n = m / (cg.P * cg.Q);
-    const int pq = m - n * cg.P * cg.Q, oh = pq / cg.Q;
+    n = divide(cg.by_pq, m);
+    const int pq = m - n * cg.by_pq.d, oh = divide(cg.by_q, pq);
     w = (pq - oh * cg.Q) * cg.str_w - cg.pad_w;
     h = oh * cg.str_h - cg.pad_h;
 }
@@ -44,8 +48,8 @@ GA_D void ga_conv_origin(const ConvGeom &cg, int m, int &w, int &h, int &n) {
 template <int BN, int CONV>
 GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsigned sb, unsigned full, int kt,
                         int m0, int n0) {
-    const int tap = kt / cg.cchunks, c0 = (kt - tap * cg.cchunks) * 64;
-    const int fr = tap / cg.S, fs = tap - fr * cg.S;
+    const int tap = divide(cg.by_cchunks, kt), c0 = (kt - tap * cg.cchunks) * 64;
+    const int fr = divide(cg.by_s, tap), fs = tap - fr * cg.S;
     int w, h, n;
     ga_conv_origin(cg, m0, w, h, n);
     ga_tma_load_im2col(sa, &p.tmap_a, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
@@ -71,8 +75,8 @@ GA_D void ga_conv_update_loads(const ConvGeom &cg, const GemmArgs &p, unsigned s
     ga_conv_origin(cg, m, w, h, n);
     #pragma unroll
     for (int j = 0; j < BN / 64; ++j) {
-        const int col = n0 + 64 * j, tap = col / cg.C, c0 = col - tap * cg.C;
-        const int fr = tap / cg.S, fs = tap - fr * cg.S;
+        const int col = n0 + 64 * j, tap = divide(cg.by_c, col), c0 = col - tap * cg.C;
+        const int fr = divide(cg.by_s, tap), fs = tap - fr * cg.S;
         ga_tma_load_im2col(sb + j * 8192, &p.tmap_b, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
     }
 }
@@ -196,15 +200,6 @@ GA_D void ga_epilogue_chunk(const GemmArgs &p, const GemmTile &g, const float *e
                 for (int i = 0; i < 8; ++i) gemm_output(p, g, m, n + i, src[i], st);
             }
         }
-    } else if (p.splits > 1 && p.N % 4 == 0) {
-        // split-K partial sums, four to a 16-byte store (rows of N floats
-        // from a pool allocation: n < N, N % 4 == 0 keeps n + 4 <= N aligned)
-        float *slab = p.partial + (long long)(g.split * p.batch + g.ob) * p.M * p.N;
-        for (int q = tid; q < 64 * 8; q += 128) {
-            const int r = q >> 3, m = m0 + r, n = n0 + 4 * (q & 7);
-            if (m >= p.M || n >= p.N) continue;
-            *(float4 *)(slab + (long long)m * p.N + n) = *(const float4 *)(ep + r * GA_EPI_STRIDE + 4 * (q & 7));
-        }
     } else {
         for (int e = tid; e < 64 * 32; e += 128) {
             const int r = e >> 5, col = e & 31;
@@ -307,6 +302,26 @@ GA_D void ga_epilogue32(const GemmArgs &p, const GemmEpi &st, const float (&acc)
                 *(float2 *)dst = make_float2(v0, ga_epi_value<PLAIN>(p, st, m, n + 1, acc[4 * j + 2 * h + 1]));
             else
                 *dst = v0;
+        }
+    }
+}
+
+// A consumer warpgroup's 64 x BN split-K partial sums (corner m0, n0) straight
+// from its accumulators into the split's fp32 slab (rows of N floats; N even),
+// as ga_epilogue32 stores: 8-byte pairs, four lanes to a 32-byte sector.
+// Staging them 32 columns at a time cost two warpgroup barriers a chunk.
+template <int BN>
+GA_D void ga_partials32(const GemmArgs &p, const GemmTile &g, const float (&acc)[BN / 2], int m0, int n0) {
+    const int tid = threadIdx.x & 127, warp = tid / 32, lane = tid & 31;
+    const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
+    float *slab = p.partial + (long long)(g.split * p.batch + g.ob) * p.M * p.N;
+    #pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = m0 + rl + 8 * h, n = n0 + 8 * j + cl;
+            if (m < p.M && n < p.N)
+                *(float2 *)(slab + (long long)m * p.N + n) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
         }
     }
 }
@@ -515,6 +530,10 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 const int m0 = g.tm * BM + cw * 64, n0 = g.tn * BN;
                 if (plain) ga_epilogue32<BN, true>(p, st, acc, g.ob, m0, n0);
                 else ga_epilogue32<BN, false>(p, st, acc, g.ob, m0, n0);
+                continue;
+            }
+            if (p.splits > 1 && p.N % 2 == 0) {
+                ga_partials32<BN>(p, g, acc, g.tm * BM + cw * 64, g.tn * BN);
                 continue;
             }
             // Otherwise staged through shared memory 32 columns at a time;

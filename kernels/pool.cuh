@@ -1,26 +1,14 @@
 // pool.cuh: what the pooling kernels share (pool.cu, pool_window.cu).
 //
-// PoolArgs, the one parameter of every pooling kernel; FastDiv, a division
-// by a runtime divisor as a multiply and a shift; 16-byte vector loads and
-// stores; the window arithmetic (elements inside the input, outputs whose
-// windows hold an input position).  Layouts and conventions: see pool.cu.
+// PoolArgs, the one parameter of every pooling kernel (its divisions are
+// fastdiv.cuh's multiply-shifts); 16-byte vector loads and stores; the
+// window arithmetic (elements inside the input, outputs whose windows hold
+// an input position).  Layouts and conventions: see pool.cu.
 #pragma once
 #include "convert.cuh"
+#include "fastdiv.cuh"
 
 #define POOL_THREADS 256
-
-// n / d for 0 <= n < 2**31: (n * magic) >> shift, with shift = 31 + ceil(log2 d)
-// and magic = ceil(2**shift / d) < 2**32 (host: gpuarray/conv/pooling.py).  The
-// error n * (magic - 2**shift / d) / 2**shift stays below 1 / d, so the floor is
-// exact.  A hardware integer division is a subroutine of ~20 instructions.
-struct FastDiv {
-    unsigned int magic, shift;
-    int d;
-};
-
-__device__ __forceinline__ int divide(const FastDiv &f, int n) {
-    return (int)(((unsigned long long)(unsigned)n * f.magic) >> f.shift);
-}
 
 struct PoolArgs {
     const void *I;       // input (fprop)

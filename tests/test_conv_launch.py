@@ -14,7 +14,7 @@ both descriptors' geometry) is checked, and its replay.
 import numpy as np
 import pytest
 
-from gpuarray.conv import convolution, implicit_plan as plans
+from gpuarray.conv import convolution, fastdiv, implicit_plan as plans
 from gpuarray.cuda import driver
 from gpuarray.gemm import catalogue as gk
 from test_gemm_plan import FIELDS as GEMM_FIELDS, GemmRecordingGPU, tensor_maps  # noqa: F401
@@ -254,7 +254,10 @@ def test_implicit_gemm_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
                                                                        bias.ptr)
     assert (fields["ldc"], fields["bias_n"], fields["bias_type"]) == (96, 1, 0)
     geom = plans.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + plans.GEOM.size])
-    assert geom == (layer.P, layer.Q, 3, 5, 2, 72, 2, 1, 1, 2, 1, 2)
+    assert geom[:12] == (layer.P, layer.Q, 3, 5, 2, 72, 2, 1, 1, 2, 1, 2)
+    # the producer's multiply-shift divisions: by P*Q, Q, S, cchunks and C
+    assert geom[12:] == tuple(field for d in (layer.P * layer.Q, layer.Q, 5, 2, 72)
+                              for field in fastdiv.fast_divisor(d))
     assert len(args) == plans.ARGS_BYTES
     (ptr, dtype, dims, strides, lower, upper, channels, pixels, estrides, swizzle), = im2col_maps
     bm = int(name.split("_")[3].split("x")[0])
@@ -314,7 +317,7 @@ def test_unit_stride_bprop_is_an_fprop_reading_the_filters_mirrored(hopper, tens
     assert (fields["a"], fields["b"]) == (E.ptr, F.ptr)
     assert (fields["alpha"], fields["beta"], fields["flags"]) == (2.0, 0.5, gk.EPI_BETA)
     geom = plans.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + plans.GEOM.size])
-    assert geom == (9, 8, 3, 2, 1, 16, 1, 1, 1, 2, 1, 2)
+    assert geom[:12] == (9, 8, 3, 2, 1, 16, 1, 1, 1, 2, 1, 2)
     (_, _, dims, _, lower, upper, *_), = im2col_maps
     assert dims == (16, layer.Q, layer.P, 2) and lower == (-2, -1) and upper == (0, -1)
     # B: the original F as (C, K, R*S) in 64 x 64 boxes

@@ -17,6 +17,7 @@ import numpy as np
 from ..cuda import driver
 from ..gemm import catalogue as gk, tiles as gemm_tiles
 from ..gemm.replay import GemmPlan, TensorMap
+from . import fastdiv
 from .layer import ConvLayer
 
 STEM = "conv_sm90"
@@ -24,10 +25,11 @@ STEM = "conv_sm90"
 TILES = ((128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
 #: channels (or output positions) per K-tile: one 128-byte swizzle row of fp16/bf16
 CHUNK = 64
-#: ConvGeom (gemm_sm90.cuh): P, Q, R, S, cchunks, C, strides, paddings, dilations
-GEOM = struct.Struct("<12i")
+#: ConvGeom (gemm_sm90.cuh): P, Q, R, S, cchunks, C, strides, paddings,
+#: dilations, then the FastDiv of P*Q, Q, S, cchunks and C
+GEOM = struct.Struct("<12i" + fastdiv.FORMAT * 5)
 #: ConvGemmArgs is GemmArgs then ConvGeom, padded to the 64-byte alignment
-ARGS_BYTES = 576
+ARGS_BYTES = 640
 #: split-K: at least this many K-tiles per split
 MIN_KTILES_PER_SPLIT = 8
 #: threads per block of gemm_splitk.cu's reduce kernel
@@ -153,8 +155,11 @@ def choose_splits(gpu, cfg, m, n, ktiles):
 
 def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps):
     """GemmPlan of one conv_sm90 kernel (and the split-K reduce when splits > 1)."""
-    geom = GEOM.pack(layer.P, layer.Q, layer.R, layer.S, -(-layer.C // CHUNK), layer.C,
-                     *layer.stride[1:], *layer.pad[1:], *layer.dilation[1:])
+    cchunks = -(-layer.C // CHUNK)
+    divisors = (layer.P * layer.Q, layer.Q, layer.S, cchunks, layer.C)
+    geom = GEOM.pack(layer.P, layer.Q, layer.R, layer.S, cchunks, layer.C,
+                     *layer.stride[1:], *layer.pad[1:], *layer.dilation[1:],
+                     *(field for d in divisors for field in fastdiv.fast_divisor(d)))
     template = gk.pack(gk.NO_TMAP, gk.NO_TMAP, (0,) * 6, strides, gpu.seed, ints, 0.0, 0.0, 0)
     template += geom + bytes(ARGS_BYTES - gk.ARGS_BYTES - GEOM.size)
     name = f"ga_conv_sm90_{cfg.bm}x{cfg.bn}x64_{_input_name(layer.dtype)}_{kind}"

@@ -24,6 +24,7 @@ import struct
 
 from ..core import dtypes
 from ..cuda import stream
+from . import fastdiv
 from .layer import PoolLayer
 
 STEM, WINDOW_STEM = "pool", "pool_window"
@@ -42,19 +43,12 @@ MAX_PLANS = 256
 #: stride and pad per pooled axis (channel, depth, height, width),
 #: include_padding, and seven FastDiv (magic, shift, divisor): three that
 #: split a thread's index within an image, then one per stride
-ARGS = struct.Struct("<5Qq21i" + "IIi" * 7)
+ARGS = struct.Struct("<5Qq21i" + fastdiv.FORMAT * 7)
 #: PoolArgs' pointers in order, and which of a call's (I, out, E, argmax) fills each
 _FIELDS = ("I", "O", "argmax", "E", "grad_I")
 _SOURCES = {"fprop": {"I": 0, "O": 1, "argmax": 3}, "bprop": {"E": 2, "grad_I": 1, "argmax": 3}}
 
 _TYPE_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
-
-
-def fast_divisor(d):
-    """``(magic, shift, d)`` of kernels/pool.cuh's FastDiv: for 0 <= n < 2**31,
-    ``n // d == (n * magic) >> shift`` with ``shift = 31 + ceil(log2 d)``."""
-    shift = 31 + (d - 1).bit_length()
-    return -(-(1 << shift) // d), shift, d
 
 
 def situation(gpu, kind, pool, tensors):
@@ -179,7 +173,7 @@ class PoolPlan:
                               pool.J, pool.T, pool.R, pool.S, *pool.stride, *pool.pad,
                               int(pool.include_padding),
                               *(field for d in (dims[4] // vec, dims[3], dims[2]) + pool.stride
-                                for field in fast_divisor(d)))
+                                for field in fastdiv.fast_divisor(d)))
         self.patched = self.kernel.patched_launch(
             self.grid, (THREADS, 1, 1), self.args,
             [(offset, slot, "add", 0) for slot, (offset, _) in enumerate(self.holes)])
