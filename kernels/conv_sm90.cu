@@ -48,7 +48,11 @@
 //
 // Launch shape: as gemm_sm90.cu (persistent grid, min(tiles * splits, SMs)
 // blocks of 128 * (BM / 64 + 1) threads, the same dynamic shared memory;
-// the split-K reduce of gemm_splitk.cu after it when splits > 1).
+// the split-K reduce of gemm_splitk.cu after it when splits > 1).  The
+// update may instead run the stream-K schedule (stream_k.cuh): flags |=
+// SCHED_STREAM_K, splits = 1, min(SMs, tiles * K-tiles) blocks, `partial`
+// a workspace of a BM x BN fp32 slot per block and then (BM / 64) flags per
+// block, zeroed before each launch.
 //
 // Kernels: ga_conv_sm90_<BM>x<BN>x64_<f16|bf16>_<fprop|bprop|update> for the
 // tiles 128x256, 128x128, 128x64, 64x128 and 64x64.

@@ -53,6 +53,7 @@
 #define EPI_STATS 16  // fill stats[0] = max |C| (finite values), stats[1] += non-finite count
 #define EPI_AMAX 32   // amax[0] = max |value before scale_c| (NaN ignored)
 #define EPI_SR_BITS_SHIFT 8
+// (bit 64: SCHED_STREAM_K, the sm90 kernels' schedule: stream_k.cuh)
 
 #define GEMM_GROUP_M 8  // tile rows per raster group
 

@@ -48,7 +48,9 @@
 // min(tiles, number of SMs) (persistent: 132 on H200; 8192^3 fp16 ran 676
 // TFLOP/s with G = 132, 634 with one block per tile); in clusters, G =
 // CS * min(tiles, clusters of CS the GPU runs at once) (H100: 66 of 2, 30
-// of 4, 15 of 8).  block (THREADS, 1, 1); dynamic shared memory SMEM bytes
+// of 4, 15 of 8); under the stream-K schedule (flags & SCHED_STREAM_K,
+// stream_k.cuh; not the FP8 kernels), G <= tiles * K-tiles.  block
+// (THREADS, 1, 1); dynamic shared memory SMEM bytes
 // (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
 //
 // Kernels: ga_gemm_sm90_<BM>x<BN>x<BK>_<in>_<la><lb>

@@ -6,6 +6,7 @@
 #pragma once
 #include "fastdiv.cuh"
 #include "sm90_ptx.cuh"
+#include "stream_k.cuh"
 
 // Implicit-GEMM convolution passes (conv_sm90.cu), the kernel's CONV argument
 #define GA_CONV_NONE 0
@@ -361,9 +362,10 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
     // saved 0.4 us at 4096 x 32 x 4096 but racecheck no longer finished.)
     if (cs > 1) ga_cluster_sync();
     else __syncthreads();
-    const int total = gemm_tiles_total(p, BM, BN);
     // a cluster works on one tile at a time (ga_cluster_reduce)
-    const int first = blockIdx.x / cs, step = gridDim.x / cs;
+    GaWork work = ga_work_start(p, BM, BN, C::BK, cs);
+    GemmTile g;
+    int kt0, kt1;
 
     if (wg == 0) {
         // Producer: one thread keeps the ring full, running ahead across tiles.
@@ -373,13 +375,9 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             asm volatile("prefetch.tensormap [%0];" ::"l"(&p.tmap_b) : "memory");
             int s = 0;
             unsigned phase = 0, it = 0;
-            for (int t = first; t < total; t += step, ++it) {
+            for (; ga_next_work<BM, BN, C::BK>(p, work, rank, cs, g, kt0, kt1); ++it) {
                 // the ring holds the cluster's accumulators until block 0 has read them
                 if (cs > 1 && it > 0) ga_mbar_wait_cluster(freed, (it - 1) & 1);
-                GemmTile g = gemm_tile(p, t, BM, BN);
-                int kt0, kt1;
-                gemm_k_range(p, g.split, C::BK, &kt0, &kt1);
-                ga_cluster_k_range(kt0, kt1, rank, cs);
                 for (int kt = kt0; kt < kt1; ++kt) {
                     int db, k0;
                     gemm_k_tile(p, g.ob, kt, C::BK, &db, &k0);
@@ -446,11 +444,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         const unsigned frag = base + cw * C::FRAG_BYTES + 16 * (threadIdx.x & 127);
         int s = 0;
         unsigned phase = 0, it = 0;
-        for (int t = first; t < total; t += step, ++it) {
-            GemmTile g = gemm_tile(p, t, BM, BN);
-            int kt0, kt1;
-            gemm_k_range(p, g.split, C::BK, &kt0, &kt1);
-            ga_cluster_k_range(kt0, kt1, rank, cs);
+        for (; ga_next_work<BM, BN, C::BK>(p, work, rank, cs, g, kt0, kt1); ++it) {
             #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
             #pragma unroll
@@ -513,6 +507,12 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 for (int i = 0; i < BN / 2; ++i) acc[i] += acc2[i];
             }
             if (cs > 1 && !ga_cluster_reduce<BN, C::NC>(acc, frag, ready, freed, rank, cs, it & 1)) continue;
+            // (not with PROMOTE: FP8's second accumulator set leaves no
+            // registers for the fix-up, and its planner never asks for it)
+            if constexpr (!PROMOTE) {
+                if ((p.flags & SCHED_STREAM_K) && !ga_stream_k_fixup<BM, BN, C::NC>(p, work, acc, kt0, kt1, cw))
+                    continue;
+            }
 
             // Accumulator layout of m64nN: thread (warp, lane) holds rows
             // 16 warp + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1).

@@ -362,16 +362,37 @@ def test_update_with_partial_chunks_gathers(hopper, C, K):
     assert [e[0] for e in _gathers(ng)] == ["ga_im2col_b2_v8"]
 
 
-@pytest.mark.parametrize("m, n, ktiles, splits", [
+@pytest.mark.parametrize("m, n, ktiles, schedule", [
     (128, 576, 12544, 44),   # VGG-A conv2's update: 3 tiles; 132 blocks in one wave
-    (256, 2304, 3136, 7),    # VGG-A conv4's: 18 tiles, 126 blocks in one wave
-    (512, 4608, 784, 7),     # VGG-A conv6's: 72 tiles; 504 blocks in 4 waves (95% busy)
-    (1024, 9216, 288, 3),    # Overfeat conv5's: 288 tiles; 7 waves of 3 splits beat 3 of 1
-    (64, 64, 10, 1),         # too short to split
+    (256, 1152, 3136, 13),   # VGG-A conv3's: 10 tiles, each cut between ~13 blocks
+    (256, 2304, 3136, 7),    # VGG-A conv4's: 18 tiles, each cut between ~9 blocks
+    (512, 2304, 784, plans.STREAM_K),   # VGG-A conv5's: 36 tiles, cut between ~5
+    (512, 4608, 196, plans.STREAM_K),   # VGG-A conv8's: 72 tiles, 1.8 a block
+    (1024, 9216, 288, plans.STREAM_K),  # Overfeat conv5's: 288 tiles, 2.2 a block
+    (64, 64, 10, 1),         # fewer K-tiles than SMs: not cut
 ])
-def test_update_splits_fill_the_machine(hopper, m, n, ktiles, splits):
+def test_update_schedule_fills_the_machine(hopper, m, n, ktiles, schedule):
     cfg = plans._config(128 if m >= 128 else 64, 256 if m >= 128 and n >= 256 else 64)
-    assert plans.choose_splits(hopper, cfg, m, n, ktiles) == splits
+    assert plans.choose_schedule(hopper, cfg, m, n, ktiles) == schedule
+
+
+def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
+    """VGG-A conv8's filter gradient: one kernel over all 132 SMs, a partial
+    tile slot per block and then its flags, which are zeroed before the
+    launch (and before a replay of it)."""
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 64, 512, 512, H=14, W=14, R=3, S=3, pad_h=1, pad_w=1)
+    I, E, G = _tensors(ng, layer, "update")
+    ng.update_conv(layer, I, E, G)
+    name, grid, _, args, _ = _conv_launch(ng)
+    assert name == "ga_conv_sm90_128x256x64_f16_update" and grid == (132, 1, 1)
+    assert _names(ng) == [name]  # no reduce kernel
+    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    assert fields["flags"] == gk.SCHED_STREAM_K
+    assert (fields["splits"], fields["tiles_per_split"]) == (1, 196)
+    slots = 132 * 128 * 256 * 4
+    assert ng.memsets == [(fields["partial"] + slots, 0, 132 * 2)]
+    assert ng.last_gemm.zero[1:] == (fields["partial"] + slots, 132 * 2)
 
 
 #: gather-route filter gradients: channels that fill no 64-wide chunk, the

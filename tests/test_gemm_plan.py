@@ -46,16 +46,19 @@ class _Library:
 
 
 class _Driver:
-    @staticmethod
-    def memset_d32_async(ptr, value, count, stream=None):
-        pass
+    def __init__(self, log):
+        self.log = log
+
+    def memset_d32_async(self, ptr, value, count, stream=None):
+        self.log.append((ptr, value, count))
 
 
 class GemmRecordingGPU(RecordingGPU):
     def __init__(self, arch="sm_90"):
         super().__init__()
         self.arch = arch
-        self._drv = _Driver()
+        self.memsets = []  # (address, value, 32-bit words) of each memset_d32_async
+        self._drv = _Driver(self.memsets)
         self.gemm_library = _Library(self.launches)
 
 

@@ -34,6 +34,15 @@ ARGS_BYTES = 640
 MIN_KTILES_PER_SPLIT = 8
 #: threads per block of gemm_splitk.cu's reduce kernel
 REDUCE_THREADS = 256
+#: choose_schedule's answer for the stream-K schedule
+STREAM_K = "stream-K"
+#: stream-K's modelled fix-up: a fixed cost, and the rate at which the
+#: finishing block of a cut tile takes in each other block's partial tile
+#: (fitted to sweeps of the convnets' filter gradients on an H100: ~4.4 us
+#: a 128x256 tile, which makes stream-K lose wherever a tile is cut
+#: between more than about five blocks)
+STREAM_K_FIXUP_S = 2e-6
+STREAM_K_BYTES_PER_S = 30e9
 
 
 class Im2colMap:
@@ -110,20 +119,25 @@ def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None, ldi=N
 
 
 def record_update(gpu, layer, beta, lde=None):
-    """The filter gradient's plan: the largest tile that fits, K split so that
-    tiles x splits fill the SMs (the reduction, N*P*Q positions, is long;
-    the output, K x R*S*C, small); ``lde``: elements between E's positions
+    """The filter gradient's plan: the largest tile that fits, and the K
+    axis (N*P*Q positions: long; the output, K x R*S*C, small) spread over
+    the SMs by stream-K or by split-K, whichever the model says is faster
+    (:func:`choose_schedule`); ``lde``: elements between E's positions
     (default K)."""
     m, n, k = layer.K, layer.R * layer.S * layer.C, layer.N * layer.P * layer.Q
     bm = 128 if m >= 128 else 64
     bn = 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64
     cfg = _config(bm, bn)
     ktiles = -(-k // CHUNK)
-    splits = choose_splits(gpu, cfg, m, n, ktiles)
-    per_split = -(-ktiles // splits)
-    splits = -(-ktiles // per_split)
-    ints = (m, n, k, 1, 1, splits, per_split, gk.EPI_BETA if beta else 0,
-            gk.TYPE_CODE[layer.dtype], 0)
+    splits = choose_schedule(gpu, cfg, m, n, ktiles)
+    flags = gk.EPI_BETA if beta else 0
+    if splits == STREAM_K:
+        flags |= gk.SCHED_STREAM_K
+        splits, per_split = 1, ktiles
+    else:
+        per_split = -(-ktiles // splits)
+        splits = -(-ktiles // per_split)
+    ints = (m, n, k, 1, 1, splits, per_split, flags, gk.TYPE_CODE[layer.dtype], 0)
     strides = (1, m, 0, 1, n, 0, 0, 0, 0, 0)
     esz = layer.dtype.itemsize
     lde = lde or m
@@ -133,15 +147,20 @@ def record_update(gpu, layer, beta, lde=None):
                  (errors, im2col_map(layer, CHUNK)))
 
 
-def choose_splits(gpu, cfg, m, n, ktiles):
-    """K-splits of the filter gradient's GEMM (an M x N output of ``ktiles``
-    K-tiles): the least modelled time.  Waves of (tiles x splits) blocks
-    over the SMs, each block running its share of the K-tiles at the tile's
-    measured rate; a split adds its fp32 partial sums, written and read
-    back through DRAM, and the reduce kernel.  At least MIN_KTILES_PER_SPLIT
-    K-tiles per split.  The reduction (N*P*Q positions) is long and the
-    output small, so layers with few output tiles split many ways: VGG-A
-    conv2's update (3 tiles, 12,544 K-tiles) fills the machine with 44."""
+def choose_schedule(gpu, cfg, m, n, ktiles):
+    """How the filter gradient's GEMM (an M x N output of ``ktiles`` K-tiles)
+    spreads its K-tiles over the SMs: :data:`STREAM_K`, or a K-split count
+    (1: none), the least modelled time.
+
+    Split-K: waves of (tiles x splits) blocks over the SMs, each running its
+    share of the K-tiles at the tile's measured rate; a split adds its fp32
+    partial sums, written and read back through DRAM, and the reduce kernel.
+    At least MIN_KTILES_PER_SPLIT K-tiles per split.  VGG-A conv2's update (3
+    tiles, 12,544 K-tiles) fills the machine with 44.
+
+    Stream-K (kernels/stream_k.cuh): every SM runs an equal share of all
+    tiles' K-tiles; a tile cut between blocks costs its finishing block
+    one partial tile read per other block sharing it, through L2."""
     tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
     per_ktile = gemm_tiles.ktile_seconds(gpu, cfg)
     partial = 2 * m * n * 4 / gemm_tiles.DRAM_BYTES_PER_S
@@ -150,7 +169,14 @@ def choose_splits(gpu, cfg, m, n, ktiles):
         main = -(-tiles * splits // gpu.sms) * -(-ktiles // splits) * per_ktile
         return main + (splits * partial + gemm_tiles.SPLIT_S if splits > 1 else 0.0)
 
-    return min(range(1, max(1, ktiles // MIN_KTILES_PER_SPLIT) + 1), key=seconds)
+    best = min(range(1, max(1, ktiles // MIN_KTILES_PER_SPLIT) + 1), key=seconds)
+    iters = tiles * ktiles
+    if not gpu.sms <= iters < 2**31:  # a K-tile per block; the kernel's 32-bit indices
+        return best
+    share = -(-iters // gpu.sms)
+    sharing = -(-ktiles // share) + 1  # the most blocks one tile is cut between
+    fixup = STREAM_K_FIXUP_S + sharing * cfg.bm * cfg.bn * 4 / STREAM_K_BYTES_PER_S
+    return STREAM_K if share * per_ktile + fixup < seconds(best) else best
 
 
 def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps):
@@ -163,9 +189,18 @@ def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps):
     template = gk.pack(gk.NO_TMAP, gk.NO_TMAP, (0,) * 6, strides, gpu.seed, ints, 0.0, 0.0, 0)
     template += geom + bytes(ARGS_BYTES - gk.ARGS_BYTES - GEOM.size)
     name = f"ga_conv_sm90_{cfg.bm}x{cfg.bn}x64_{_input_name(layer.dtype)}_{kind}"
-    m, n = ints[0], ints[1]
+    m, n, flags = ints[0], ints[1], ints[7]
     total = -(-m // cfg.bm) * -(-n // cfg.bn) * splits
     kernel = gpu.gemm_library.function(STEM, name, cfg.smem)
+    if flags & gk.SCHED_STREAM_K:
+        # every block gets at least one K-tile (stream_k.cuh); a partial
+        # tile slot per block, then a flag per block and consumer warpgroup
+        blocks = min(total * ints[6], gpu.sms)
+        slots = blocks * cfg.bm * cfg.bn * 4
+        launches = [(kernel, (blocks, 1, 1), (cfg.threads, 1, 1), cfg.smem)]
+        flag_words = blocks * cfg.bm // 64
+        return GemmPlan(name, False, launches, template, maps, slots + 4 * flag_words, 1,
+                        zeroed=(slots, flag_words))
     launches = [(kernel, (min(total, gpu.sms), 1, 1), (cfg.threads, 1, 1), cfg.smem)]
     workspace = 0
     if splits > 1:

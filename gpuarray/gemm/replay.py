@@ -113,13 +113,17 @@ class GemmPlan:
     splits, cluster : int
         K-splits reduced by a second kernel, and blocks per cluster sharing
         a tile's K-tiles (1: neither).
+    zeroed : tuple of two int, optional
+        (byte offset, 32-bit words) of the workspace zeroed before every
+        launch: the stream-K schedule's flags.
     """
 
     def __init__(self, name, swapped, launches, template, tensor_maps, workspace_bytes, splits,
-                 cluster=1):
+                 cluster=1, zeroed=None):
         self.name, self.swapped, self.launches = name, swapped, launches
         self.template, self.tensor_maps = template, tensor_maps
         self.workspace_bytes, self.splits, self.cluster = workspace_bytes, splits, cluster
+        self.zeroed = zeroed
 
     def launch(self, gpu, a, b, c, bias, stats, alpha, beta, scaling=None):
         """Queue the plan's kernels on operands given as device addresses (0: absent).
@@ -149,7 +153,10 @@ class GemmPlan:
         # queued after its kernels runs after them anyway.  Freed explicitly,
         # not left to the reference count, so that nothing which happens to
         # hold the record (a debugger's or a sanitizer's frame) keeps it.
-        record = GemmLaunch(self.name, self.splits, launches, workspace, self.cluster)
+        zero = None
+        if self.zeroed is not None:
+            zero = (gpu._drv, workspace.ptr + self.zeroed[0], self.zeroed[1])
+        record = GemmLaunch(self.name, self.splits, launches, workspace, self.cluster, zero)
         previous, gpu.last_gemm = gpu.last_gemm, record
         if previous is not None and previous.workspace is not None:
             previous.workspace.free()
@@ -181,15 +188,19 @@ def scale_pointers(post, tensors, swapped):
 
 
 class GemmLaunch:
-    """The kernels one GEMM queued: (kernel, grid, block, argument struct bytes, shared bytes)."""
+    """The kernels one GEMM queued: (kernel, grid, block, argument struct bytes, shared bytes),
+    and ``zero``: (driver, address, 32-bit words) of workspace zeroed before them, or None."""
 
-    __slots__ = ("name", "splits", "launches", "workspace", "cluster")
+    __slots__ = ("name", "splits", "launches", "workspace", "cluster", "zero")
 
-    def __init__(self, name, splits, launches, workspace=None, cluster=1):
+    def __init__(self, name, splits, launches, workspace=None, cluster=1, zero=None):
         self.name, self.splits, self.launches, self.workspace = name, splits, launches, workspace
-        self.cluster = cluster
+        self.cluster, self.zero = cluster, zero
 
     def replay(self):
         """Queue the same kernels again (same operands, same call counter)."""
+        if self.zero is not None:
+            drv, ptr, words = self.zero
+            drv.memset_d32_async(ptr, 0, words, stream.current())
         for kernel, grid, block, params, smem in self.launches:
             kernel.launch(grid, block, params, smem)

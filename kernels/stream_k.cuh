@@ -1,0 +1,138 @@
+// stream_k.cuh: which work a persistent sm90 GEMM block does, in order, and
+// the stream-K fix-up (gemm_sm90.cuh's kernel body; GemmArgs in
+// gemm_common.cuh).
+//
+// Two schedules.  Data-parallel (and split-K, and the cluster K-split): a
+// block walks the tile-split indices blockIdx.x / CS, + gridDim.x / CS, ...
+// (gemm_tile), each with its K range.  Stream-K (flags & SCHED_STREAM_K,
+// splits == 1, no clusters): the grid's G blocks share the I = tiles x KT
+// K-tile iterations evenly, block b taking [b I / G, (b + 1) I / G), tile
+// by tile (G <= I, so no range is empty).  A tile cut between blocks is
+// finished by the block holding its first K-tile, for which it is the
+// tail of its range; for each later block the tile is the head of its
+// range, and it leaves its partial sums in `partial` (slot b: NC x 64 x BN
+// fp32, each thread's 16-byte pieces side by side) and raises its flag
+// (the G x NC ints after the slots, zeroed before the launch).  The
+// finishing block adds them in block order -- the bits depend on G, not
+// on timing -- and runs the normal epilogue.  The wait cannot deadlock:
+// a block only waits on blocks of higher index, which raise their flag
+// after their first segment, and the last block never waits.
+//
+// What it is for: the filter gradient's products have few output tiles
+// and a long K.  Split-K cuts K into equal parts, so tiles x splits rarely
+// fills the last wave, and it writes `splits` partial sums of the whole
+// output to DRAM for a second kernel; stream-K balances the iterations
+// exactly and moves at most one partial tile per block, through L2.
+#pragma once
+#include "sm90_ptx.cuh"
+
+#define SCHED_STREAM_K 64  // GemmArgs::flags: the stream-K schedule
+
+// A block's place in its schedule.  Data-parallel: the next tile-split
+// index, their count and the stride; stream-K: the next and the end
+// iteration (32-bit: the host keeps I below 2**31) and K-tiles per tile.
+// (Three fields for both: the producer thread has 40 registers.)
+struct GaWork {
+    int next, end, step;
+};
+
+GA_D int ga_ktiles(const GemmArgs &p, int BK) { return p.kbatch * ((p.K + BK - 1) / BK); }
+
+GA_D GaWork ga_work_start(const GemmArgs &p, int BM, int BN, int BK, unsigned cs) {
+    const int total = gemm_tiles_total(p, BM, BN);
+    GaWork w;
+    if (p.flags & SCHED_STREAM_K) {
+        const long long iters = (long long)total * ga_ktiles(p, BK);
+        w.next = (int)(blockIdx.x * iters / gridDim.x);
+        w.end = (int)((blockIdx.x + 1) * iters / gridDim.x);
+        w.step = ga_ktiles(p, BK);
+    } else {
+        w.next = blockIdx.x / cs;
+        w.end = total;
+        w.step = gridDim.x / cs;
+    }
+    return w;
+}
+
+// The block's next unit of work: tile g and its K-tiles [kt0, kt1).  False
+// when the block is done.  Producer and consumers walk the same sequence.
+template <int BM, int BN, int BK>
+GA_D bool ga_next_work(const GemmArgs &p, GaWork &w, unsigned rank, unsigned cs, GemmTile &g, int &kt0,
+                       int &kt1) {
+    if (w.next >= w.end) return false;
+    if (p.flags & SCHED_STREAM_K) {
+        const int tile = w.next / w.step;
+        kt0 = w.next - tile * w.step;
+        kt1 = min(w.step, kt0 + (w.end - w.next));
+        w.next += kt1 - kt0;
+        g = gemm_tile(p, tile, BM, BN);
+        return true;
+    }
+    g = gemm_tile(p, w.next, BM, BN);
+    gemm_k_range(p, g.split, BK, &kt0, &kt1);
+    ga_cluster_k_range(kt0, kt1, rank, cs);
+    w.next += w.step;
+    return true;
+}
+
+// Release: every store the warpgroup made before its barrier is visible
+// at GPU scope before the flag (a fence, then a plain store of the flag).
+GA_D void ga_flag_raise(int *flag) {
+    asm volatile("fence.acq_rel.gpu;\n\tst.relaxed.gpu.global.s32 [%0], 1;" ::"l"(flag) : "memory");
+}
+
+GA_D void ga_flag_wait(const int *flag) {
+    int v;
+    do {
+        asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+    } while (v == 0);
+}
+
+// After the mainloop of a stream-K segment [kt0, kt1) of consumer warpgroup
+// cw (accumulators acc): true when this block finishes the tile -- the whole
+// tile was its own, or it held the tile's first K-tile and has now added
+// the later blocks' partial sums -- false when it left its partial sums
+// for the block that finishes the tile.
+template <int BM, int BN, int NC>
+GA_D bool ga_stream_k_fixup(const GemmArgs &p, const GaWork &w, float (&acc)[BN / 2], int kt0, int kt1, int cw) {
+    const int ktiles = w.step;
+    if (kt0 == 0 && kt1 == ktiles) return true;
+    const int tid = threadIdx.x & 127;
+    constexpr int PIECES = BN / 8;  // a thread's 16-byte pieces
+    int *flags = (int *)(p.partial + (long long)gridDim.x * NC * 64 * BN);
+    if (kt0 != 0) {
+        float4 *slot = (float4 *)(p.partial + ((long long)blockIdx.x * NC + cw) * 64 * BN);
+        #pragma unroll
+        for (int i = 0; i < PIECES; ++i)
+            slot[i * 128 + tid] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
+        ga_wg_sync(cw);
+        if (tid == 0) ga_flag_raise(flags + blockIdx.x * NC + cw);
+        return false;
+    }
+    // This block's range ended inside the tile: the block holding the tile's
+    // last iteration (one past it: x1) is the last to add.
+    const long long x1 = w.end - kt1 + ktiles, iters = (long long)gemm_tiles_total(p, BM, BN) * ktiles;
+    const int last = (int)((x1 * gridDim.x + iters - 1) / iters) - 1;
+    for (int b = blockIdx.x + 1; b <= last; ++b) {
+        if (tid == 0) ga_flag_wait(flags + b * NC + cw);
+        ga_wg_sync(cw);
+        const float4 *slot = (const float4 *)(p.partial + ((long long)b * NC + cw) * 64 * BN);
+        // eight pieces in flight at a time: all of them beside the
+        // accumulators would spill
+        #pragma unroll
+        for (int q = 0; q < PIECES; q += 8) {
+            float4 v[8];
+            #pragma unroll
+            for (int i = 0; i < 8 && q + i < PIECES; ++i) v[i] = __ldcg(slot + (q + i) * 128 + tid);  // L2
+            #pragma unroll
+            for (int i = 0; i < 8 && q + i < PIECES; ++i) {
+                acc[4 * (q + i)] += v[i].x;
+                acc[4 * (q + i) + 1] += v[i].y;
+                acc[4 * (q + i) + 2] += v[i].z;
+                acc[4 * (q + i) + 3] += v[i].w;
+            }
+            ga_fence_regs(acc);
+        }
+    }
+    return true;
+}

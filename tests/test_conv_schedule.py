@@ -1,0 +1,81 @@
+"""The filter gradient's schedules on Hopper: stream-K and split-K (issue 11).
+
+The planner picks one per layer (implicit_plan.choose_schedule); here each
+is forced on layers whose output tiles are cut between many blocks, a few,
+or none, and checked against the loop reference of test_conv.py -- also
+when the recorded plan runs again on new tensors (stream-K's flags are
+zeroed before every launch) and when a replay of the last launch repeats
+it -- and stream-K's sums must be the same bits run after run.
+"""
+import numpy as np
+import pytest
+from conftest import BF16, skip_if_no_gpu
+from test_conv import F16, check, data, naive_conv
+
+from gpuarray.conv import implicit_plan as plans
+
+#: (layer, what it exercises); C % 64 == 0 and K % 8 == 0: the implicit-GEMM update
+CASES = [
+    # one 64x64 tile, 9 K-tiles: 9 blocks of one K-tile each, block 0 adds 8 parts
+    pytest.param(dict(N=4, C=64, K=8, H=12, W=12), id="one-tile"),
+    # 5 tiles of 64x128, 25 K-tiles each: every tile cut between ~25 blocks
+    pytest.param(dict(N=8, C=64, K=64, H=14, W=14, R=3, S=3, pad_h=1, pad_w=1), id="few-tiles"),
+    # 2 x 5 tiles of 128x256, 20 K-tiles each: 200 iterations over 132 blocks
+    # (one or two each) cut the tiles at uneven places
+    pytest.param(dict(N=20, C=128, K=256, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="cuts"),
+    # 8 x 18 tiles of 128x256 (more than blocks), 2 K-tiles each: 288
+    # iterations over 132 blocks, most tiles whole, the others cut in two
+    pytest.param(dict(N=2, C=512, K=1024, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1),
+                 id="mostly-whole"),
+]
+
+
+@pytest.fixture
+def hopper_ng(gpu_ng):
+    skip_if_no_gpu()
+    if gpu_ng.arch != "sm_90":
+        pytest.skip("the implicit-GEMM convolution kernels are Hopper's")
+    return gpu_ng
+
+
+def _forced(monkeypatch, ng, schedule):
+    """Record new plans with ``schedule`` (STREAM_K or a split count)."""
+    monkeypatch.setattr(plans, "choose_schedule", lambda *args: schedule)
+    ng._conv_plans.clear()
+
+
+@pytest.mark.parametrize("schedule", [plans.STREAM_K, 1, 3], ids=["stream-k", "whole", "split3"])
+@pytest.mark.parametrize("kw", CASES)
+def test_forced_schedule_matches_loops(hopper_ng, monkeypatch, kw, schedule):
+    ng = hopper_ng
+    _forced(monkeypatch, ng, schedule)
+    dtype = BF16 if kw["C"] == 128 else F16
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(21)
+    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:  # the second call replays the plan
+        (I, vi), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
+                                     (layer.dimI, layer.dimO, layer.dimF))
+        ng.update_conv(layer, I, E, G, alpha=alpha, beta=beta)
+        check(G, alpha * naive_conv(layer, "update", vi, ve) + beta * vg, dtype)
+    assert (ng.last_gemm.zero is not None) == (schedule == plans.STREAM_K)
+
+
+@pytest.mark.parametrize("kw", CASES[1:3])
+def test_stream_k_is_deterministic_and_replays(hopper_ng, monkeypatch, kw):
+    """The same bits on every run, and after a replay of the launch (whose
+    flags are zeroed again first: stale flags would release the wait early)."""
+    ng = hopper_ng
+    _forced(monkeypatch, ng, plans.STREAM_K)
+    layer = ng.conv_layer(F16, **kw)
+    rng = np.random.default_rng(22)
+    (I, vi), (E, ve) = (data(ng, rng, d, F16) for d in (layer.dimI, layer.dimO))
+    G = ng.empty(layer.dimF, F16)
+    ng.update_conv(layer, I, E, G)
+    first = G.get()
+    check(first, naive_conv(layer, "update", vi, ve), F16)
+    for _ in range(3):
+        G[:] = 0
+        ng.last_gemm.replay()
+        np.testing.assert_array_equal(G.get(), first)
+        ng.update_conv(layer, I, E, G)
+        np.testing.assert_array_equal(G.get(), first)
