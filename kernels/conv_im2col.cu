@@ -24,7 +24,11 @@
 // Parameters: ConvArgs below -- src, dst, the number of images N (a chunk
 // of the batch: the caller offsets src and dst), sizes D H W, M P Q, T R S,
 // strides, paddings and dilations per axis (depth, height, width), C, ld,
-// alpha and beta (col2im).
+// alpha and beta (col2im), then the FastDiv multiply-shifts (fastdiv.cuh)
+// of the divisors that split a thread's index: its row's vector groups
+// (im2col: ld / V; col2im: C / V), Q, P, C, S, R, W, H and the strides.
+// With hardware divisions (ten per thread and 16-byte store in im2col) the
+// gathers were instruction-bound.
 //
 // Launch shape: grid (X, Y, 1) with any X, Y >= 1, block (256, 1, 1), no
 // shared memory; blocks stride over the images along y and over one
@@ -42,8 +46,9 @@
 // ga_col2im_{f16,bf16,f32}_p (C <= 4: one thread per input position, all
 // its channels; the launcher counts positions, not elements).
 #include "convert.cuh"
+#include "fastdiv.cuh"
 
-#define CONV_THREADS 256
+#define CONV_THREADS 256  // launch bounds (256, 4): left to itself ptxas aimed at 32 registers and spilled
 
 struct ConvArgs {
     const void *src;  // im2col: I; col2im: dcol (fp32)
@@ -58,10 +63,33 @@ struct ConvArgs {
     int C;
     int ld;           // elements from one col row to the next (>= T*R*S*C)
     float alpha, beta;
+    FastDiv by_groups;  // V-element groups of a thread's row: ld / V (im2col), C / V (col2im)
+    FastDiv by_q, by_p, by_c, by_s, by_r, by_w, by_h;
+    FastDiv by_stride[3];
 };
 
 // V consecutive elements moved as one access
 template <typename T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };
+
+// Thread index g of an image's col rows (V columns each) -> its first
+// column, and the output position (m, pp, q) of its row.
+__device__ __forceinline__ int col_position(const ConvArgs &p, int g, int groups, int V, int &q, int &pp,
+                                            int &m) {
+    const int row = divide(p.by_groups, g), mp = divide(p.by_q, row);
+    q = row - mp * p.out[2];
+    m = divide(p.by_p, mp);
+    pp = mp - m * p.out[1];
+    return (g - row * groups) * V;
+}
+
+// Column -> filter tap (t, r, s) and channel c.
+__device__ __forceinline__ void col_tap(const ConvArgs &p, int column, int &t, int &r, int &s, int &c) {
+    const int tap = divide(p.by_c, column), rs = divide(p.by_s, tap);
+    c = column - tap * p.C;
+    s = tap - rs * p.filter[2];
+    t = divide(p.by_r, rs);
+    r = rs - t * p.filter[1];
+}
 
 // im2col: one thread per V columns of one col row (one image's output
 // position).  Consecutive threads take consecutive columns -- channels,
@@ -77,14 +105,9 @@ template <typename T, int V> __device__ void im2col(const ConvArgs &p) {
     const int image = p.size[0] * p.size[1] * p.size[2] * p.C;
     for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
     for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {
-        const int column = (g % groups) * V;
-        int rest = g / groups;
-        const int q = rest % p.out[2]; rest /= p.out[2];
-        const int pp = rest % p.out[1];
-        const int m = rest / p.out[1];
-        const int tap = column / p.C, c = column - tap * p.C;
-        const int s = tap % p.filter[2], r = (tap / p.filter[2]) % p.filter[1];
-        const int t = tap / (p.filter[2] * p.filter[1]);
+        int q, pp, m, t, r, s, c;
+        const int column = col_position(p, g, groups, V, q, pp, m);
+        col_tap(p, column, t, r, s, c);
         const int d = m * p.stride[0] + t * p.dil[0] - p.pad[0];
         const int h = pp * p.stride[1] + r * p.dil[1] - p.pad[1];
         const int w = q * p.stride[2] + s * p.dil[2] - p.pad[2];
@@ -116,14 +139,9 @@ template <typename T, int V> __device__ void im2col_narrow(const ConvArgs &p) {
     const int image = p.size[0] * p.size[1] * p.size[2] * p.C;
     for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
     for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {
-        const int column = (g % groups) * V;
-        int rest = g / groups;
-        const int q = rest % p.out[2]; rest /= p.out[2];
-        const int pp = rest % p.out[1];
-        const int m = rest / p.out[1];
-        int tap = column / p.C, c = column - tap * p.C;
-        int s = tap % p.filter[2], r = (tap / p.filter[2]) % p.filter[1];
-        int t = tap / (p.filter[2] * p.filter[1]);
+        int q, pp, m, t, r, s, c;
+        const int column = col_position(p, g, groups, V, q, pp, m);
+        col_tap(p, column, t, r, s, c);
         const T *base = in + n * image;
         Pack<T, V> pack;
         #pragma unroll
@@ -151,8 +169,8 @@ template <typename T, int V> __device__ void im2col_narrow(const ConvArgs &p) {
 __device__ __forceinline__ void taps_range(const ConvArgs &p, int a, int x, int &lo, int &hi) {
     const int extent = (p.filter[a] - 1) * p.dil[a] + 1;
     const int first = x + p.pad[a] - extent + 1;
-    lo = first <= 0 ? 0 : (first + p.stride[a] - 1) / p.stride[a];
-    hi = min((x + p.pad[a]) / p.stride[a], p.out[a] - 1);
+    lo = first <= 0 ? 0 : divide(p.by_stride[a], first + p.stride[a] - 1);
+    hi = min(divide(p.by_stride[a], x + p.pad[a]), p.out[a] - 1);
 }
 
 // The tap along axis a at which the window starting at offset x (input
@@ -186,11 +204,9 @@ template <typename T, int V> __device__ void col2im(const ConvArgs &p) {
     const int rows = p.out[0] * p.out[1] * p.out[2];
     for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
     for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < per_image; g += gridDim.x * blockDim.x) {
-        int rest = g;
-        const int c = (rest % groups) * V; rest /= groups;
-        const int w = rest % p.size[2]; rest /= p.size[2];
-        const int h = rest % p.size[1];
-        const int d = rest / p.size[1];
+        const int position = divide(p.by_groups, g), c = (g - position * groups) * V;
+        const int dh = divide(p.by_w, position), w = position - dh * p.size[2];
+        const int d = divide(p.by_h, dh), h = dh - d * p.size[1];
         int lo[3], hi[3];
         taps_range(p, 0, d, lo[0], hi[0]);
         taps_range(p, 1, h, lo[1], hi[1]);
@@ -242,10 +258,8 @@ template <typename T> __device__ void col2im_position(const ConvArgs &p) {
     const int rows = p.out[0] * p.out[1] * p.out[2];
     for (long long n = blockIdx.y; n < p.N; n += gridDim.y)
     for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < positions; g += gridDim.x * blockDim.x) {
-        int rest = g;
-        const int w = rest % p.size[2]; rest /= p.size[2];
-        const int h = rest % p.size[1];
-        const int d = rest / p.size[1];
+        const int dh = divide(p.by_w, g), w = g - dh * p.size[2];
+        const int d = divide(p.by_h, dh), h = dh - d * p.size[1];
         int lo[3], hi[3];
         taps_range(p, 0, d, lo[0], hi[0]);
         taps_range(p, 1, h, lo[1], hi[1]);
@@ -280,19 +294,19 @@ template <typename T> __device__ void col2im_position(const ConvArgs &p) {
 }
 
 #define IM2COL(NAME, T, V) \
-    extern "C" __global__ void __launch_bounds__(CONV_THREADS) NAME(const ConvArgs p) { im2col<T, V>(p); }
+    extern "C" __global__ void __launch_bounds__(CONV_THREADS, 4) NAME(const ConvArgs p) { im2col<T, V>(p); }
 IM2COL(ga_im2col_b2_v1, unsigned short, 1)
 IM2COL(ga_im2col_b2_v8, unsigned short, 8)
 IM2COL(ga_im2col_b4_v1, float, 1)
 IM2COL(ga_im2col_b4_v4, float, 4)
 
 #define IM2COL_NARROW(NAME, T, V) \
-    extern "C" __global__ void __launch_bounds__(CONV_THREADS) NAME(const ConvArgs p) { im2col_narrow<T, V>(p); }
+    extern "C" __global__ void __launch_bounds__(CONV_THREADS, 4) NAME(const ConvArgs p) { im2col_narrow<T, V>(p); }
 IM2COL_NARROW(ga_im2col_b2_n8, unsigned short, 8)
 IM2COL_NARROW(ga_im2col_b4_n4, float, 4)
 
 #define COL2IM(NAME, T, V) \
-    extern "C" __global__ void __launch_bounds__(CONV_THREADS) NAME(const ConvArgs p) { col2im<T, V>(p); }
+    extern "C" __global__ void __launch_bounds__(CONV_THREADS, 4) NAME(const ConvArgs p) { col2im<T, V>(p); }
 COL2IM(ga_col2im_f16_v1, __half, 1)
 COL2IM(ga_col2im_f16_v4, __half, 4)
 COL2IM(ga_col2im_bf16_v1, __nv_bfloat16, 1)
@@ -301,7 +315,7 @@ COL2IM(ga_col2im_f32_v1, float, 1)
 COL2IM(ga_col2im_f32_v4, float, 4)
 
 #define COL2IM_POSITION(NAME, T) \
-    extern "C" __global__ void __launch_bounds__(CONV_THREADS) NAME(const ConvArgs p) { col2im_position<T>(p); }
+    extern "C" __global__ void __launch_bounds__(CONV_THREADS, 4) NAME(const ConvArgs p) { col2im_position<T>(p); }
 COL2IM_POSITION(ga_col2im_f16_p, __half)
 COL2IM_POSITION(ga_col2im_bf16_p, __nv_bfloat16)
 COL2IM_POSITION(ga_col2im_f32_p, float)

@@ -26,7 +26,8 @@ def _unpack(raw):
     args = dict(zip(FIELDS[:3], raw[:3]))
     for i, name in enumerate(FIELDS[3:9]):
         args[name] = raw[3 + 3 * i:6 + 3 * i]
-    args["C"], args["ld"], args["alpha"], args["beta"] = raw[21:]
+    args["C"], args["ld"], args["alpha"], args["beta"] = raw[21:25]
+    args["divisors"] = raw[27::3]  # each FastDiv's d (magic and shift checked in test_pool_launch)
     return args
 
 
@@ -166,6 +167,8 @@ def test_gather_width_follows_the_channels(ng, dtype, C, name, ld):
     per_image = layer.P * layer.Q * ld // vec
     assert got == name and args["ld"] == ld
     assert grid == (-(-per_image // convolution.THREADS), 2, 1)
+    # multiply-shift divisors: a row's vectors, Q, P, C, S, R, W, H, the strides
+    assert args["divisors"] == (ld // vec, 3, 3, C, 3, 3, 5, 5, 1, 1, 1)
 
 
 @pytest.mark.parametrize("C, name, per_position", [(8, "ga_col2im_f16_v4", 2),
@@ -180,6 +183,7 @@ def test_col2im_threads_follow_the_channels(ng, C, name, per_position):
     (got, grid, _, args, _), = _gathers(ng)
     assert got == name and args["C"] == C
     assert grid == (-(-81 * per_position // convolution.THREADS), 2, 1)
+    assert args["divisors"] == (per_position, layer.Q, layer.P, C, 3, 3, 9, 9, 1, 2, 1)
 
 
 @pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..gemm import replay
-from . import implicit
+from . import fastdiv, implicit
 from .call import is_rows
 
 STEM = "conv_im2col"
@@ -48,8 +48,9 @@ WORKSPACE_BYTES = 1 << 29
 MAX_IMAGE_ELEMENTS = 2**31 - 1
 
 #: ConvArgs of kernels/conv_im2col.cu: src, dst, N, then size, out, filter,
-#: stride, pad, dilation (3 ints each), C, ld, alpha, beta
-ARGS = struct.Struct("<2Qq20i2f")
+#: stride, pad, dilation (3 ints each), C, ld, alpha, beta, and eleven
+#: FastDiv: a thread's vector groups per row, Q, P, C, S, R, W, H, the strides
+ARGS = struct.Struct("<2Qq20i2f" + fastdiv.FORMAT * 11)
 #: the two pointers at the start of ConvArgs
 _SRC_DST = struct.Struct("<2Q")
 #: a recorded "this update situation is not replayable"
@@ -313,8 +314,8 @@ def _im2col(gpu, layer, I, n0, n1, col):  # noqa: E741
         kind = "v"
     name = f"ga_im2col_b{layer.dtype.itemsize}_{kind}{vec}"
     per_image = _col_row_count(layer) * ld // vec
-    return rows, _launch(gpu, name, layer, per_image, I[n0:n1].ptr, rows.ptr, n1 - n0, ld,
-                         1.0, 0.0)
+    return rows, _launch(gpu, name, layer, per_image, ld // vec, I[n0:n1].ptr, rows.ptr, n1 - n0,
+                         ld, 1.0, 0.0)
 
 
 def _col2im(gpu, layer, dcol, grad, n0, n1, alpha, beta):
@@ -325,22 +326,26 @@ def _col2im(gpu, layer, dcol, grad, n0, n1, alpha, beta):
     first layers: the walk over the taps once, not C times), else one channel."""
     positions = layer.D * layer.H * layer.W
     if layer.C % 4 == 0 and dcol.ptr % 16 == 0 and grad.ptr % 16 == 0:
-        kind, per_image = "v4", positions * layer.C // 4
+        kind, groups = "v4", layer.C // 4
     elif layer.C <= 4:
-        kind, per_image = "p", positions
+        kind, groups = "p", 1  # a thread per position
     else:
-        kind, per_image = "v1", positions * layer.C
+        kind, groups = "v1", layer.C
     name = f"ga_col2im_{_TYPE_NAME[dtypes.name(layer.dtype)]}_{kind}"
-    _launch(gpu, name, layer, per_image, dcol.ptr, grad[n0:n1].ptr, n1 - n0, dcol.shape[1],
-            alpha, beta)
+    _launch(gpu, name, layer, positions * groups, groups, dcol.ptr, grad[n0:n1].ptr, n1 - n0,
+            dcol.shape[1], alpha, beta)
 
 
-def _launch(gpu, name, layer, per_image, src, dst, images, ld, alpha, beta):
-    """Queue one gather kernel; returns ``(kernel, grid, packed arguments)``."""
+def _launch(gpu, name, layer, per_image, groups, src, dst, images, ld, alpha, beta):
+    """Queue one gather kernel (``groups``: a thread's vectors per row); returns
+    ``(kernel, grid, packed arguments)``."""
     grid = (-(-per_image // THREADS), min(images, MAX_GRID_Y), 1)
+    divisors = (groups, layer.Q, layer.P, layer.C, layer.S, layer.R, layer.W, layer.H,
+                *layer.stride)
     args = ARGS.pack(src, dst, images, layer.D, layer.H, layer.W, layer.M, layer.P, layer.Q,
                      layer.T, layer.R, layer.S, *layer.stride, *layer.pad, *layer.dilation,
-                     layer.C, ld, alpha, beta)
+                     layer.C, ld, alpha, beta,
+                     *(field for d in divisors for field in fastdiv.fast_divisor(d)))
     kernel = gpu.conv_library.function(STEM, name)
     kernel.launch(grid, (THREADS, 1, 1), args, 0)
     gpu._stats["kernels_launched"] += 1
