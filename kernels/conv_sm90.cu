@@ -10,12 +10,14 @@
 //                                        q*str_w + s*dil_w - pad_w, c]  (0 in the padding)
 //          B[k, (r, s, c)]         = F[k, 0, r, s, c]
 //          K-tile kt: filter tap kt / cchunks, channels 64 * (kt % cchunks) on.
-//   update grad_F = epilogue(E^T @ im2col(I)):
-//          C[k, (r, s, c)]         = grad_F[k, 0, r, s, c]   (M = K, N = R*S*C)
+//   update grad_F = epilogue(E^T @ im2col(I)), with Cp = 64 * cchunks:
+//          C[k, (r, s, c)]         = grad_F[k, 0, r, s, c]   (M = K, N = R*S*Cp; for
+//                                    C % 64 != 0 an fp32 (K, 1, R, S, Cp) result
+//                                    whose channels past C the caller drops)
 //          A[k, (n, p, q)]         = E[n, 0, p, q, k]        (the reduction: N*P*Q)
 //          B[(n, p, q), (r, s, c)] = the fprop's A
 //          K-tile kt: output positions 64 kt on; B's 64-column panel j is tap
-//          (n0 + 64 j) / C, channels from (n0 + 64 j) % C (C % 64 == 0).
+//          (n0 + 64 j) / Cp, channels from (n0 + 64 j) % Cp.
 //   bprop  (unit stride) grad_I = epilogue(conv(E, F')), the fprop above of E
 //          with F'[c, r, s, k] = F[k, R-1-r, S-1-s, c] and padding
 //          dil*(extent-1) - pad: B is read from F itself, tap R*S-1-tap,
@@ -23,14 +25,14 @@
 //
 // Layouts (cuDNN names): I (N, 1, H, W, C), F and grad_F (K, 1, R, S, C),
 // O and E (N, 1, P, Q, K), channel innermost, contiguous; 2-D layers only
-// (D = T = 1); C a multiple of 8 (fprop) or 64 (update), K of 8 (update).
+// (D = T = 1); C a multiple of 8, K of 8 (update).
 //
 // Parameters: ConvGemmArgs below: the GEMM's GemmArgs (fprop: M = N*P*Q,
 // N = K, K = R*S*cchunks*64, ldc = K, bias_n = 1; update: M = K, N =
-// R*S*C, K = N*P*Q, ldc = R*S*C; batch = kbatch = 1) followed by the
+// R*S*Cp, K = N*P*Q, ldc = R*S*Cp; batch = kbatch = 1) followed by the
 // geometry (ConvGeom in gemm_sm90.cuh: P, Q, R, S, cchunks = ceil(C/64), C,
 // strides, paddings, dilations, and the FastDiv multiply-shifts of P*Q, Q,
-// S, cchunks and C).  Channels past C and positions past
+// S, cchunks and Cp).  Channels past C and positions past
 // N*P*Q read as zeros.
 //
 // Tensor maps.  im2col (both passes): cuTensorMapEncodeIm2col, rank 4,

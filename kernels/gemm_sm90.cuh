@@ -17,7 +17,9 @@
 // Geometry of an implicit-GEMM convolution.  fprop: K-tiles walk the filter
 // taps (r, s) and, within a tap, chunks of 64 channels.  update: K-tiles are
 // 64 output positions; each 64-wide panel of B's columns is one tap's
-// channels c0 .. c0 + 63 (C % 64 == 0).  The producer splits indices by
+// channels c0 .. c0 + 63, a tap's columns padded to cchunks * 64 (channels
+// past C read as zeros; the caller copies the C real ones out of a padded
+// result when C % 64 != 0).  The producer splits indices by
 // multiply-shifts: one thread issues every load, and with hardware divisions
 // (ten a K-tile in the update) it was the update's bottleneck.
 struct ConvGeom {
@@ -26,7 +28,7 @@ struct ConvGeom {
     int cchunks;           // 64-channel chunks per tap: ceil(C / 64)
     int C;                 // input channels
     int str_h, str_w, pad_h, pad_w, dil_h, dil_w;
-    FastDiv by_pq, by_q, by_s, by_cchunks, by_c;  // divisions by P*Q, Q, S, cchunks, C
+    FastDiv by_pq, by_q, by_s, by_cchunks, by_cpad;  // divisions by P*Q, Q, S, cchunks, 64 cchunks
 };
 
 #define GA_SM90_SMEM_MAX 232448  // 227 KB: the most dynamic shared memory a block may have
@@ -65,7 +67,7 @@ GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsi
 
 // The loads of one K-tile kt of the filter gradient: A (E^T, "m"-major
 // panels of 64 filters) at output positions kt*64 ..; B's panel j (64
-// output positions x 64 channels) gathered at tap (n0 + 64 j) / C.
+// output positions x 64 channels) gathered at tap (n0 + 64 j) / (64 cchunks).
 template <int BM, int BN>
 GA_D void ga_conv_update_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsigned sb, unsigned full,
                                int kt, int m0, int n0) {
@@ -76,7 +78,7 @@ GA_D void ga_conv_update_loads(const ConvGeom &cg, const GemmArgs &p, unsigned s
     ga_conv_origin(cg, m, w, h, n);
     #pragma unroll
     for (int j = 0; j < BN / 64; ++j) {
-        const int col = n0 + 64 * j, tap = divide(cg.by_c, col), c0 = col - tap * cg.C;
+        const int col = n0 + 64 * j, tap = divide(cg.by_cpad, col), c0 = col - tap * cg.by_cpad.d;
         const int fr = divide(cg.by_s, tap), fs = tap - fr * cg.S;
         ga_tma_load_im2col(sb + j * 8192, &p.tmap_b, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
     }

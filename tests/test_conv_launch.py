@@ -259,8 +259,8 @@ def test_implicit_gemm_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     assert (fields["ldc"], fields["bias_n"], fields["bias_type"]) == (96, 1, 0)
     geom = plans.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + plans.GEOM.size])
     assert geom[:12] == (layer.P, layer.Q, 3, 5, 2, 72, 2, 1, 1, 2, 1, 2)
-    # the producer's multiply-shift divisions: by P*Q, Q, S, cchunks and C
-    assert geom[12:] == tuple(field for d in (layer.P * layer.Q, layer.Q, 5, 2, 72)
+    # the producer's multiply-shift divisions: by P*Q, Q, S, cchunks and 64 cchunks
+    assert geom[12:] == tuple(field for d in (layer.P * layer.Q, layer.Q, 5, 2, 128)
                               for field in fastdiv.fast_divisor(d))
     assert len(args) == plans.ARGS_BYTES
     (ptr, dtype, dims, strides, lower, upper, channels, pixels, estrides, swizzle), = im2col_maps
@@ -358,12 +358,34 @@ def test_update_with_whole_channel_chunks_is_one_gemm_split_over_positions(hoppe
     assert a_map["dims"] == (64, positions, 1) and a_map["box"] == (64, 64, 1)
 
 
-@pytest.mark.parametrize("C, K", [(72, 64), (64, 12)])
-def test_update_with_partial_chunks_gathers(hopper, C, K):
+@pytest.mark.parametrize("C, K, name", [(12, 64, "ga_im2col_b2_n8"), (64, 12, "ga_im2col_b2_v8"),
+                                         (40, 64, "ga_im2col_b2_v8")])  # (40 of 64: not padded)
+def test_update_with_unaligned_channels_gathers(hopper, C, K, name):
     ng = hopper
     layer = ng.conv_layer(np.float16, 2, C, K, H=9, W=9, R=3, S=3)
     ng.update_conv(layer, *_tensors(ng, layer, "update"))
-    assert [e[0] for e in _gathers(ng)] == ["ga_im2col_b2_v8"]
+    assert [e[0] for e in _gathers(ng)] == [name]
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_update_with_partial_chunks_pads_them(hopper, tensor_maps, im2col_maps, beta):  # noqa: F811
+    """C = 96: the kernel fills two whole 64-channel chunks per tap of an fp32
+    temporary (alpha applied, no beta), and one fused kernel keeps the 96
+    real channels (adding beta * grad_F)."""
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 2, 96, 64, H=9, W=9, R=3, S=3)
+    I, E, G = _tensors(ng, layer, "update")
+    ng.update_conv(layer, I, E, G, alpha=0.5, beta=beta)
+    assert _gathers(ng) == [] and _names(ng)[-1] == "fused"
+    name, _, _, args, _ = _conv_launch(ng)
+    assert name == "ga_conv_sm90_64x128x64_f16_update"
+    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    assert (fields["M"], fields["N"], fields["ldc"]) == (64, 9 * 128, 9 * 128)
+    assert fields["c_type"] == gk.TYPE_CODE[np.dtype(np.float32)]
+    assert fields["flags"] & gk.EPI_BETA == 0 and fields["c"] != G.ptr
+    assert (fields["alpha"], fields["beta"]) == (0.5, 0.0)
+    geom = plans.GEOM.unpack(args[gk.ARGS_BYTES:gk.ARGS_BYTES + plans.GEOM.size])
+    assert geom[5] == 96 and geom[-1] == 128  # C, and the padded channels' FastDiv
 
 
 @pytest.mark.parametrize("m, n, ktiles, schedule", [
@@ -402,7 +424,7 @@ def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
 #: gather-route filter gradients: channels that fill no 64-wide chunk, the
 #: first layers' C = 3 (col rows padded), a pointwise layer (no gather)
 GATHERED_UPDATES = [
-    pytest.param(LAYER, id="gathered"),
+    pytest.param(dict(LAYER, C=12), id="gathered"),
     pytest.param(dict(N=2, C=3, K=8, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1), id="c3"),
     pytest.param(dict(N=2, C=40, K=8, H=5, W=3), id="pointwise"),
 ]

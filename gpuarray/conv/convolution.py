@@ -37,6 +37,7 @@ from ..core import dtypes
 from ..gemm import replay
 from . import fastdiv, implicit
 from .call import is_rows
+from .layer import pointwise
 
 STEM = "conv_im2col"
 THREADS = 256
@@ -70,12 +71,6 @@ def run(gpu, call):
         _run_update(gpu, call, layer)
     else:
         {"fprop": _fprop, "bprop": _bprop}[call.kind](gpu, call, layer)
-
-
-def pointwise(layer):
-    """True when the col matrix is the input itself (1x1x1 filters, stride 1, no padding)."""
-    return (layer.T, layer.R, layer.S) == (1, 1, 1) and layer.stride == (1, 1, 1) \
-        and layer.pad == (0, 0, 0)
 
 
 def chunks(layer, itemsize):

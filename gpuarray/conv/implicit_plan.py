@@ -26,7 +26,7 @@ TILES = ((128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
 #: channels (or output positions) per K-tile: one 128-byte swizzle row of fp16/bf16
 CHUNK = 64
 #: ConvGeom (gemm_sm90.cuh): P, Q, R, S, cchunks, C, strides, paddings,
-#: dilations, then the FastDiv of P*Q, Q, S, cchunks and C
+#: dilations, then the FastDiv of P*Q, Q, S, cchunks and 64 * cchunks
 GEOM = struct.Struct("<12i" + fastdiv.FORMAT * 5)
 #: ConvGemmArgs is GemmArgs then ConvGeom, padded to the 64-byte alignment
 ARGS_BYTES = 640
@@ -118,13 +118,22 @@ def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None, ldi=N
                  (im2col_map(layer, cfg.bm, ldi), b_map))
 
 
+def padded_channels(layer):
+    """Columns per filter tap of the filter gradient's GEMM: C rounded up to
+    whole 64-channel chunks (when C % 64 != 0 the GEMM writes an fp32
+    (K, 1, R, S, padded) result and the caller keeps the first C channels)."""
+    return -(-layer.C // CHUNK) * CHUNK
+
+
 def record_update(gpu, layer, beta, lde=None):
     """The filter gradient's plan: the largest tile that fits, and the K
     axis (N*P*Q positions: long; the output, K x R*S*C, small) spread over
     the SMs by stream-K or by split-K, whichever the model says is faster
     (:func:`choose_schedule`); ``lde``: elements between E's positions
-    (default K)."""
-    m, n, k = layer.K, layer.R * layer.S * layer.C, layer.N * layer.P * layer.Q
+    (default K).  With C % 64 != 0 the plan writes the padded fp32 result
+    of :func:`padded_channels`, without beta."""
+    padded = padded_channels(layer)
+    m, n, k = layer.K, layer.R * layer.S * padded, layer.N * layer.P * layer.Q
     bm = 128 if m >= 128 else 64
     bn = 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64
     cfg = _config(bm, bn)
@@ -137,7 +146,8 @@ def record_update(gpu, layer, beta, lde=None):
     else:
         per_split = -(-ktiles // splits)
         splits = -(-ktiles // per_split)
-    ints = (m, n, k, 1, 1, splits, per_split, flags, gk.TYPE_CODE[layer.dtype], 0)
+    c_type = gk.TYPE_CODE[layer.dtype if padded == layer.C else np.dtype(np.float32)]
+    ints = (m, n, k, 1, 1, splits, per_split, flags, c_type, 0)
     strides = (1, m, 0, 1, n, 0, 0, 0, 0, 0)
     esz = layer.dtype.itemsize
     lde = lde or m
@@ -182,7 +192,7 @@ def choose_schedule(gpu, cfg, m, n, ktiles):
 def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps):
     """GemmPlan of one conv_sm90 kernel (and the split-K reduce when splits > 1)."""
     cchunks = -(-layer.C // CHUNK)
-    divisors = (layer.P * layer.Q, layer.Q, layer.S, cchunks, layer.C)
+    divisors = (layer.P * layer.Q, layer.Q, layer.S, cchunks, cchunks * CHUNK)
     geom = GEOM.pack(layer.P, layer.Q, layer.R, layer.S, cchunks, layer.C,
                      *layer.stride[1:], *layer.pad[1:], *layer.dilation[1:],
                      *(field for d in divisors for field in fastdiv.fast_divisor(d)))

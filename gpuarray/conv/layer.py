@@ -121,6 +121,13 @@ class ConvLayer:
                 f"pad={self.pad}, stride={self.stride}, dilation={self.dilation})")
 
 
+def pointwise(layer):
+    """True when a convolution's col matrix is its input itself (1x1x1
+    filters, stride 1, no padding): each pass is one plain GEMM."""
+    return (layer.T, layer.R, layer.S) == (1, 1, 1) and layer.stride == (1, 1, 1) \
+        and layer.pad == (0, 0, 0)
+
+
 class PoolLayer:
     """Sizes of one pooling layer; made by ``ng.pool_layer`` (see there).
 
