@@ -287,6 +287,24 @@ def test_conv_implicit_gemm(ng, kw, dtype):
     check(O, np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - vo, dtype)
 
 
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_first_layer_infinity_stays_infinite(ng, dtype):
+    """An infinite input pixel of a C = 3 layer makes the outputs whose
+    windows hold it infinite and no others (no inf * 0 = NaN from a padded
+    channel or tap)."""
+    layer = ng.conv_layer(dtype, 2, 3, 16, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1)
+    host = np.ones(layer.dimI, dtype)
+    host[1, 0, 4, 4, 2] = np.inf
+    O = ng.empty(layer.dimO, dtype)
+    ng.fprop_conv(layer, ng.array(host), ng.array(np.full(layer.dimF, 0.5, dtype)), O)
+    ref = naive_conv(layer, "fprop", host.astype(np.float64), np.full(layer.dimF, 0.5))
+    got = O.get().astype(np.float64)
+    assert not np.isnan(got).any()
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-2)
+
+
 @pytest.mark.parametrize("kw", IMPLICIT_CASES)
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
 def test_conv_implicit_gemm_bprop(ng, kw, dtype):
