@@ -15,10 +15,11 @@ may be channel slices with 16-byte rows), and per pass: fprop with C % 8 ==
 0; bprop with unit stride and C, K % 8 == 0; update with C, K % 8 == 0
 (C % 64 != 0: the kernel fills whole 64-channel chunks of an fp32
 temporary, and a fused assignment keeps the C real ones -- where the
-chunks are at least two-thirds real and the layer is not pointwise).  The decision and the plan are
-recorded per layer structure and epilogue (:mod:`~gpuarray.conv.implicit_plan`) -- also when the
-answer is no -- so a repeated call costs a dictionary lookup and the
-launch; a descriptor is re-encoded only when its tensor moves.
+chunks are at least two-thirds real and the layer is not pointwise).
+The decision and the plan are recorded per layer structure and epilogue
+(:mod:`~gpuarray.conv.implicit_plan`) -- also when the answer is no -- so
+a repeated call costs a dictionary lookup and the launch; a descriptor is
+re-encoded only when its tensor moves.
 """
 import numpy as np
 
