@@ -111,9 +111,12 @@ GA_D GemmTile gemm_tile(const GemmArgs &p, int t, int BM, int BN) {
     return g;
 }
 
+// K-tiles of the virtual K axis: every data batch's K-tiles, one after another.
+GA_D int gemm_ktiles(const GemmArgs &p, int BK) { return p.kbatch * ((p.K + BK - 1) / BK); }
+
 // The K-tiles [*t0, *t1) of the virtual K axis that split `split` covers.
 GA_D void gemm_k_range(const GemmArgs &p, int split, int BK, int *t0, int *t1) {
-    int total = p.kbatch * ((p.K + BK - 1) / BK);
+    int total = gemm_ktiles(p, BK);
     *t0 = min(split * p.tiles_per_split, total);
     *t1 = min(*t0 + p.tiles_per_split, total);
 }

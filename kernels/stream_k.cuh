@@ -36,16 +36,14 @@ struct GaWork {
     int next, end, step;
 };
 
-GA_D int ga_ktiles(const GemmArgs &p, int BK) { return p.kbatch * ((p.K + BK - 1) / BK); }
-
 GA_D GaWork ga_work_start(const GemmArgs &p, int BM, int BN, int BK, unsigned cs) {
     const int total = gemm_tiles_total(p, BM, BN);
     GaWork w;
     if (p.flags & SCHED_STREAM_K) {
-        const long long iters = (long long)total * ga_ktiles(p, BK);
+        w.step = gemm_ktiles(p, BK);
+        const long long iters = (long long)total * w.step;
         w.next = (int)(blockIdx.x * iters / gridDim.x);
         w.end = (int)((blockIdx.x + 1) * iters / gridDim.x);
-        w.step = ga_ktiles(p, BK);
     } else {
         w.next = blockIdx.x / cs;
         w.end = total;
