@@ -45,8 +45,13 @@ _STATUS = """
 """
 
 
-@pytest.mark.skipif(not all(map(_built, compiled.MODULES)),
-                    reason="the hot-path extensions are not built here (no Cython or C compiler)")
+#: for tests of what happens with the extensions built
+needs_extensions = pytest.mark.skipif(
+    not all(map(_built, compiled.MODULES)),
+    reason="the hot-path extensions are not built here (no Cython or C compiler)")
+
+
+@needs_extensions
 def test_the_built_modules_load_compiled():
     status = json.loads(_run(_STATUS))
     assert status == {name: True for name in compiled.MODULES}
@@ -137,6 +142,7 @@ def test_compiled_functions_keep_their_signatures_and_docstrings():
     assert gpuarray.core.optree.elementwise.__doc__.startswith("Build an elementwise node")
 
 
+@needs_extensions
 def test_one_edited_module_loads_every_one_from_source():
     # extension types derive from each other's: a compiled Tensor cannot
     # build on an Expression loaded from source, so all go to source together
