@@ -17,7 +17,10 @@ update    grad_F = E^T @ col                            --
 ========= ============================================= ====================
 
 On Hopper most fp16/bf16 layers skip all this: :mod:`~gpuarray.conv.implicit`
-runs them as one implicit-GEMM kernel that gathers as it goes.  A filter
+runs them as one implicit-GEMM kernel that gathers as it goes, and
+:mod:`~gpuarray.conv.small_c` runs the first layers' (C <= 4) fprop and
+filter gradient on kernels that keep the input rows of a tile on chip
+(sm_80 on).  A filter
 gradient of this route whose tensors are contiguous and whose col matrix
 fits one chunk is recorded on its first call (:class:`GatheredUpdate`:
 the im2col launch and the GEMM's plan) and replayed by later calls of the
@@ -35,7 +38,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..gemm import replay
-from . import fastdiv, implicit
+from . import fastdiv, implicit, small_c
 from .call import is_rows
 from .layer import pointwise
 
@@ -63,7 +66,7 @@ F32 = np.dtype(np.float32)
 
 def run(gpu, call):
     """Queue the kernels of ``call`` (fprop, bprop or update) on ``gpu``."""
-    if implicit.try_run(gpu, call):
+    if small_c.try_run(gpu, call) or implicit.try_run(gpu, call):
         return
     layer = call.layer
     _check_image_size(layer)

@@ -1,0 +1,216 @@
+"""Convolutions of few input channels (first layers) on kernels/conv_small_c.cu.
+
+In: a checked :class:`~gpuarray.conv.call.ConvCall` and the GPU factory.
+Out: True when the call ran on the small-C kernels -- fprop as one kernel
+(epilogue included), the filter gradient as one kernel writing a block's
+partial sums and one adding them in block order -- False when it takes
+another route.
+
+Why: with C = 3 the gather route writes and reads back an im2col matrix
+R*S times the input (GoogLeNet's conv1: 488 MB) and the implicit-GEMM
+kernel's copy engine moves one 6-byte pixel per request; these kernels
+copy the input rows a tile needs into shared memory once and gather the
+im2col elements from there (the kernel file's header has the details).
+
+Which calls: fp16/bf16 2-D layers (D = T = 1) with C <= 4 and K % 8 == 0,
+on sm_80 or later, fprop and update (a first layer's data gradient keeps
+the gather route); I, F and grad_F contiguous; fprop's O and update's E
+with 16-byte aligned rows (they may be channel slices); no stochastic
+rounding of the output; the tile's input rows and the filters fit shared
+memory.  The decision and the packed arguments are recorded per situation,
+so a repeated call patches pointers and scalars into the recorded
+arguments and launches.
+"""
+import struct
+
+import numpy as np
+
+from ..core import dtypes
+from ..cuda import stream
+from . import fastdiv
+from .call import is_rows, row_stride
+
+STEM = "conv_small_c"
+THREADS = 128
+#: output positions of a tile, filters of a block (the kernels' SC_BM, SC_BK)
+BM, BK = 128, 64
+#: the largest C this route takes
+MAX_C = 4
+#: blocks of one kernel a multiprocessor holds at most (the launch bounds)
+BLOCKS_PER_SM = 3
+#: the most n8 tiles of taps an update warp accumulates (ga_small_c_update_*_j1 .. j6)
+MAX_NJ = 6
+REDUCE_THREADS, REDUCE_ELEMENTS = 256, 32
+#: staged errors: elements a row (SC_EP); staged output: floats a row (SC_SP)
+ERROR_PITCH, STAGE_PITCH = 72, 72
+MAX_PLANS = 1024
+#: SmallCArgs: I, B, out, extra, alpha, beta, 31 ints, 4 FastDiv, padding
+ARGS = struct.Struct("<4Q2d31i" + fastdiv.FORMAT * 4 + "4x")
+#: the holes of SmallCArgs: (byte offset, kind) of I, B, out, extra, alpha, beta
+HOLES = [(0, "add"), (8, "add"), (16, "add"), (24, "add"), (32, "double"), (40, "double")]
+_TYPE = {np.dtype(np.float16): "f16", dtypes.bfloat16: "bf16"}
+_BIAS_KIND = {np.dtype(np.float32): 1, np.dtype(np.float16): 2, dtypes.bfloat16: 3}
+_NO = "no"
+
+
+def try_run(gpu, call):
+    """Run ``call`` on the small-C kernels if it is theirs; return whether it was."""
+    layer = call.layer
+    if (call.kind == "bprop" or layer.C > MAX_C or layer.K % 8 or layer.dtype not in _TYPE
+            or (layer.D, layer.T) != (1, 1) or call.out.rounding):
+        return False
+    ld = _row_stride(call)
+    if ld is None:
+        return False
+    bias = call.bias
+    key = ("small c", call.kind, layer.key, call.relu, ld, _vec(layer, call.a),
+           None if bias is None else bias.dtype)
+    plan = gpu._conv_plans.get(key)
+    if plan is None:
+        plan = SmallCPlan.recorded(gpu, call, ld)
+        if len(gpu._conv_plans) >= MAX_PLANS:
+            gpu._conv_plans.clear()
+        gpu._conv_plans[key] = plan
+    if plan is _NO:
+        return False
+    plan.run(gpu, call)
+    return True
+
+
+def _row_stride(call):
+    """Elements between the rows of O (fprop) or E (update) where the kernels
+    can take the call's tensors, else None."""
+    others = (call.a, call.b) if call.kind == "fprop" else (call.a, call.out)
+    rows = call.out if call.kind == "fprop" else call.b
+    if not all(t.is_contiguous for t in others) or not is_rows(rows):
+        return None
+    if call.bias is not None and not call.bias.is_contiguous:
+        return None
+    ld = row_stride(rows)
+    # fprop stores O, and update stages E, in 16-byte pieces
+    if ld * rows.dtype.itemsize % 16 or rows.ptr % 16:
+        return None
+    return ld
+
+
+def _vec(layer, I):  # noqa: E741
+    """Whether the input's rows start on 16-byte boundaries (cp.async pieces)."""
+    return int(I.ptr % 16 == 0 and layer.W * layer.C % 8 == 0)
+
+
+def geometry(layer):
+    """The halo and tap sizes of ``layer`` (see kernels/conv_small_c.cu)."""
+    _, pad_h, pad_w = layer.pad
+    _, str_h, str_w = layer.stride
+    _, dil_h, dil_w = layer.dilation
+    span = min(layer.P, (BM + layer.Q - 2) // layer.Q + 1)  # output rows a tile can touch
+    columns = (layer.Q - 1) * str_w + (layer.S - 1) * dil_w + 1
+    lead = -(pad_w * layer.C) % 8
+    rsc = layer.R * layer.S * layer.C
+    return dict(halo_rows=(span - 1) * str_h + (layer.R - 1) * dil_h + 1,
+                pitch=-(-(lead + columns * layer.C) // 8) * 8, lead=lead,
+                row_elems=max(0, min(layer.W, columns - pad_w)) * layer.C,
+                RSC=rsc, KW=-(-rsc // 16) * 16, tiles=-(-(layer.P * layer.Q) // BM))
+
+
+def smem_bytes(kind, geo):
+    """Dynamic shared memory of one block: the halo, then the filters and
+    tap table (fprop) or the staged errors and row table (update)."""
+    halo = -(-geo["halo_rows"] * geo["pitch"] * 2 // 16) * 16
+    if kind == "fprop":
+        kw = geo["KW"]
+        kwp = kw if (kw // 8) % 2 else kw + 8
+        # the epilogue stages the tile's sums (fp32) where the halo was
+        return max(halo, BM * STAGE_PITCH * 4) + BK * kwp * 2 + kw // 16 * 4 * 16
+    return halo + BM * ERROR_PITCH * 2 + BM * 4
+
+
+def update_split(kw):
+    """``(jchunks, NJ)``: blocks along the taps and n8 tiles of taps a warp."""
+    tiles = kw // 8
+    jchunks = -(-tiles // (4 * MAX_NJ))
+    return jchunks, -(-tiles // (4 * jchunks))
+
+
+class SmallCPlan:
+    """The recorded launches of one situation: kernels, grids, shared memory
+    and SmallCArgs packed with the pointers and scalars as holes."""
+
+    def __init__(self, gpu, call, ld, geo, smem):
+        layer = call.layer
+        kchunks = -(-layer.K // BK)
+        resident = gpu.sms * max(1, min(BLOCKS_PER_SM, (gpu.smem_optin + 1024) // (smem + 1024)))
+        images = layer.N * geo["tiles"]
+        dtype = _TYPE[layer.dtype]
+        self.part_bytes = 0
+        if call.kind == "fprop":
+            jchunks, jw, blocks = 1, 0, min(images * kchunks, resident)
+            launches = [(f"ga_small_c_fprop_{dtype}", (blocks, 1, 1), (THREADS, 1, 1), smem)]
+        else:
+            jchunks, nj = update_split(geo["KW"])
+            jw = 32 * nj
+            blocks = max(1, min(images, resident // (jchunks * kchunks)))
+            self.part_bytes = kchunks * jchunks * blocks * BK * jw * 4
+            elements = layer.K * geo["RSC"]
+            launches = [(f"ga_small_c_update_{dtype}_j{nj}", (blocks, jchunks, kchunks),
+                         (THREADS, 1, 1), smem),
+                        (f"ga_small_c_reduce_{dtype}", (-(-elements // REDUCE_ELEMENTS), 1, 1),
+                         (REDUCE_THREADS, 1, 1), 0)]
+        bias = call.bias
+        _, pad_h, pad_w = layer.pad
+        ints = (layer.N, layer.H, layer.W, layer.C, layer.K, layer.P, layer.Q, layer.R, layer.S,
+                *layer.stride[1:], pad_h, pad_w, *layer.dilation[1:], geo["RSC"], geo["KW"], ld,
+                geo["tiles"], geo["halo_rows"], geo["pitch"], geo["lead"], geo["row_elems"],
+                _vec(layer, call.a), 0 if bias is None else _BIAS_KIND[bias.dtype], 1,
+                int(call.relu), kchunks, jw, blocks, jchunks)
+        divisors = (layer.Q, geo["tiles"], geo["pitch"] // 8, images)
+        self.args = ARGS.pack(0, 0, 0, 0, 0.0, 0.0, *ints,
+                              *(f for d in divisors for f in fastdiv.fast_divisor(d)))
+        self.launches = []
+        for name, grid, block, nbytes in launches:
+            kernel = gpu.conv_library.function(STEM, name, nbytes)
+            patched = kernel.patched_launch(grid, block, self.args,
+                                            [(off, slot, kind, 0) for slot, (off, kind) in enumerate(HOLES)],
+                                            nbytes)
+            self.launches.append((kernel, grid, block, nbytes, patched))
+
+    @classmethod
+    def recorded(cls, gpu, call, ld):
+        """The plan of ``call``'s situation, or ``_NO`` where the route cannot take it."""
+        layer = call.layer
+        major = int(gpu.arch[3:]) // 10
+        if major < 8 or layer.H * layer.W * layer.C >= 2**31:
+            return _NO
+        geo = geometry(layer)
+        smem = smem_bytes(call.kind, geo)
+        if smem > gpu.smem_optin:
+            return _NO
+        return cls(gpu, call, ld, geo, smem)
+
+    def run(self, gpu, call):
+        """Queue the launches for ``call`` (same situation as the recorded one)."""
+        alpha, beta = float(call.alpha), float(call.beta)
+        if self.part_bytes:
+            part = gpu.pool.allocate(self.part_bytes)
+            values = [call.a.ptr, call.b.ptr, part.ptr, call.out.ptr, alpha, beta]
+        else:
+            part = None
+            values = [call.a.ptr, call.b.ptr, call.out.ptr,
+                      call.bias.ptr if call.bias is not None else 0, alpha, beta]
+        handle = stream.launch_handle()
+        for kernel, grid, block, smem, patched in self.launches:
+            if patched is not None:
+                result = patched(values, handle)
+                if result:
+                    kernel.check_launch(result)
+            else:
+                kernel.launch(grid, block, self._packed(values), smem)
+            gpu._stats["kernels_launched"] += 1
+        if part is not None:
+            # back to the pool now: later work on this stream runs after these kernels
+            part.free()
+
+    def _packed(self, values):
+        args = bytearray(self.args)
+        struct.pack_into("<4Q2d", args, 0, *values)
+        return args

@@ -1,0 +1,563 @@
+// conv_small_c.cu: convolutions of few input channels (the first layers of
+// image networks, C = 1 .. 4) on the tensor cores, the filter held on chip.
+//
+// What it computes (cuDNN's cross-correlation, 2-D):
+//   fprop   O[n, p, q, k] = relu(alpha * sum_{r,s,c} I[n, h, w, c] F[k, r, s, c]
+//                                + bias[k]) + beta * O[n, p, q, k]
+//           with h = p*str_h + r*dil_h - pad_h, w = q*str_w + s*dil_w - pad_w
+//           (0 outside the image);
+//   update  part[b, k, j] = sum over block b's positions (n, p, q) of
+//           E[n, p, q, k] * I[n, h, w, c] (tap j = (r*S + s)*C + c), then
+//           grad_F[k, j] = alpha * sum_b part[b, k, j] + beta * grad_F[k, j]
+//           (ga_small_c_reduce: the blocks' partial sums added in block order,
+//           so the result is the same bits on every run; no atomics).
+// Why a kernel of its own: with C = 3 a GEMM over im2col(I) writes and reads
+// back a matrix R*S times the input's size (GoogLeNet's conv1: 488 MB), and
+// the copy engine's im2col moves one 6-byte pixel per request.  Here a block
+// copies the input rows a tile of output positions needs into shared memory
+// once (the halo, zero-padded) and reads each im2col element from there
+// while it loads the mma fragments: the im2col matrix never exists.
+//
+// Layouts: I (N, H, W, C), F and grad_F (K, R, S, C), O and E (N, P, Q, K)
+// with row stride ld (O, E may be channel slices with 16-byte aligned
+// rows), channel innermost; the taps j = (r*S + s)*C + c run over
+// RSC = R*S*C, padded to KW (a multiple of 16, one mma k-step) with zero
+// filter taps.  fp16 or bf16 data, fp32
+// accumulation (mma.sync m16n8k16, sm_80 and later).
+//
+// The halo: a tile of BM = 128 consecutive output positions of one image
+// (row-major over P x Q, so it may span several output rows) needs input
+// rows h0 .. h0 + rows - 1 (h0 = p_first*str_h - pad_h) and columns
+// -pad_w .. (Q-1)*str_w + (S-1)*dil_w - pad_w.  Shared row hr holds input
+// row h0 + hr: `lead` unused elements, then the columns from -pad_w on, C
+// channels each, zeros outside the image, `pitch` elements a row.  `lead`
+// puts column 0 on a 16-byte boundary, so that rows whose start is aligned
+// in global memory (W*C % 8 == 0, I 16-byte aligned: `vec`) copy as 16-byte
+// cp.async pieces.  Element (m, j) of the im2col matrix is then at
+// row_offset(m) + tap_offset(j), with
+//   row_offset = (p - p_first)*str_h*pitch + lead + q*str_w*C,
+//   tap_offset = r*dil_h*pitch + s*dil_w*C + c.
+//
+// fprop.  A block of 4 warps owns 64 filters (one K chunk) and walks tiles
+// (kchunk, n, tile) with a grid stride; the K chunk's filter sits in shared
+// memory as [64][KWP] (KWP = KW, +8 when KW/8 is even: conflict-free
+// ldmatrix).  Warp w computes positions 32w .. 32w + 31 of the tile against
+// the 64 filters: 2 x 8 mma tiles, 64 fp32 accumulators a thread; A
+// fragments are gathered from the halo by 16-bit loads, B fragments are
+// ldmatrix'd.  Taps past RSC (the last k-step) read as zeros, so an
+// infinite input cannot make inf * 0 = NaN.  The epilogue stages
+// relu(alpha * acc + bias) in fp32 where the halo was, then writes 16-byte
+// pieces of 8 channels (beta * O added), so O's rows must be 16-byte
+// aligned.
+//
+// update.  Grid (blocks, jchunks, kchunks): block b adds up the tiles
+// [b*T/B, (b+1)*T/B) of all T = N * tiles tiles, for 64 filters and
+// JW = 32*NJ taps (warp w: taps w*8*NJ .. + 8*NJ).  Per tile the errors of
+// the tile's 128 positions are staged [128][72] (cp.async, zeros past P*Q
+// or K) and the halo and a table of the positions' row offsets (-1 past
+// P*Q: those read zeros) loaded; each 16-position k-step takes the errors
+// by ldmatrix.trans (A = E^T) and the im2col elements by 16-bit loads (B),
+// 4 x NJ mma tiles.  The partial sums go to part[kchunk][jchunk][b][64][JW]
+// in fp32; ga_small_c_reduce sums them.
+//
+// Parameters: SmallCArgs below (the host packs it: gpuarray/conv/small_c.py).
+// Launch shape: block (128, 1, 1); fprop grid (min(tiles, resident), 1, 1)
+// and the dynamic shared memory the host computes (max(halo, staged
+// output) + filter + taps); update grid (B, jchunks, kchunks) with halo +
+// staged errors + row table;
+// reduce grid (ceil(K*RSC / 32), 1, 1), block (256, 1, 1).  Index math
+// within an image is 32-bit; the host refuses images of 2**31 elements.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "convert.cuh"
+#include "fastdiv.cuh"
+
+#define SC_THREADS 128
+#define SC_BM 128        // output positions of a tile
+#define SC_BK 64         // filters of a block
+#define SC_EP 72         // staged errors: elements a row (64 + 8: conflict-free ldmatrix.trans)
+#define SC_SP 72         // staged output: floats a row (conflict-free 8-byte stores)
+#define SC_REDUCE_THREADS 256
+#define SC_REDUCE_GROUPS 8  // partial sums a reduce element is split over
+
+struct SmallCArgs {
+    const void *I;       // the input
+    const void *B;       // fprop: the filter F; update: the errors E
+    void *out;           // fprop: O; update and reduce: the partial sums (fp32)
+    void *extra;         // fprop: the bias (or null); reduce: grad_F
+    double alpha, beta;  // fprop's epilogue (update: applied by the reduce)
+    int N, H, W, C, K, P, Q, R, S;
+    int str_h, str_w, pad_h, pad_w, dil_h, dil_w;
+    int RSC, KW;         // taps, and taps padded to a multiple of 16
+    int ld;              // elements between rows of O (fprop) or E (update)
+    int tiles;           // tiles of one image: ceil(P*Q / SC_BM)
+    int halo_rows;       // the most input rows a tile needs
+    int pitch;           // elements of a halo row (a multiple of 8)
+    int lead;            // elements before a halo row's column -pad_w
+    int row_elems;       // elements of an input row the halo holds: min(W, columns - pad_w) * C
+    int vec;             // 1: input rows copy as 16-byte pieces
+    int bias_kind;       // 0 none, 1 fp32, 2 fp16, 3 bf16
+    int bias_stride;     // elements between bias values
+    int relu;
+    int kchunks;         // ceil(K / 64)
+    int jw;              // update: taps a block (32 * NJ)
+    int blocks;          // update: blocks along x (B)
+    int jchunks;         // update: blocks along y
+    FastDiv by_q;        // position -> (p, q)
+    FastDiv by_tiles;    // tile index -> (n, tile)
+    FastDiv by_pieces;   // halo piece -> (row, piece): pitch / 8
+    FastDiv by_images;   // fprop tile index -> (kchunk, rest): N * tiles
+};
+static_assert(sizeof(SmallCArgs) == 224, "gpuarray/conv/small_c.py packs 224 bytes (4 of them padding)");
+
+// -- PTX helpers ----------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// cp.async (sm_80+): 16 bytes global -> shared; src_bytes 0 writes zeros
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// d += a b for one m16n8k16 tile: a 4 registers (row-major A), b 2 (B by columns)
+template <typename T> __device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4],
+                                                               uint32_t b0, uint32_t b1);
+template <> __device__ __forceinline__ void mma16816<__half>(float (&d)[4], const uint32_t (&a)[4],
+                                                             uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4],
+                                                                    uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack2(unsigned short lo, unsigned short hi) {
+    return (uint32_t)lo | ((uint32_t)hi << 16);
+}
+
+// -- the halo -------------------------------------------------------------------
+
+// shared-memory offset of tap j from a position's window corner, -1 past RSC
+__device__ int tap_offset(const SmallCArgs &a, int j) {
+    if (j >= a.RSC) return -1;
+    int r = j / (a.S * a.C), rest = j - r * a.S * a.C;
+    int s = rest / a.C, c = rest - s * a.C;
+    return r * a.dil_h * a.pitch + s * a.dil_w * a.C + c;
+}
+
+// Copy input rows h0 .. h0 + rows - 1 of image `img` into the halo (zeros
+// outside the image); returns after every thread's copies landed.
+template <typename T>
+__device__ void load_halo(const SmallCArgs &a, const T *img, int h0, int rows, T *halo) {
+    const int pieces = a.pitch / 8;
+    const int d0 = a.lead + a.pad_w * a.C, d1 = d0 + a.row_elems;
+    for (int i = threadIdx.x; i < rows * pieces; i += SC_THREADS) {
+        int hr = divide(a.by_pieces, i), e0 = (i - hr * pieces) * 8, h = h0 + hr;
+        T *dst = halo + hr * a.pitch + e0;
+        const T *src = img + (h * a.W * a.C + e0 - d0);
+        if ((unsigned)h >= (unsigned)a.H || e0 >= d1 || e0 + 8 <= d0) {
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
+        } else if (a.vec && e0 >= d0 && e0 + 8 <= d1) {
+            cp_async16(smem_addr(dst), src, 16);
+        } else {  // a row's unaligned end, or rows not 16-byte aligned
+            unsigned short v[8];
+            for (int e = 0; e < 8; ++e) {
+                int x = e0 + e;
+                v[e] = x >= d0 && x < d1 ? reinterpret_cast<const unsigned short *>(src)[e] : 0;
+            }
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(pack2(v[0], v[1]), pack2(v[2], v[3]),
+                                                         pack2(v[4], v[5]), pack2(v[6], v[7]));
+        }
+    }
+    cp_async_wait_all();
+    __syncthreads();
+}
+
+// The first output row of tile `tile`, and the input rows its halo needs
+__device__ __forceinline__ void tile_rows(const SmallCArgs &a, int tile, int &p_first, int &rows) {
+    int m0 = tile * SC_BM, last = min(m0 + SC_BM, a.P * a.Q) - 1;
+    p_first = divide(a.by_q, m0);
+    rows = (divide(a.by_q, last) - p_first) * a.str_h + (a.R - 1) * a.dil_h + 1;
+}
+
+// Shared offset of position m's window corner in the halo of a tile starting at row p_first
+__device__ __forceinline__ int row_offset(const SmallCArgs &a, int m, int p_first) {
+    int p = divide(a.by_q, m), q = m - p * a.Q;
+    return (p - p_first) * a.str_h * a.pitch + a.lead + q * a.str_w * a.C;
+}
+
+__device__ __forceinline__ int filter_pitch(int KW) { return (KW / 8) % 2 ? KW : KW + 8; }
+
+__device__ __forceinline__ int halo_bytes(const SmallCArgs &a) {
+    return (a.halo_rows * a.pitch * 2 + 15) / 16 * 16;
+}
+
+// -- fprop ----------------------------------------------------------------------
+
+// One k-step's A fragments of this thread's 2 m16 tiles: rows roff, taps tp
+template <bool TAIL>
+__device__ __forceinline__ void gather_a(uint32_t (&af)[2][4], const unsigned short *halo,
+                                         const int (&roff)[2][2], int4 tp) {
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi) {
+        const unsigned short *r0 = halo + roff[mi][0], *r1 = halo + roff[mi][1];
+        if (TAIL) {
+            af[mi][0] = pack2(tp.x < 0 ? 0 : r0[tp.x], tp.y < 0 ? 0 : r0[tp.y]);
+            af[mi][1] = pack2(tp.x < 0 ? 0 : r1[tp.x], tp.y < 0 ? 0 : r1[tp.y]);
+            af[mi][2] = pack2(tp.z < 0 ? 0 : r0[tp.z], tp.w < 0 ? 0 : r0[tp.w]);
+            af[mi][3] = pack2(tp.z < 0 ? 0 : r1[tp.z], tp.w < 0 ? 0 : r1[tp.w]);
+        } else {
+            af[mi][0] = pack2(r0[tp.x], r0[tp.y]);
+            af[mi][1] = pack2(r1[tp.x], r1[tp.y]);
+            af[mi][2] = pack2(r0[tp.z], r0[tp.w]);
+            af[mi][3] = pack2(r1[tp.z], r1[tp.w]);
+        }
+    }
+}
+
+template <typename T, bool TAIL>
+__device__ __forceinline__ void fprop_step(float (&acc)[2][8][4], const unsigned short *halo,
+                                           const int (&roff)[2][2], int4 tp, uint32_t b_addr,
+                                           uint32_t pair_bytes) {
+    uint32_t af[2][4];
+    gather_a<TAIL>(af, halo, roff, tp);
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+        uint32_t b[4];
+        ldmatrix_x4(b, b_addr + np * pair_bytes);
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) {
+            mma16816<T>(acc[mi][2 * np], af[mi], b[0], b[1]);
+            mma16816<T>(acc[mi][2 * np + 1], af[mi], b[2], b[3]);
+        }
+    }
+}
+
+// The K chunk's filters into shared memory, [64][KWP], zeros past K and RSC
+template <typename T>
+__device__ void load_filters(const SmallCArgs &a, int kchunk, T *fs) {
+    const unsigned short *F = reinterpret_cast<const unsigned short *>(a.B);
+    unsigned short *dst = reinterpret_cast<unsigned short *>(fs);
+    const int kwp = filter_pitch(a.KW);
+    for (int k = threadIdx.x / 32; k < SC_BK; k += SC_THREADS / 32) {
+        int kg = kchunk * SC_BK + k;
+        for (int j = threadIdx.x % 32; j < kwp; j += 32)
+            dst[k * kwp + j] = kg < a.K && j < a.RSC ? F[(long long)kg * a.RSC + j] : 0;
+    }
+}
+
+__device__ __forceinline__ float bias_value(const SmallCArgs &a, int k) {
+    long long i = (long long)k * a.bias_stride;
+    switch (a.bias_kind) {
+    case 1: return reinterpret_cast<const float *>(a.extra)[i];
+    case 2: return to_f32(reinterpret_cast<const __half *>(a.extra)[i]);
+    case 3: return to_f32(reinterpret_cast<const __nv_bfloat16 *>(a.extra)[i]);
+    default: return 0.f;
+    }
+}
+
+template <typename T> struct Pair;
+template <> struct Pair<__half> {
+    typedef __half2 type;
+    static __device__ __forceinline__ __half2 make(float x, float y) { return __floats2half2_rn(x, y); }
+    static __device__ __forceinline__ float2 split(__half2 v) { return __half22float2(v); }
+};
+template <> struct Pair<__nv_bfloat16> {
+    typedef __nv_bfloat162 type;
+    static __device__ __forceinline__ __nv_bfloat162 make(float x, float y) {
+        return __floats2bfloat162_rn(x, y);
+    }
+    static __device__ __forceinline__ float2 split(__nv_bfloat162 v) { return __bfloat1622float2(v); }
+};
+
+// fprop's halo region, which the epilogue reuses to stage the tile's sums
+__device__ __forceinline__ int fprop_halo_bytes(const SmallCArgs &a) {
+    return max(halo_bytes(a), SC_BM * SC_SP * 4);
+}
+
+// relu(alpha * acc + bias) staged in fp32 through shared memory, then
+// written (beta * O added) as 16-byte pieces, 8 channels each: a warp's
+// store covers whole 128-byte rows (the mma layout's 4-byte pairs left
+// every 32-byte sector half written)
+template <typename T>
+__device__ void fprop_epilogue(const SmallCArgs &a, const float (&acc)[2][8][4], int n, int m0,
+                               int kchunk, float *stage) {
+    typedef typename Pair<T>::type T2;
+    const int warp = threadIdx.x / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+    const int PQ = a.P * a.Q;
+    const float alpha = (float)a.alpha, beta = (float)a.beta;
+    __syncthreads();  // every warp is done with the halo
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+        int k = kchunk * SC_BK + nt * 8 + 2 * t;
+        float b0 = k < a.K ? bias_value(a, k) : 0.f, b1 = k < a.K ? bias_value(a, k + 1) : 0.f;
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+            for (int hi = 0; hi < 2; ++hi) {
+                float v0 = __fadd_rn(__fmul_rn(alpha, acc[mi][nt][2 * hi]), b0);
+                float v1 = __fadd_rn(__fmul_rn(alpha, acc[mi][nt][2 * hi + 1]), b1);
+                if (a.relu) {
+                    v0 = fmaxf(v0, 0.f);
+                    v1 = fmaxf(v1, 0.f);
+                }
+                int row = warp * 32 + mi * 16 + hi * 8 + g;
+                *reinterpret_cast<float2 *>(stage + row * SC_SP + nt * 8 + 2 * t) = make_float2(v0, v1);
+            }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < SC_BM * (SC_BK / 8); i += SC_THREADS) {
+        int row = i / (SC_BK / 8), piece = i % (SC_BK / 8);
+        int m = m0 + row, k = kchunk * SC_BK + piece * 8;
+        if (m >= PQ || k >= a.K) continue;  // K % 8 == 0: a piece is whole or absent
+        const float4 *src = reinterpret_cast<const float4 *>(stage + row * SC_SP + piece * 8);
+        float4 lo = src[0], hi = src[1];
+        float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+        uint4 *dst = reinterpret_cast<uint4 *>(reinterpret_cast<T *>(a.out) +
+                                               ((long long)n * PQ + m) * a.ld + k);
+        if (a.beta != 0.0) {
+            uint4 old = *dst;
+            const T2 *pairs = reinterpret_cast<const T2 *>(&old);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                float2 o = Pair<T>::split(pairs[e]);
+                v[2 * e] = __fadd_rn(v[2 * e], __fmul_rn(beta, o.x));
+                v[2 * e + 1] = __fadd_rn(v[2 * e + 1], __fmul_rn(beta, o.y));
+            }
+        }
+        uint4 out;
+        T2 *pairs = reinterpret_cast<T2 *>(&out);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) pairs[e] = Pair<T>::make(v[2 * e], v[2 * e + 1]);
+        *dst = out;
+    }
+}
+
+template <typename T>
+__device__ void small_c_fprop(const SmallCArgs &a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *halo = reinterpret_cast<T *>(smem);
+    T *fs = reinterpret_cast<T *>(smem + fprop_halo_bytes(a));
+    const int kwp = filter_pitch(a.KW);
+    int4 *taps = reinterpret_cast<int4 *>(fs + SC_BK * kwp);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int PQ = a.P * a.Q, steps = a.KW / 16, per_chunk = a.N * a.tiles;
+
+    // per k-step and thread: the offsets of taps 2t, 2t+1, 2t+8, 2t+9
+    for (int i = threadIdx.x; i < steps * 4; i += SC_THREADS) {
+        int j = (i / 4) * 16 + 2 * (i % 4);
+        taps[i] = make_int4(tap_offset(a, j), tap_offset(a, j + 1), tap_offset(a, j + 8),
+                            tap_offset(a, j + 9));
+    }
+    // ldmatrix: lanes 0-7, 8-15, 16-23, 24-31 address filter rows of
+    // (n-tile 2np, taps 0-7), (2np, 8-15), (2np+1, 0-7), (2np+1, 8-15)
+    const uint32_t b_lane = smem_addr(fs + ((lane / 16) * 8 + lane % 8) * kwp + ((lane / 8) % 2) * 8);
+    const uint32_t pair_bytes = 16 * kwp * 2;  // two n8 tiles of filters
+    const unsigned short *hs = reinterpret_cast<const unsigned short *>(halo);
+    int loaded = -1;
+    for (int index = blockIdx.x; index < per_chunk * a.kchunks; index += gridDim.x) {
+        int kchunk = divide(a.by_images, index), rest = index - kchunk * per_chunk;
+        int n = divide(a.by_tiles, rest), tile = rest - n * a.tiles, m0 = tile * SC_BM;
+        __syncthreads();  // the previous tile's reads of the halo (and filters) are done
+        if (kchunk != loaded) {
+            load_filters(a, kchunk, fs);
+            loaded = kchunk;
+        }
+        int p_first, rows;
+        tile_rows(a, tile, p_first, rows);
+        load_halo(a, reinterpret_cast<const T *>(a.I) + (long long)n * a.H * a.W * a.C,
+                  p_first * a.str_h - a.pad_h, rows, halo);
+        int roff[2][2];
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+            for (int hi = 0; hi < 2; ++hi)  // positions past P*Q repeat the last (not stored)
+                roff[mi][hi] = row_offset(a, min(m0 + warp * 32 + mi * 16 + hi * 8 + g, PQ - 1), p_first);
+        float acc[2][8][4] = {};
+        int kk = 0;
+#pragma unroll 2
+        for (; kk < steps - 1; ++kk)
+            fprop_step<T, false>(acc, hs, roff, taps[kk * 4 + t], b_lane + kk * 32, pair_bytes);
+        fprop_step<T, true>(acc, hs, roff, taps[kk * 4 + t], b_lane + kk * 32, pair_bytes);
+        fprop_epilogue<T>(a, acc, n, m0, kchunk, reinterpret_cast<float *>(smem));
+    }
+}
+
+// -- update ---------------------------------------------------------------------
+
+// Stage the errors of positions m0 .. m0 + 127 of image n, filters of K chunk
+// kchunk, as [128][SC_EP] (zeros past P*Q and K)
+template <typename T>
+__device__ void stage_errors(const SmallCArgs &a, int n, int m0, int kchunk, T *es) {
+    const T *E = reinterpret_cast<const T *>(a.B);
+    const int PQ = a.P * a.Q;
+    for (int i = threadIdx.x; i < SC_BM * (SC_BK / 8); i += SC_THREADS) {
+        int m = i / (SC_BK / 8), k = (i % (SC_BK / 8)) * 8, kg = kchunk * SC_BK + k;
+        bool inside = m0 + m < PQ && kg < a.K;
+        const T *src = inside ? E + ((long long)n * PQ + m0 + m) * a.ld + kg : E;
+        cp_async16(smem_addr(es + m * SC_EP + k), src, inside ? 16 : 0);
+    }
+}
+
+// One 16-position k-step: A = E^T (4 m16 tiles of filters), B = im2col (NJ n8 tiles)
+template <typename T, int NJ, bool PARTIAL>
+__device__ __forceinline__ void update_step(float (&acc)[4][NJ][4], uint32_t a_addr,
+                                            const unsigned short *halo, const int *rowtab,
+                                            const int (&toff)[NJ], int step) {
+    const int t = threadIdx.x % 4;
+    uint32_t af[4][4];
+#pragma unroll
+    for (int kt = 0; kt < 4; ++kt) ldmatrix_x4_trans(af[kt], a_addr + step * 16 * SC_EP * 2 + kt * 32);
+    int2 lo = *reinterpret_cast<const int2 *>(rowtab + step * 16 + 2 * t);
+    int2 hi = *reinterpret_cast<const int2 *>(rowtab + step * 16 + 2 * t + 8);
+#pragma unroll
+    for (int nt = 0; nt < NJ; ++nt) {
+        const unsigned short *h = halo + toff[nt];
+        uint32_t b0, b1;
+        if (PARTIAL) {
+            b0 = pack2(lo.x < 0 ? 0 : h[lo.x], lo.y < 0 ? 0 : h[lo.y]);
+            b1 = pack2(hi.x < 0 ? 0 : h[hi.x], hi.y < 0 ? 0 : h[hi.y]);
+        } else {
+            b0 = pack2(h[lo.x], h[lo.y]);
+            b1 = pack2(h[hi.x], h[hi.y]);
+        }
+#pragma unroll
+        for (int kt = 0; kt < 4; ++kt) mma16816<T>(acc[kt][nt], af[kt], b0, b1);
+    }
+}
+
+template <typename T, int NJ>
+__device__ void small_c_update(const SmallCArgs &a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *halo = reinterpret_cast<T *>(smem);
+    T *es = reinterpret_cast<T *>(smem + halo_bytes(a));
+    int *rowtab = reinterpret_cast<int *>(es + SC_BM * SC_EP);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int PQ = a.P * a.Q, kchunk = blockIdx.z, jchunk = blockIdx.y;
+    const int total = a.N * a.tiles;
+    const int first = (int)((long long)blockIdx.x * total / a.blocks);
+    const int last = (int)((long long)(blockIdx.x + 1) * total / a.blocks);
+
+    // this thread's tap (column g) of each of its n8 tiles; taps past RSC
+    // read tap 0 (their sums are dropped)
+    int toff[NJ];
+#pragma unroll
+    for (int nt = 0; nt < NJ; ++nt)
+        toff[nt] = max(tap_offset(a, jchunk * a.jw + (warp * NJ + nt) * 8 + g), 0);
+    // ldmatrix.trans: lanes 0-7, 8-15, 16-23, 24-31 address staged rows of
+    // (positions 0-7, filters 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
+    const uint32_t a_lane = smem_addr(es + ((lane / 16) * 8 + lane % 8) * SC_EP + ((lane / 8) % 2) * 8);
+    const unsigned short *hs = reinterpret_cast<const unsigned short *>(halo);
+    float acc[4][NJ][4] = {};
+    for (int index = first; index < last; ++index) {
+        int n = divide(a.by_tiles, index), tile = index - n * a.tiles, m0 = tile * SC_BM;
+        __syncthreads();  // the previous tile's reads are done
+        stage_errors(a, n, m0, kchunk, es);
+        int p_first, rows;
+        tile_rows(a, tile, p_first, rows);
+        int m = m0 + threadIdx.x;
+        rowtab[threadIdx.x] = m < PQ ? row_offset(a, m, p_first) : -1;
+        load_halo(a, reinterpret_cast<const T *>(a.I) + (long long)n * a.H * a.W * a.C,
+                  p_first * a.str_h - a.pad_h, rows, halo);  // (waits for the errors too)
+        if (m0 + SC_BM <= PQ) {
+#pragma unroll 2
+            for (int step = 0; step < SC_BM / 16; ++step)
+                update_step<T, NJ, false>(acc, a_lane, hs, rowtab, toff, step);
+        } else {
+            for (int step = 0; step < SC_BM / 16; ++step)
+                update_step<T, NJ, true>(acc, a_lane, hs, rowtab, toff, step);
+        }
+    }
+    // the block's partial sums: part[kchunk][jchunk][b][64][jw]
+    float *part = reinterpret_cast<float *>(a.out) +
+                  (((long long)kchunk * a.jchunks + jchunk) * a.blocks + blockIdx.x) * SC_BK * a.jw;
+#pragma unroll
+    for (int kt = 0; kt < 4; ++kt)
+#pragma unroll
+        for (int nt = 0; nt < NJ; ++nt) {
+            int j = (warp * NJ + nt) * 8 + 2 * t, k = kt * 16 + g;
+            *reinterpret_cast<float2 *>(part + k * a.jw + j) = make_float2(acc[kt][nt][0], acc[kt][nt][1]);
+            *reinterpret_cast<float2 *>(part + (k + 8) * a.jw + j) =
+                make_float2(acc[kt][nt][2], acc[kt][nt][3]);
+        }
+}
+
+// grad_F[k, j] = alpha * sum_b part[..][b][k][j] + beta * grad_F[k, j]: a
+// block takes 32 elements; SC_REDUCE_GROUPS threads an element each add
+// every 8th block's sums, then one adds the groups' sums in order.
+template <typename T>
+__device__ void small_c_reduce(const SmallCArgs &a) {
+    __shared__ float sums[SC_REDUCE_GROUPS][32];
+    const int lane = threadIdx.x % 32, group = threadIdx.x / 32;
+    const int e = blockIdx.x * 32 + lane, k = e / a.RSC, j = e - k * a.RSC;
+    const bool inside = k < a.K;
+    float sum = 0.f;
+    if (inside) {
+        int jchunk = j / a.jw, jl = j - jchunk * a.jw, kchunk = k / SC_BK, kl = k - kchunk * SC_BK;
+        const float *p = reinterpret_cast<const float *>(a.out) +
+                         ((long long)kchunk * a.jchunks + jchunk) * a.blocks * SC_BK * a.jw +
+                         kl * a.jw + jl;
+        for (int b = group; b < a.blocks; b += SC_REDUCE_GROUPS) sum += p[(long long)b * SC_BK * a.jw];
+    }
+    sums[group][lane] = sum;
+    __syncthreads();
+    if (group == 0 && inside) {
+        float total = 0.f;
+        for (int i = 0; i < SC_REDUCE_GROUPS; ++i) total += sums[i][lane];
+        T *grad = reinterpret_cast<T *>(a.extra);
+        float v = __fmul_rn((float)a.alpha, total);
+        if (a.beta != 0.0) v = __fadd_rn(v, __fmul_rn((float)a.beta, to_f32(grad[e])));
+        grad[e] = from_f32<T>(v);
+    }
+}
+
+// -- entry points -----------------------------------------------------------------
+
+#define SC_FPROP(NAME, T)                                                                     \
+    extern "C" __global__ void __launch_bounds__(SC_THREADS, 3) NAME(const SmallCArgs a) { \
+        small_c_fprop<T>(a);                                                                  \
+    }
+SC_FPROP(ga_small_c_fprop_f16, __half)
+SC_FPROP(ga_small_c_fprop_bf16, __nv_bfloat16)
+
+#define SC_UPDATE(NAME, T, NJ)                                                                \
+    extern "C" __global__ void __launch_bounds__(SC_THREADS, 3) NAME(const SmallCArgs a) { \
+        small_c_update<T, NJ>(a);                                                             \
+    }
+#define SC_UPDATES(NJ)                                        \
+    SC_UPDATE(ga_small_c_update_f16_j##NJ, __half, NJ)        \
+    SC_UPDATE(ga_small_c_update_bf16_j##NJ, __nv_bfloat16, NJ)
+SC_UPDATES(1)
+SC_UPDATES(2)
+SC_UPDATES(3)
+SC_UPDATES(4)
+SC_UPDATES(5)
+SC_UPDATES(6)
+
+#define SC_REDUCE(NAME, T) \
+    extern "C" __global__ void __launch_bounds__(SC_REDUCE_THREADS) NAME(const SmallCArgs a) { small_c_reduce<T>(a); }
+SC_REDUCE(ga_small_c_reduce_f16, __half)
+SC_REDUCE(ga_small_c_reduce_bf16, __nv_bfloat16)

@@ -1,0 +1,144 @@
+"""The first layers' kernels (kernels/conv_small_c.cu, issue 11): C <= 4.
+
+fprop (with the whole epilogue) and the filter gradient of fp16/bf16
+layers with few input channels run on kernels that keep a tile's input
+rows in shared memory.  Every value test runs on both factories (the CPU
+runs the numpy reference) against test_conv.py's loop reference, over
+layers that exercise the halo: tiles spanning several output rows and
+ending mid-image, strides, padding past the image, dilation, several
+64-filter chunks, filters whose taps end mid k-step.  On the GPU the tests
+also check that the route was taken (one kernel for fprop, two for the
+update), that a recorded situation replays on new tensors and scalars, and
+that the filter gradient is the same bits run after run.
+"""
+import numpy as np
+import pytest
+from conftest import BF16, skip_if_no_gpu
+from test_conv import F16, check, data, naive_conv
+
+import gpuarray
+from gpuarray.conv import small_c
+
+CASES = [
+    # GoogLeNet's conv1 in small: 7x7 stride 2, tiles over several output rows
+    pytest.param(dict(N=2, C=3, K=64, H=40, W=36, R=7, S=7, pad_h=3, pad_w=3, str_h=2,
+                      str_w=2), id="7x7-stride2"),
+    # AlexNet's conv1 in small: 11x11 stride 4, 363 taps (23 k-steps, 2 tap chunks)
+    pytest.param(dict(N=2, C=3, K=16, H=35, W=35, R=11, S=11, pad_h=2, pad_w=2, str_h=4,
+                      str_w=4), id="11x11-stride4"),
+    # VGG's conv1 in small: P*Q = 400 (the last tile 16 positions), K = 72 (two chunks)
+    pytest.param(dict(N=3, C=3, K=72, H=20, W=20, R=3, S=3, pad_h=1, pad_w=1), id="3x3-k72"),
+    pytest.param(dict(N=1, C=1, K=8, H=17, W=23, R=5, S=3, pad_h=4, pad_w=1, dil_h=2,
+                      str_w=2), id="c1-dilated"),
+    pytest.param(dict(N=2, C=4, K=24, H=9, W=13, R=2, S=4, pad_h=1, pad_w=3, str_h=3,
+                      dil_w=2), id="c4-wide-pad"),
+    pytest.param(dict(N=3, C=2, K=136, H=12, W=12, R=3, S=3, str_h=2, str_w=2),
+                 id="c2-k136"),
+]
+DTYPES = [pytest.param(F16, id="f16"), pytest.param(BF16, id="bf16")]
+
+
+def _small_c_plans(ng):
+    return {k: v for k, v in ng._conv_plans.items() if k[0] == "small c"}
+
+
+@pytest.mark.parametrize("kw", CASES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bias_dtype", [np.float32, F16, BF16], ids=["b32", "b16", "bbf16"])
+def test_fprop_with_epilogue(ng, kw, dtype, bias_dtype):
+    """relu(alpha * conv + bias) + beta * O, the bias in any float dtype."""
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(21)
+    (I, vi), (F, vf), (O, vo) = (data(ng, rng, d, dtype) for d in
+                                 (layer.dimI, layer.dimF, layer.dimO))
+    b, vb = data(ng, rng, (layer.K,), np.dtype(bias_dtype))
+    ng.fprop_conv(layer, I, F, O, alpha=0.5, beta=-1.0, relu=True, bias=b)
+    check(O, np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - vo, dtype)
+
+
+@pytest.mark.parametrize("kw", CASES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_update(ng, kw, dtype):
+    """grad_F = alpha * E^T im2col(I) + beta * grad_F."""
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(22)
+    (I, vi), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
+                                 (layer.dimI, layer.dimO, layer.dimF))
+    ng.update_conv(layer, I, E, G, alpha=2.0, beta=0.25)
+    check(G, 2.0 * naive_conv(layer, "update", vi, ve) + 0.25 * vg, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_route_replay_and_determinism(gpu_ng, dtype):
+    """The first calls record the small-C plans (fprop one kernel, update
+    two); later calls on other tensors and scalars replay them exactly, and
+    the filter gradient repeats its bits."""
+    skip_if_no_gpu()
+    ng = gpu_ng
+    layer = ng.conv_layer(dtype, **CASES[0].values[0])
+    rng = np.random.default_rng(23)
+    for alpha, beta in [(1.0, 0.0), (-0.5, 2.0)]:
+        (I, vi), (F, vf), (E, ve), (O, vo), (G, vg) = (
+            data(ng, rng, d, dtype)
+            for d in (layer.dimI, layer.dimF, layer.dimO, layer.dimO, layer.dimF))
+        before = ng._stats["kernels_launched"]
+        ng.fprop_conv(layer, I, F, O, alpha=alpha, beta=beta)
+        assert ng._stats["kernels_launched"] - before == 1
+        check(O, alpha * naive_conv(layer, "fprop", vi, vf) + beta * vo, dtype)
+        before = ng._stats["kernels_launched"]
+        ng.update_conv(layer, I, E, G, alpha=alpha, beta=beta)
+        assert ng._stats["kernels_launched"] - before == 2
+        check(G, alpha * naive_conv(layer, "update", vi, ve) + beta * vg, dtype)
+    first, second = ng.empty(layer.dimF, dtype), ng.empty(layer.dimF, dtype)
+    ng.update_conv(layer, I, E, first)
+    ng.update_conv(layer, I, E, second)
+    np.testing.assert_array_equal(first.get().view(np.uint16), second.get().view(np.uint16))
+    assert {key[1] for key in _small_c_plans(ng) if key[2] == layer.key} == {"fprop", "update"}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_channel_slices(ng, dtype):
+    """fprop writes into, and update reads E from, a channel slice (a
+    concatenation's branch)."""
+    layer = ng.conv_layer(dtype, 2, 3, 16, H=19, W=21, R=5, S=5, pad_h=2, pad_w=2, str_h=2,
+                          str_w=2)
+    rng = np.random.default_rng(24)
+    (I, vi), (F, vf) = (data(ng, rng, d, dtype) for d in (layer.dimI, layer.dimF))
+    wide, vw = data(ng, rng, layer.dimO[:4] + (40,), dtype)
+    ng.fprop_conv(layer, I, F, wide[..., 8:24])
+    ref = vw.copy()
+    ref[..., 8:24] = naive_conv(layer, "fprop", vi, vf)
+    check(wide, ref, dtype)
+    G = ng.empty(layer.dimF, dtype)
+    ng.update_conv(layer, I, wide[..., 16:32], G)
+    check(G, naive_conv(layer, "update", vi, np.asarray(wide.get(), np.float64)[..., 16:32]),
+          dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_update_infinity_stays_in_its_taps(ng, dtype):
+    """An infinite input pixel reaches the filter taps whose windows meet it
+    and no others; positions past the image's last tile add nothing."""
+    layer = ng.conv_layer(dtype, 1, 3, 8, H=13, W=11, R=3, S=3, pad_h=1, pad_w=1)
+    host = np.ones(layer.dimI, dtype)
+    host[0, 0, 12, 10, 1] = np.inf  # the last pixel: in the partial last tile's halo
+    G = ng.empty(layer.dimF, dtype)
+    ng.update_conv(layer, ng.array(host), ng.array(np.full(layer.dimO, 0.25, dtype)), G)
+    ref = naive_conv(layer, "update", host.astype(np.float64), np.full(layer.dimO, 0.25))
+    got = G.get().astype(np.float64)
+    assert not np.isnan(got).any()
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+
+
+def test_geometry_of_the_networks_first_layers():
+    """The halo and shared-memory sizes of the four networks' first layers fit
+    an sm_80 block (163 KB) with room for two blocks on Hopper."""
+    cpu = gpuarray.CPU()
+    for kw in [dict(N=128, C=3, K=64, H=224, W=224, R=11, S=11, pad_h=2, pad_w=2, str_h=4, str_w=4),
+               dict(N=128, C=3, K=64, H=224, W=224, R=7, S=7, pad_h=3, pad_w=3, str_h=2, str_w=2),
+               dict(N=64, C=3, K=64, H=224, W=224, R=3, S=3, pad_h=1, pad_w=1),
+               dict(N=128, C=3, K=96, H=231, W=231, R=11, S=11, str_h=4, str_w=4)]:
+        geo = small_c.geometry(cpu.conv_layer(np.float16, **kw))
+        assert geo["pitch"] % 8 == 0 and (geo["lead"] + kw.get("pad_w", 0) * 3) % 8 == 0
+        for kind in ("fprop", "update"):
+            assert small_c.smem_bytes(kind, geo) <= 113 * 1024
