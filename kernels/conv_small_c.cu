@@ -6,6 +6,9 @@
 //                                + bias[k]) + beta * O[n, p, q, k]
 //           with h = p*str_h + r*dil_h - pad_h, w = q*str_w + s*dil_w - pad_w
 //           (0 outside the image);
+//   bprop   grad_I[n, h, w, c] = alpha * sum over the taps (r, s) and filters k
+//           with h = p*str_h + r*dil_h - pad_h (w likewise) of E[n, p, q, k] F[k, r, s, c]
+//           + beta * grad_I[n, h, w, c];
 //   update  part[b, k, j] = sum over block b's positions (n, p, q) of
 //           E[n, p, q, k] * I[n, h, w, c] (tap j = (r*S + s)*C + c), then
 //           grad_F[k, j] = alpha * sum_b part[b, k, j] + beta * grad_F[k, j]
@@ -60,12 +63,29 @@
 // 4 x NJ mma tiles.  The partial sums go to part[kchunk][jchunk][b][64][JW]
 // in fp32; ga_small_c_reduce sums them.
 //
-// Parameters: SmallCArgs below (the host packs it: gpuarray/conv/small_c.py).
+// bprop.  Input positions h = a + str_h*h' of one phase a (likewise w)
+// meet the same filter taps: rows r with (a + pad_h - r*dil_h) % str_h ==
+// 0, reading error row h' + (a + pad_h - r*dil_h) / str_h -- a stride-1
+// correlation per phase.  A tile is 8 x 16 positions (h', w') of every
+// phase of one image (an 8 str_h x 16 str_w pixel block); a block holds
+// the whole filter in shared memory ([R*S][C][KP + 8], KP = K rounded up
+// to 32) and walks tiles (n, tile) with a grid stride.  It stages the
+// errors all phases of the tile read once ([rows][cols][KP + 8],
+// cp.async, zeros outside E), then runs the phases in turn: warp w
+// computes tile rows 2w, 2w + 1 (2 m16 tiles) against 8 channels (C <=
+// 8, zeros past C), per tap and 16 filters an ldmatrix of the errors (A,
+// one staged cell a position) and two 4-byte loads of the filter (B).
+// The epilogue writes each position's C channels (alpha, beta).  No
+// atomics: every input position is one thread's sum.
+//
+// Parameters: SmallCArgs below (the host packs it: gpuarray/conv/small_c.py);
+// bprop: SmallCBpropArgs.
 // Launch shape: block (128, 1, 1); fprop grid (min(tiles, resident), 1, 1)
 // and the dynamic shared memory the host computes (max(halo, staged
 // output) + filter + taps); update grid (B, jchunks, kchunks) with halo +
 // staged errors + row table;
-// reduce grid (ceil(K*RSC / 32), 1, 1), block (256, 1, 1).  Index math
+// reduce grid (ceil(K*RSC / 32), 1, 1), block (256, 1, 1); bprop grid
+// (min(tiles, resident), 1, 1) with the staged errors + filter taps.  Index math
 // within an image is 32-bit; the host refuses images of 2**31 elements.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -79,6 +99,10 @@
 #define SC_BK 64         // filters of a block
 #define SC_EP 72         // staged errors: elements a row (64 + 8: conflict-free ldmatrix.trans)
 #define SC_SP 72         // staged output: floats a row (conflict-free 8-byte stores)
+#define SC_TH 8          // bprop: a tile's phase rows
+#define SC_TW 16         // bprop: a tile's phase columns
+#define SC_MAX_STRIDE 8   // bprop: strides up to 8
+#define SC_MAX_TAPS 32    // bprop: filter extents up to 32
 #define SC_REDUCE_THREADS 256
 #define SC_REDUCE_GROUPS 8  // partial sums a reduce element is split over
 
@@ -111,6 +135,27 @@ struct SmallCArgs {
     FastDiv by_images;   // fprop tile index -> (kchunk, rest): N * tiles
 };
 static_assert(sizeof(SmallCArgs) == 224, "gpuarray/conv/small_c.py packs 224 bytes (4 of them padding)");
+
+// bprop's arguments (its tiles are 2-D blocks of each phase's positions)
+struct SmallCBpropArgs {
+    const void *E;       // the errors
+    const void *F;       // the filter
+    void *dI;            // grad_I
+    const void *unused;  // (the holes' layout of SmallCArgs)
+    double alpha, beta;
+    int N, H, W, C, K, P, Q, R, S;
+    int str_h, str_w, pad_h, pad_w, dil_h, dil_w;
+    int ld;                    // elements between rows of E
+    int kp;                    // K rounded up to 32 (the staged errors' channels)
+    int tiles_h, tiles_w;      // tiles of an image: ceil(ceil(H / str_h) / TH), .. along w
+    int halo_rows, halo_cols;  // staged error positions of a tile
+    int dr_lo, ds_lo;          // the lowest error row (column) offset of any phase's tap
+    FastDiv by_image_tiles;    // tiles_h * tiles_w
+    FastDiv by_tiles_w;
+    FastDiv by_pieces;         // kp / 8
+    FastDiv by_halo_cols;
+};
+static_assert(sizeof(SmallCBpropArgs) == 192, "gpuarray/conv/small_c.py packs 192 bytes (4 of them padding)");
 
 // -- PTX helpers ----------------------------------------------------------------
 
@@ -534,7 +579,148 @@ __device__ void small_c_reduce(const SmallCArgs &a) {
     }
 }
 
+// -- bprop ----------------------------------------------------------------------
+
+// Per phase a of one axis: its taps (r, error offset - lowest offset over
+// all phases), in order, and their count
+struct PhaseTaps {
+    int2 tap[SC_MAX_STRIDE][SC_MAX_TAPS];
+    int count[SC_MAX_STRIDE];
+};
+
+// Input position a + stride*h' takes filter row r where (a + pad - r*dil)
+// % stride == 0, from error row h' + (a + pad - r*dil) / stride
+__device__ void phase_taps(int stride, int pad, int extent, int dil, int lowest, PhaseTaps &out) {
+    for (int a = threadIdx.x; a < stride; a += SC_THREADS) {
+        int count = 0;
+        for (int r = 0; r < extent; ++r) {
+            int num = a + pad - r * dil;
+            if (num % stride == 0) out.tap[a][count++] = make_int2(r, num / stride - lowest);
+        }
+        out.count[a] = count;
+    }
+}
+
+// The whole filter into shared memory as [R*S][C][KP + 8], k contiguous
+// (zeros past K): the B fragments of a tap are 4-byte loads
+template <typename T>
+__device__ void load_bprop_filters(const SmallCBpropArgs &a, T *fs) {
+    const unsigned short *F = reinterpret_cast<const unsigned short *>(a.F);
+    unsigned short *dst = reinterpret_cast<unsigned short *>(fs);
+    const int ep = a.kp + 8, taps = a.R * a.S;
+    for (int i = threadIdx.x; i < taps * a.C * ep; i += SC_THREADS) {
+        int k = i % ep, rest = i / ep, c = rest % a.C, tap = rest / a.C;
+        dst[i] = k < a.K ? F[((long long)k * taps + tap) * a.C + c] : 0;
+    }
+}
+
+// Stage the errors of tile (n, h0, w0): rows h0 + dr_lo .., columns w0 + ds_lo ..
+// of all phases, [halo_rows][halo_cols][KP + 8] (zeros outside E and past K)
+template <typename T>
+__device__ void stage_bprop_errors(const SmallCBpropArgs &a, int n, int h0, int w0, T *halo) {
+    const T *E = reinterpret_cast<const T *>(a.E);
+    const int ep = a.kp + 8, pieces = a.kp / 8;
+    for (int i = threadIdx.x; i < a.halo_rows * a.halo_cols * pieces; i += SC_THREADS) {
+        int cell = divide(a.by_pieces, i), piece = i - cell * pieces;
+        int hr = divide(a.by_halo_cols, cell), hc = cell - hr * a.halo_cols;
+        int p = h0 + a.dr_lo + hr, q = w0 + a.ds_lo + hc, k = piece * 8;
+        bool inside = (unsigned)p < (unsigned)a.P && (unsigned)q < (unsigned)a.Q && k < a.K;
+        const T *src = inside ? E + (((long long)n * a.P + p) * a.Q + q) * a.ld + k : E;
+        cp_async16(smem_addr(halo + cell * ep + k), src, inside ? 16 : 0);
+    }
+    cp_async_wait_all();
+    __syncthreads();
+}
+
+// grad_I of the tile's positions of phase (ph_h, ph_w)
+template <typename T>
+__device__ void bprop_phase(const SmallCBpropArgs &a, const PhaseTaps &taps_h, const PhaseTaps &taps_w,
+                            int ph_h, int ph_w, int n, int h0, int w0, const T *halo, const T *fs) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int ep = a.kp + 8;
+    // ldmatrix: lane l addresses tile position (row 2 warp + mi, column l % 16),
+    // channels 8 (l / 16) on; B: filter channel g (zeros past C)
+    const uint32_t a_lane = smem_addr(halo + (2 * warp * a.halo_cols + lane % 16) * ep + (lane / 16) * 8);
+    const unsigned short *fb = reinterpret_cast<const unsigned short *>(fs) + min(g, a.C - 1) * ep + 2 * t;
+    // two accumulator sets (even and odd 16-filter steps): twice the
+    // independent mma chains a warp keeps in flight
+    float acc[2][2][4] = {};
+    for (int ir = 0; ir < taps_h.count[ph_h]; ++ir) {
+        int2 th = taps_h.tap[ph_h][ir];
+        for (int is = 0; is < taps_w.count[ph_w]; ++is) {
+            int2 tw = taps_w.tap[ph_w][is];
+            uint32_t addr = a_lane + (th.y * a.halo_cols + tw.y) * ep * 2;
+            const unsigned short *fr = fb + (th.x * a.S + tw.x) * a.C * ep;
+            for (int k0 = 0; k0 < a.kp; k0 += 32) {  // KP % 32 == 0
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    int k = k0 + 16 * half;
+                    uint32_t b0 = g < a.C ? *reinterpret_cast<const uint32_t *>(fr + k) : 0;
+                    uint32_t b1 = g < a.C ? *reinterpret_cast<const uint32_t *>(fr + k + 8) : 0;
+#pragma unroll
+                    for (int mi = 0; mi < 2; ++mi) {
+                        uint32_t af[4];
+                        ldmatrix_x4(af, addr + (mi * a.halo_cols * ep + k) * 2);
+                        mma16816<T>(acc[mi][half], af, b0, b1);
+                    }
+                }
+            }
+        }
+    }
+    // grad_I = alpha * acc + beta * grad_I for channels 2t, 2t+1 < C
+    T *grad = reinterpret_cast<T *>(a.dI);
+    const float alpha = (float)a.alpha, beta = (float)a.beta;
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi) {
+            int h = ph_h + a.str_h * (h0 + 2 * warp + mi);
+            int w = ph_w + a.str_w * (w0 + g + 8 * hi);
+            if (h >= a.H || w >= a.W) continue;
+            T *pixel = grad + (((long long)n * a.H + h) * a.W + w) * a.C;
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                int c = 2 * t + e;
+                if (c >= a.C) continue;
+                float v = __fmul_rn(alpha, acc[mi][0][2 * hi + e] + acc[mi][1][2 * hi + e]);
+                if (a.beta != 0.0) v = __fadd_rn(v, __fmul_rn(beta, to_f32(pixel[c])));
+                pixel[c] = from_f32<T>(v);
+            }
+        }
+}
+
+template <typename T>
+__device__ void small_c_bprop(const SmallCBpropArgs &a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    // all dynamic (static shared memory would count against the 48 KB a
+    // launch may take without the host raising the limit)
+    T *halo = reinterpret_cast<T *>(smem);
+    T *fs = reinterpret_cast<T *>(smem + a.halo_rows * a.halo_cols * (a.kp + 8) * 2);
+    PhaseTaps &taps_h = *reinterpret_cast<PhaseTaps *>(fs + a.R * a.S * a.C * (a.kp + 8));
+    PhaseTaps &taps_w = (&taps_h)[1];
+    phase_taps(a.str_h, a.pad_h, a.R, a.dil_h, a.dr_lo, taps_h);
+    phase_taps(a.str_w, a.pad_w, a.S, a.dil_w, a.ds_lo, taps_w);
+    load_bprop_filters(a, fs);
+    const int per_image = a.tiles_h * a.tiles_w;
+    for (int index = blockIdx.x; index < a.N * per_image; index += gridDim.x) {
+        int n = divide(a.by_image_tiles, index), rest = index - n * per_image;
+        int th = divide(a.by_tiles_w, rest), tw = rest - th * a.tiles_w;
+        __syncthreads();  // the previous tile's reads are done (and the tables written)
+        stage_bprop_errors(a, n, th * SC_TH, tw * SC_TW, halo);
+        for (int ph_h = 0; ph_h < a.str_h; ++ph_h)
+            for (int ph_w = 0; ph_w < a.str_w; ++ph_w)
+                bprop_phase(a, taps_h, taps_w, ph_h, ph_w, n, th * SC_TH, tw * SC_TW, halo, fs);
+    }
+}
+
 // -- entry points -----------------------------------------------------------------
+
+#define SC_BPROP(NAME, T)                                                                     \
+    extern "C" __global__ void __launch_bounds__(SC_THREADS, 4) NAME(const SmallCBpropArgs a) { \
+        small_c_bprop<T>(a);                                                                  \
+    }
+SC_BPROP(ga_small_c_bprop_f16, __half)
+SC_BPROP(ga_small_c_bprop_bf16, __nv_bfloat16)
 
 #define SC_FPROP(NAME, T)                                                                     \
     extern "C" __global__ void __launch_bounds__(SC_THREADS, 3) NAME(const SmallCArgs a) { \

@@ -1,13 +1,14 @@
 """The first layers' kernels (kernels/conv_small_c.cu, issue 11): C <= 4.
 
-fprop (with the whole epilogue) and the filter gradient of fp16/bf16
-layers with few input channels run on kernels that keep a tile's input
+fprop (with the whole epilogue), the data gradient and the filter gradient
+of fp16/bf16 layers with few input channels run on kernels that keep a tile's input
 rows in shared memory.  Every value test runs on both factories (the CPU
 runs the numpy reference) against test_conv.py's loop reference, over
 layers that exercise the halo: tiles spanning several output rows and
 ending mid-image, strides, padding past the image, dilation, several
-64-filter chunks, filters whose taps end mid k-step.  On the GPU the tests
-also check that the route was taken (one kernel for fprop, two for the
+64-filter chunks, filters whose taps end mid k-step, strides whose phases
+meet different numbers of taps (or none).  On the GPU the tests also check
+that the route was taken (one kernel for fprop and bprop, two for the
 update), that a recorded situation replays on new tensors and scalars, and
 that the filter gradient is the same bits run after run.
 """
@@ -34,6 +35,8 @@ CASES = [
                       dil_w=2), id="c4-wide-pad"),
     pytest.param(dict(N=3, C=2, K=136, H=12, W=12, R=3, S=3, str_h=2, str_w=2),
                  id="c2-k136"),
+    # stride 3 over 2 taps: one phase in three meets no filter row
+    pytest.param(dict(N=2, C=3, K=8, H=14, W=31, R=2, S=2, str_h=3, str_w=3), id="stride-gaps"),
 ]
 DTYPES = [pytest.param(F16, id="f16"), pytest.param(BF16, id="bf16")]
 
@@ -68,10 +71,49 @@ def test_update(ng, kw, dtype):
     check(G, 2.0 * naive_conv(layer, "update", vi, ve) + 0.25 * vg, dtype)
 
 
+@pytest.mark.parametrize("kw", CASES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bprop(ng, kw, dtype):
+    """grad_I = alpha * conv^T(E, F) + beta * grad_I."""
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(25)
+    (F, vf), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
+                                 (layer.dimF, layer.dimO, layer.dimI))
+    ng.bprop_conv(layer, F, E, G, alpha=-1.5, beta=0.5)
+    check(G, -1.5 * naive_conv(layer, "bprop", vf, ve) + 0.5 * vg, dtype)
+
+
+STRIDED = [p for p in CASES if max(p.values[0].get("str_h", 1), p.values[0].get("str_w", 1)) > 2]
+
+
+@pytest.mark.parametrize("kw", STRIDED)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bprop_kernel_at_larger_strides(gpu_ng, monkeypatch, kw, dtype):
+    """Above stride 2 the router prefers the gather route (it measured
+    faster), but the kernel takes strides up to 8: forced there, it is right."""
+    skip_if_no_gpu()
+    ng = gpu_ng
+    layer = ng.conv_layer(dtype, **kw)
+
+    def forget():
+        for key in [k for k in _small_c_plans(ng) if k[1] == "bprop" and k[2] == layer.key]:
+            del ng._conv_plans[key]
+    monkeypatch.setattr(small_c, "MAX_BPROP_STRIDE", 8)
+    forget()
+    rng = np.random.default_rng(26)
+    (F, vf), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
+                                 (layer.dimF, layer.dimO, layer.dimI))
+    before = ng._stats["kernels_launched"]
+    ng.bprop_conv(layer, F, E, G, alpha=0.5, beta=-1.0)
+    assert ng._stats["kernels_launched"] - before == 1
+    check(G, 0.5 * naive_conv(layer, "bprop", vf, ve) - vg, dtype)
+    forget()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_route_replay_and_determinism(gpu_ng, dtype):
-    """The first calls record the small-C plans (fprop one kernel, update
-    two); later calls on other tensors and scalars replay them exactly, and
+    """The first calls record the small-C plans (fprop and bprop one kernel,
+    update two); later calls on other tensors and scalars replay them exactly, and
     the filter gradient repeats its bits."""
     skip_if_no_gpu()
     ng = gpu_ng
@@ -89,17 +131,23 @@ def test_route_replay_and_determinism(gpu_ng, dtype):
         ng.update_conv(layer, I, E, G, alpha=alpha, beta=beta)
         assert ng._stats["kernels_launched"] - before == 2
         check(G, alpha * naive_conv(layer, "update", vi, ve) + beta * vg, dtype)
+        gI, vgi = data(ng, rng, layer.dimI, dtype)
+        before = ng._stats["kernels_launched"]
+        ng.bprop_conv(layer, F, E, gI, alpha=alpha, beta=beta)
+        assert ng._stats["kernels_launched"] - before == 1
+        check(gI, alpha * naive_conv(layer, "bprop", vf, ve) + beta * vgi, dtype)
     first, second = ng.empty(layer.dimF, dtype), ng.empty(layer.dimF, dtype)
     ng.update_conv(layer, I, E, first)
     ng.update_conv(layer, I, E, second)
     np.testing.assert_array_equal(first.get().view(np.uint16), second.get().view(np.uint16))
-    assert {key[1] for key in _small_c_plans(ng) if key[2] == layer.key} == {"fprop", "update"}
+    kinds = {key[1] for key in _small_c_plans(ng) if key[2] == layer.key}
+    assert kinds == {"fprop", "bprop", "update"}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_channel_slices(ng, dtype):
-    """fprop writes into, and update reads E from, a channel slice (a
-    concatenation's branch)."""
+    """fprop writes into, and bprop and update read E from, a channel slice
+    (a concatenation's branch)."""
     layer = ng.conv_layer(dtype, 2, 3, 16, H=19, W=21, R=5, S=5, pad_h=2, pad_w=2, str_h=2,
                           str_w=2)
     rng = np.random.default_rng(24)
@@ -111,8 +159,11 @@ def test_channel_slices(ng, dtype):
     check(wide, ref, dtype)
     G = ng.empty(layer.dimF, dtype)
     ng.update_conv(layer, I, wide[..., 16:32], G)
-    check(G, naive_conv(layer, "update", vi, np.asarray(wide.get(), np.float64)[..., 16:32]),
-          dtype)
+    ve = np.asarray(wide.get(), np.float64)[..., 16:32]
+    check(G, naive_conv(layer, "update", vi, ve), dtype)
+    gI = ng.empty(layer.dimI, dtype)
+    ng.bprop_conv(layer, F, wide[..., 16:32], gI)
+    check(gI, naive_conv(layer, "bprop", vf, ve), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -131,14 +182,17 @@ def test_update_infinity_stays_in_its_taps(ng, dtype):
 
 
 def test_geometry_of_the_networks_first_layers():
-    """The halo and shared-memory sizes of the four networks' first layers fit
-    an sm_80 block (163 KB) with room for two blocks on Hopper."""
+    """The shared memory of the four networks' first layers: fprop's and
+    update's blocks fit twice on a Hopper multiprocessor, bprop's fit an
+    sm_80 block (163 KB)."""
     cpu = gpuarray.CPU()
     for kw in [dict(N=128, C=3, K=64, H=224, W=224, R=11, S=11, pad_h=2, pad_w=2, str_h=4, str_w=4),
                dict(N=128, C=3, K=64, H=224, W=224, R=7, S=7, pad_h=3, pad_w=3, str_h=2, str_w=2),
                dict(N=64, C=3, K=64, H=224, W=224, R=3, S=3, pad_h=1, pad_w=1),
                dict(N=128, C=3, K=96, H=231, W=231, R=11, S=11, str_h=4, str_w=4)]:
-        geo = small_c.geometry(cpu.conv_layer(np.float16, **kw))
+        layer = cpu.conv_layer(np.float16, **kw)
+        geo = small_c.geometry(layer)
         assert geo["pitch"] % 8 == 0 and (geo["lead"] + kw.get("pad_w", 0) * 3) % 8 == 0
         for kind in ("fprop", "update"):
             assert small_c.smem_bytes(kind, geo) <= 113 * 1024
+        assert small_c.smem_bytes("bprop", small_c.bprop_geometry(layer)) <= 163 * 1024

@@ -2,9 +2,9 @@
 
 In: a checked :class:`~gpuarray.conv.call.ConvCall` and the GPU factory.
 Out: True when the call ran on the small-C kernels -- fprop as one kernel
-(epilogue included), the filter gradient as one kernel writing a block's
-partial sums and one adding them in block order -- False when it takes
-another route.
+(epilogue included), the data gradient as one kernel, the filter gradient
+as one kernel writing a block's partial sums and one adding them in block
+order -- False when it takes another route.
 
 Why: with C = 3 the gather route writes and reads back an im2col matrix
 R*S times the input (GoogLeNet's conv1: 488 MB) and the implicit-GEMM
@@ -13,9 +13,8 @@ copy the input rows a tile needs into shared memory once and gather the
 im2col elements from there (the kernel file's header has the details).
 
 Which calls: fp16/bf16 2-D layers (D = T = 1) with C <= 4 and K % 8 == 0,
-on sm_80 or later, fprop and update (a first layer's data gradient keeps
-the gather route); I, F and grad_F contiguous; fprop's O and update's E
-with 16-byte aligned rows (they may be channel slices); no stochastic
+on sm_80 or later; I, F, grad_I and grad_F contiguous; fprop's O and the
+errors E with 16-byte aligned rows (they may be channel slices); no stochastic
 rounding of the output; the tile's input rows and the filters fit shared
 memory.  The decision and the packed arguments are recorded per situation,
 so a repeated call patches pointers and scalars into the recorded
@@ -37,7 +36,9 @@ BM, BK = 128, 64
 #: the largest C this route takes
 MAX_C = 4
 #: blocks of one kernel a multiprocessor holds at most (the launch bounds)
-BLOCKS_PER_SM = 3
+BLOCKS_PER_SM = {"fprop": 3, "update": 3, "bprop": 4}
+#: bprop's tiles: rows and columns of one phase's positions (SC_TH, SC_TW)
+TH, TW = 8, 16
 #: the most n8 tiles of taps an update warp accumulates (ga_small_c_update_*_j1 .. j6)
 MAX_NJ = 6
 REDUCE_THREADS, REDUCE_ELEMENTS = 256, 32
@@ -46,6 +47,16 @@ ERROR_PITCH, STAGE_PITCH = 72, 72
 MAX_PLANS = 1024
 #: SmallCArgs: I, B, out, extra, alpha, beta, 31 ints, 4 FastDiv, padding
 ARGS = struct.Struct("<4Q2d31i" + fastdiv.FORMAT * 4 + "4x")
+#: SmallCBpropArgs: E, F, grad_I, unused, alpha, beta, 23 ints, 4 FastDiv, padding
+BPROP_ARGS = struct.Struct("<4Q2d23i" + fastdiv.FORMAT * 4 + "4x")
+#: bprop's phase tables hold filter extents up to 32 (and strides up to 8);
+#: above stride 2 the gather route is faster (H100, AlexNet's conv1 at
+#: stride 4: 745 against 530 us; Overfeat's 1850 against 612): every phase
+#: walks all its taps for 8 x 16 positions, and the loop's overhead beside
+#: K = 64 filters a tap made the kernel issue-bound (ncu: 4x the mma work)
+MAX_BPROP_STRIDE, MAX_BPROP_EXTENT = 2, 32
+#: two PhaseTaps (int2 [8][32] and int [8] each)
+PHASE_TABLE_BYTES = 2 * (8 * 32 * 8 + 8 * 4)
 #: the holes of SmallCArgs: (byte offset, kind) of I, B, out, extra, alpha, beta
 HOLES = [(0, "add"), (8, "add"), (16, "add"), (24, "add"), (32, "double"), (40, "double")]
 _TYPE = {np.dtype(np.float16): "f16", dtypes.bfloat16: "bf16"}
@@ -56,14 +67,15 @@ _NO = "no"
 def try_run(gpu, call):
     """Run ``call`` on the small-C kernels if it is theirs; return whether it was."""
     layer = call.layer
-    if (call.kind == "bprop" or layer.C > MAX_C or layer.K % 8 or layer.dtype not in _TYPE
+    if (layer.C > MAX_C or layer.K % 8 or layer.dtype not in _TYPE
             or (layer.D, layer.T) != (1, 1) or call.out.rounding):
         return False
     ld = _row_stride(call)
     if ld is None:
         return False
     bias = call.bias
-    key = ("small c", call.kind, layer.key, call.relu, ld, _vec(layer, call.a),
+    vec = _vec(layer, call.a) if call.kind != "bprop" else None
+    key = ("small c", call.kind, layer.key, call.relu, ld, vec,
            None if bias is None else bias.dtype)
     plan = gpu._conv_plans.get(key)
     if plan is None:
@@ -113,9 +125,38 @@ def geometry(layer):
                 RSC=rsc, KW=-(-rsc // 16) * 16, tiles=-(-(layer.P * layer.Q) // BM))
 
 
+def update_split(kw):
+    """``(jchunks, NJ)``: blocks along the taps and n8 tiles of taps a warp."""
+    tiles = kw // 8
+    jchunks = -(-tiles // (4 * MAX_NJ))
+    return jchunks, -(-tiles // (4 * jchunks))
+
+
+def bprop_geometry(layer):
+    """bprop's tiles and staged errors: positions h = a + str_h * h' of phase
+    a take the filter rows r with (a + pad_h - r*dil_h) % str_h == 0 from
+    error row h' + (a + pad_h - r*dil_h) // str_h (likewise along w); a tile
+    stages the errors every phase of it reads."""
+    lows, widths = [], []
+    for extent, pad, dil, stride in zip((layer.R, layer.S), layer.pad[1:], layer.dilation[1:],
+                                        layer.stride[1:]):
+        offsets = [(a + pad - r * dil) // stride for a in range(stride) for r in range(extent)
+                   if (a + pad - r * dil) % stride == 0]
+        lows.append(min(offsets))
+        widths.append(max(offsets) - min(offsets))
+    rows, cols = -(-layer.H // layer.stride[1]), -(-layer.W // layer.stride[2])
+    return dict(kp=-(-layer.K // 32) * 32, tiles_h=-(-rows // TH), tiles_w=-(-cols // TW),
+                halo_rows=TH + widths[0], halo_cols=TW + widths[1], dr_lo=lows[0], ds_lo=lows[1],
+                taps=layer.R * layer.S * layer.C)
+
+
 def smem_bytes(kind, geo):
-    """Dynamic shared memory of one block: the halo, then the filters and
-    tap table (fprop) or the staged errors and row table (update)."""
+    """Dynamic shared memory of one block: fprop the halo (or its staged
+    output), filters and tap table; update the halo, staged errors and row
+    table; bprop the staged errors, the filter and the phase tables."""
+    if kind == "bprop":  # staged errors, the whole filter ([R*S*C][KP + 8]), phase tables
+        pitch = (geo["kp"] + 8) * 2
+        return (geo["halo_rows"] * geo["halo_cols"] + geo["taps"]) * pitch + PHASE_TABLE_BYTES
     halo = -(-geo["halo_rows"] * geo["pitch"] * 2 // 16) * 16
     if kind == "fprop":
         kw = geo["KW"]
@@ -125,54 +166,73 @@ def smem_bytes(kind, geo):
     return halo + BM * ERROR_PITCH * 2 + BM * 4
 
 
-def update_split(kw):
-    """``(jchunks, NJ)``: blocks along the taps and n8 tiles of taps a warp."""
-    tiles = kw // 8
-    jchunks = -(-tiles // (4 * MAX_NJ))
-    return jchunks, -(-tiles // (4 * jchunks))
-
-
 class SmallCPlan:
     """The recorded launches of one situation: kernels, grids, shared memory
-    and SmallCArgs packed with the pointers and scalars as holes."""
+    and the arguments packed with the pointers and scalars as holes
+    (SmallCArgs, or SmallCBpropArgs, whose first 48 bytes are laid out alike)."""
 
     def __init__(self, gpu, call, ld, geo, smem):
         layer = call.layer
-        kchunks = -(-layer.K // BK)
-        resident = gpu.sms * max(1, min(BLOCKS_PER_SM, (gpu.smem_optin + 1024) // (smem + 1024)))
-        images = layer.N * geo["tiles"]
-        dtype = _TYPE[layer.dtype]
+        resident = gpu.sms * max(1, min(BLOCKS_PER_SM[call.kind],
+                                        (gpu.smem_optin + 1024) // (smem + 1024)))
         self.part_bytes = 0
-        if call.kind == "fprop":
-            jchunks, jw, blocks = 1, 0, min(images * kchunks, resident)
-            launches = [(f"ga_small_c_fprop_{dtype}", (blocks, 1, 1), (THREADS, 1, 1), smem)]
-        else:
-            jchunks, nj = update_split(geo["KW"])
-            jw = 32 * nj
-            blocks = max(1, min(images, resident // (jchunks * kchunks)))
-            self.part_bytes = kchunks * jchunks * blocks * BK * jw * 4
-            elements = layer.K * geo["RSC"]
-            launches = [(f"ga_small_c_update_{dtype}_j{nj}", (blocks, jchunks, kchunks),
-                         (THREADS, 1, 1), smem),
-                        (f"ga_small_c_reduce_{dtype}", (-(-elements // REDUCE_ELEMENTS), 1, 1),
-                         (REDUCE_THREADS, 1, 1), 0)]
-        bias = call.bias
-        _, pad_h, pad_w = layer.pad
-        ints = (layer.N, layer.H, layer.W, layer.C, layer.K, layer.P, layer.Q, layer.R, layer.S,
-                *layer.stride[1:], pad_h, pad_w, *layer.dilation[1:], geo["RSC"], geo["KW"], ld,
-                geo["tiles"], geo["halo_rows"], geo["pitch"], geo["lead"], geo["row_elems"],
-                _vec(layer, call.a), 0 if bias is None else _BIAS_KIND[bias.dtype], 1,
-                int(call.relu), kchunks, jw, blocks, jchunks)
-        divisors = (layer.Q, geo["tiles"], geo["pitch"] // 8, images)
-        self.args = ARGS.pack(0, 0, 0, 0, 0.0, 0.0, *ints,
-                              *(f for d in divisors for f in fastdiv.fast_divisor(d)))
+        build = {"fprop": self._fprop, "update": self._update, "bprop": self._bprop}[call.kind]
+        self.args, launches = build(call, layer, ld, geo, smem, resident, _TYPE[layer.dtype])
+        holes = [(off, slot, kind, 0) for slot, (off, kind) in enumerate(HOLES)]
         self.launches = []
         for name, grid, block, nbytes in launches:
             kernel = gpu.conv_library.function(STEM, name, nbytes)
-            patched = kernel.patched_launch(grid, block, self.args,
-                                            [(off, slot, kind, 0) for slot, (off, kind) in enumerate(HOLES)],
-                                            nbytes)
+            patched = kernel.patched_launch(grid, block, self.args, holes, nbytes)
             self.launches.append((kernel, grid, block, nbytes, patched))
+
+    @staticmethod
+    def _ints(layer, call, ld, geo, kchunks, jw, blocks, jchunks):
+        bias = call.bias
+        return (layer.N, layer.H, layer.W, layer.C, layer.K, layer.P, layer.Q, layer.R, layer.S,
+                *layer.stride[1:], *layer.pad[1:], *layer.dilation[1:], geo["RSC"], geo["KW"],
+                ld, geo["tiles"], geo["halo_rows"], geo["pitch"], geo["lead"], geo["row_elems"],
+                _vec(layer, call.a), 0 if bias is None else _BIAS_KIND[bias.dtype], 1,
+                int(call.relu), kchunks, jw, blocks, jchunks)
+
+    @staticmethod
+    def _packed_args(ints, divisors):
+        return ARGS.pack(0, 0, 0, 0, 0.0, 0.0, *ints,
+                         *(f for d in divisors for f in fastdiv.fast_divisor(d)))
+
+    def _fprop(self, call, layer, ld, geo, smem, resident, dtype):
+        kchunks = -(-layer.K // BK)
+        images = layer.N * geo["tiles"]
+        blocks = min(images * kchunks, resident)
+        args = self._packed_args(self._ints(layer, call, ld, geo, kchunks, 0, blocks, 1),
+                                 (layer.Q, geo["tiles"], geo["pitch"] // 8, images))
+        return args, [(f"ga_small_c_fprop_{dtype}", (blocks, 1, 1), (THREADS, 1, 1), smem)]
+
+    def _update(self, call, layer, ld, geo, smem, resident, dtype):
+        kchunks = -(-layer.K // BK)
+        images = layer.N * geo["tiles"]
+        jchunks, nj = update_split(geo["KW"])
+        jw = 32 * nj
+        blocks = max(1, min(images, resident // (jchunks * kchunks)))
+        self.part_bytes = kchunks * jchunks * blocks * BK * jw * 4
+        elements = layer.K * geo["RSC"]
+        args = self._packed_args(self._ints(layer, call, ld, geo, kchunks, jw, blocks, jchunks),
+                                 (layer.Q, geo["tiles"], geo["pitch"] // 8, images))
+        return args, [(f"ga_small_c_update_{dtype}_j{nj}", (blocks, jchunks, kchunks),
+                       (THREADS, 1, 1), smem),
+                      (f"ga_small_c_reduce_{dtype}", (-(-elements // REDUCE_ELEMENTS), 1, 1),
+                       (REDUCE_THREADS, 1, 1), 0)]
+
+    def _bprop(self, call, layer, ld, geo, smem, resident, dtype):
+        per_image = geo["tiles_h"] * geo["tiles_w"]
+        ints = (layer.N, layer.H, layer.W, layer.C, layer.K, layer.P, layer.Q, layer.R, layer.S,
+                *layer.stride[1:], *layer.pad[1:], *layer.dilation[1:], ld, geo["kp"],
+                geo["tiles_h"], geo["tiles_w"], geo["halo_rows"], geo["halo_cols"], geo["dr_lo"],
+                geo["ds_lo"])
+        divisors = (per_image, geo["tiles_w"], geo["kp"] // 8, geo["halo_cols"])
+        args = BPROP_ARGS.pack(0, 0, 0, 0, 0.0, 0.0, *ints,
+                               *(f for d in divisors for f in fastdiv.fast_divisor(d)))
+        blocks = min(layer.N * per_image, resident)
+        return args, [(f"ga_small_c_bprop_{dtype}", (blocks, 1, 1), (THREADS, 1, 1), smem)]
 
     @classmethod
     def recorded(cls, gpu, call, ld):
@@ -181,7 +241,10 @@ class SmallCPlan:
         major = int(gpu.arch[3:]) // 10
         if major < 8 or layer.H * layer.W * layer.C >= 2**31:
             return _NO
-        geo = geometry(layer)
+        if call.kind == "bprop" and (max(layer.stride) > MAX_BPROP_STRIDE
+                                     or max(layer.R, layer.S) > MAX_BPROP_EXTENT):
+            return _NO
+        geo = bprop_geometry(layer) if call.kind == "bprop" else geometry(layer)
         smem = smem_bytes(call.kind, geo)
         if smem > gpu.smem_optin:
             return _NO
@@ -193,6 +256,9 @@ class SmallCPlan:
         if self.part_bytes:
             part = gpu.pool.allocate(self.part_bytes)
             values = [call.a.ptr, call.b.ptr, part.ptr, call.out.ptr, alpha, beta]
+        elif call.kind == "bprop":  # E, F, grad_I
+            part = None
+            values = [call.b.ptr, call.a.ptr, call.out.ptr, 0, alpha, beta]
         else:
             part = None
             values = [call.a.ptr, call.b.ptr, call.out.ptr,
@@ -211,6 +277,6 @@ class SmallCPlan:
             part.free()
 
     def _packed(self, values):
-        args = bytearray(self.args)
+        args = bytearray(self.args)  # (both argument structs start alike)
         struct.pack_into("<4Q2d", args, 0, *values)
         return args
