@@ -66,15 +66,17 @@
 // bprop.  Input positions h = a + str_h*h' of one phase a (likewise w)
 // meet the same filter taps: rows r with (a + pad_h - r*dil_h) % str_h ==
 // 0, reading error row h' + (a + pad_h - r*dil_h) / str_h -- a stride-1
-// correlation per phase.  A tile is 8 x 16 positions (h', w') of every
-// phase of one image (an 8 str_h x 16 str_w pixel block); a block holds
+// correlation per phase.  A tile is 16 x 16 positions (h', w') of every
+// phase of one image (a 16 str_h x 16 str_w pixel block); a block holds
 // the whole filter in shared memory ([R*S][C][KP + 8], KP = K rounded up
 // to 32) and walks tiles (n, tile) with a grid stride.  It stages the
 // errors all phases of the tile read once ([rows][cols][KP + 8],
 // cp.async, zeros outside E), then runs the phases in turn: warp w
-// computes tile rows 2w, 2w + 1 (2 m16 tiles) against 8 channels (C <=
-// 8, zeros past C), per tap and 16 filters an ldmatrix of the errors (A,
-// one staged cell a position) and two 4-byte loads of the filter (B).
+// computes tile rows 4w .. 4w + 3 (4 m16 tiles) against 8 channels (C <=
+// 8, zeros past C); per filter column, 16 filters and staged row, one
+// ldmatrix of the errors (A, one staged cell a position) serves every
+// (tile row, filter row) pair that reads it (dil_h = 1 and at most 4
+// filter rows a phase), the filter (B) read by 4-byte loads.
 // The epilogue writes each position's C channels (alpha, beta).  No
 // atomics: every input position is one thread's sum.
 //
@@ -99,8 +101,10 @@
 #define SC_BK 64         // filters of a block
 #define SC_EP 72         // staged errors: elements a row (64 + 8: conflict-free ldmatrix.trans)
 #define SC_SP 72         // staged output: floats a row (conflict-free 8-byte stores)
-#define SC_TH 8          // bprop: a tile's phase rows
+#define SC_WARP_ROWS 4   // bprop: a warp's tile rows (16 positions each)
+#define SC_TH 16         // bprop: a tile's phase rows (4 warps x SC_WARP_ROWS)
 #define SC_TW 16         // bprop: a tile's phase columns
+#define SC_MAX_NR 4      // bprop: filter rows a phase meets at most
 #define SC_MAX_STRIDE 8   // bprop: strides up to 8
 #define SC_MAX_TAPS 32    // bprop: filter extents up to 32
 #define SC_REDUCE_THREADS 256
@@ -632,36 +636,48 @@ __device__ void stage_bprop_errors(const SmallCBpropArgs &a, int n, int h0, int 
     __syncthreads();
 }
 
-// grad_I of the tile's positions of phase (ph_h, ph_w)
+// grad_I of the tile's positions of phase (ph_h, ph_w).  With dil_h = 1 a
+// phase's filter rows read consecutive error rows (tap ir: offset
+// y_0 - ir), so tile row i with tap jr = nr - 1 - ir reads staged row
+// ybase + i + jr: each staged row's A fragment serves every (row, tap) pair
+// that meets it -- 4 + nr - 1 ldmatrix for the warp's 4 rows x nr taps
+// instead of 4 nr.
 template <typename T>
 __device__ void bprop_phase(const SmallCBpropArgs &a, const PhaseTaps &taps_h, const PhaseTaps &taps_w,
                             int ph_h, int ph_w, int n, int h0, int w0, const T *halo, const T *fs) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int ep = a.kp + 8;
-    // ldmatrix: lane l addresses tile position (row 2 warp + mi, column l % 16),
-    // channels 8 (l / 16) on; B: filter channel g (zeros past C)
-    const uint32_t a_lane = smem_addr(halo + (2 * warp * a.halo_cols + lane % 16) * ep + (lane / 16) * 8);
-    const unsigned short *fb = reinterpret_cast<const unsigned short *>(fs) + min(g, a.C - 1) * ep + 2 * t;
-    // two accumulator sets (even and odd 16-filter steps): twice the
-    // independent mma chains a warp keeps in flight
-    float acc[2][2][4] = {};
-    for (int ir = 0; ir < taps_h.count[ph_h]; ++ir) {
-        int2 th = taps_h.tap[ph_h][ir];
+    const int ep = a.kp + 8, nr = taps_h.count[ph_h];
+    float acc[SC_WARP_ROWS][4] = {};
+    if (nr > 0) {
+        const int ybase = taps_h.tap[ph_h][nr - 1].y;  // the lowest offset: the last tap's
+        // ldmatrix: lane l addresses staged row ybase + 4 warp (+ x), column l % 16
+        // (+ the tap's), channels 8 (l / 16) on; B: filter channel g (zeros past C)
+        const uint32_t a_lane = smem_addr(halo + ((ybase + SC_WARP_ROWS * warp) * a.halo_cols + lane % 16) * ep +
+                                          (lane / 16) * 8);
+        const unsigned short *fb = reinterpret_cast<const unsigned short *>(fs) + min(g, a.C - 1) * ep + 2 * t;
         for (int is = 0; is < taps_w.count[ph_w]; ++is) {
             int2 tw = taps_w.tap[ph_w][is];
-            uint32_t addr = a_lane + (th.y * a.halo_cols + tw.y) * ep * 2;
-            const unsigned short *fr = fb + (th.x * a.S + tw.x) * a.C * ep;
-            for (int k0 = 0; k0 < a.kp; k0 += 32) {  // KP % 32 == 0
+            const uint32_t col = a_lane + tw.y * ep * 2;
+#pragma unroll 2
+            for (int k = 0; k < a.kp; k += 16) {
+                uint32_t b[SC_MAX_NR][2];
 #pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    int k = k0 + 16 * half;
-                    uint32_t b0 = g < a.C ? *reinterpret_cast<const uint32_t *>(fr + k) : 0;
-                    uint32_t b1 = g < a.C ? *reinterpret_cast<const uint32_t *>(fr + k + 8) : 0;
+                for (int jr = 0; jr < SC_MAX_NR; ++jr) {
+                    const unsigned short *f =
+                        fb + (taps_h.tap[ph_h][max(nr - 1 - jr, 0)].x * a.S + tw.x) * a.C * ep + k;
+                    bool live = jr < nr && g < a.C;
+                    b[jr][0] = live ? *reinterpret_cast<const uint32_t *>(f) : 0;
+                    b[jr][1] = live ? *reinterpret_cast<const uint32_t *>(f + 8) : 0;
+                }
 #pragma unroll
-                    for (int mi = 0; mi < 2; ++mi) {
-                        uint32_t af[4];
-                        ldmatrix_x4(af, addr + (mi * a.halo_cols * ep + k) * 2);
-                        mma16816<T>(acc[mi][half], af, b0, b1);
+                for (int x = 0; x < SC_WARP_ROWS + SC_MAX_NR - 1; ++x) {
+                    if (x >= SC_WARP_ROWS + nr - 1) break;
+                    uint32_t af[4];
+                    ldmatrix_x4(af, col + (x * a.halo_cols * ep + k) * 2);
+#pragma unroll
+                    for (int jr = 0; jr < SC_MAX_NR; ++jr) {
+                        int i = x - jr;
+                        if (i >= 0 && i < SC_WARP_ROWS && jr < nr) mma16816<T>(acc[i], af, b[jr][0], b[jr][1]);
                     }
                 }
             }
@@ -671,10 +687,10 @@ __device__ void bprop_phase(const SmallCBpropArgs &a, const PhaseTaps &taps_h, c
     T *grad = reinterpret_cast<T *>(a.dI);
     const float alpha = (float)a.alpha, beta = (float)a.beta;
 #pragma unroll
-    for (int mi = 0; mi < 2; ++mi)
+    for (int i = 0; i < SC_WARP_ROWS; ++i)
 #pragma unroll
         for (int hi = 0; hi < 2; ++hi) {
-            int h = ph_h + a.str_h * (h0 + 2 * warp + mi);
+            int h = ph_h + a.str_h * (h0 + SC_WARP_ROWS * warp + i);
             int w = ph_w + a.str_w * (w0 + g + 8 * hi);
             if (h >= a.H || w >= a.W) continue;
             T *pixel = grad + (((long long)n * a.H + h) * a.W + w) * a.C;
@@ -682,7 +698,7 @@ __device__ void bprop_phase(const SmallCBpropArgs &a, const PhaseTaps &taps_h, c
             for (int e = 0; e < 2; ++e) {
                 int c = 2 * t + e;
                 if (c >= a.C) continue;
-                float v = __fmul_rn(alpha, acc[mi][0][2 * hi + e] + acc[mi][1][2 * hi + e]);
+                float v = __fmul_rn(alpha, acc[i][2 * hi + e]);
                 if (a.beta != 0.0) v = __fadd_rn(v, __fmul_rn(beta, to_f32(pixel[c])));
                 pixel[c] = from_f32<T>(v);
             }

@@ -37,8 +37,9 @@ BM, BK = 128, 64
 MAX_C = 4
 #: blocks of one kernel a multiprocessor holds at most (the launch bounds)
 BLOCKS_PER_SM = {"fprop": 3, "update": 3, "bprop": 4}
-#: bprop's tiles: rows and columns of one phase's positions (SC_TH, SC_TW)
-TH, TW = 8, 16
+#: bprop's tiles: rows and columns of one phase's positions (SC_TH, SC_TW),
+#: and the most filter rows one phase may meet (SC_MAX_NR)
+TH, TW, MAX_PHASE_ROWS = 16, 16, 4
 #: the most n8 tiles of taps an update warp accumulates (ga_small_c_update_*_j1 .. j6)
 MAX_NJ = 6
 REDUCE_THREADS, REDUCE_ELEMENTS = 256, 32
@@ -137,17 +138,19 @@ def bprop_geometry(layer):
     a take the filter rows r with (a + pad_h - r*dil_h) % str_h == 0 from
     error row h' + (a + pad_h - r*dil_h) // str_h (likewise along w); a tile
     stages the errors every phase of it reads."""
-    lows, widths = [], []
+    lows, widths, most = [], [], []
     for extent, pad, dil, stride in zip((layer.R, layer.S), layer.pad[1:], layer.dilation[1:],
                                         layer.stride[1:]):
-        offsets = [(a + pad - r * dil) // stride for a in range(stride) for r in range(extent)
-                   if (a + pad - r * dil) % stride == 0]
+        phases = [[(a + pad - r * dil) // stride for r in range(extent)
+                   if (a + pad - r * dil) % stride == 0] for a in range(stride)]
+        offsets = [d for phase in phases for d in phase]
         lows.append(min(offsets))
         widths.append(max(offsets) - min(offsets))
+        most.append(max(len(phase) for phase in phases))
     rows, cols = -(-layer.H // layer.stride[1]), -(-layer.W // layer.stride[2])
     return dict(kp=-(-layer.K // 32) * 32, tiles_h=-(-rows // TH), tiles_w=-(-cols // TW),
                 halo_rows=TH + widths[0], halo_cols=TW + widths[1], dr_lo=lows[0], ds_lo=lows[1],
-                taps=layer.R * layer.S * layer.C)
+                taps=layer.R * layer.S * layer.C, phase_rows=most[0])
 
 
 def smem_bytes(kind, geo):
@@ -241,10 +244,14 @@ class SmallCPlan:
         major = int(gpu.arch[3:]) // 10
         if major < 8 or layer.H * layer.W * layer.C >= 2**31:
             return _NO
-        if call.kind == "bprop" and (max(layer.stride) > MAX_BPROP_STRIDE
-                                     or max(layer.R, layer.S) > MAX_BPROP_EXTENT):
-            return _NO
         geo = bprop_geometry(layer) if call.kind == "bprop" else geometry(layer)
+        # (the kernel shares a staged row between the filter rows of a
+        # phase, which needs them one error row apart: dil_h = 1)
+        if call.kind == "bprop" and (max(layer.stride) > MAX_BPROP_STRIDE
+                                     or max(layer.R, layer.S) > MAX_BPROP_EXTENT
+                                     or layer.dilation[1] != 1
+                                     or geo["phase_rows"] > MAX_PHASE_ROWS):
+            return _NO
         smem = smem_bytes(call.kind, geo)
         if smem > gpu.smem_optin:
             return _NO
