@@ -87,7 +87,12 @@
 // output) + filter + taps); update grid (B, jchunks, kchunks) with halo +
 // staged errors + row table;
 // reduce grid (ceil(K*RSC / 32), 1, 1), block (256, 1, 1); bprop grid
-// (min(tiles, resident), 1, 1) with the staged errors + filter taps.  Index math
+// (min(tiles, resident), 1, 1) with the staged errors + filter + phase
+// tables.
+//
+// Kernels: ga_small_c_fprop_{f16,bf16}, ga_small_c_update_{f16,bf16}_j{1..6}
+// (NJ n8 tiles of taps a warp), ga_small_c_reduce_{f16,bf16},
+// ga_small_c_bprop_{f16,bf16}.  Index math
 // within an image is 32-bit; the host refuses images of 2**31 elements.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

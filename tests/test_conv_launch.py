@@ -8,13 +8,14 @@ size, channels per thread), the pointers and sizes handed over, and the
 batch split into chunks when one call's gather buffer would exceed the
 workspace budget.  On Hopper, eligible fp16/bf16 layers take the
 implicit-GEMM kernel instead: its plan (kernel, grid, GemmArgs, ConvGeom,
-both descriptors' geometry) is checked, and its replay.
+both descriptors' geometry) is checked, and its replay.  The small-C
+kernels' launches are recorded raw (test_conv_small_c_launch checks them).
 """
 
 import numpy as np
 import pytest
 
-from gpuarray.conv import convolution, fastdiv, implicit_plan as plans
+from gpuarray.conv import convolution, fastdiv, implicit_plan as plans, small_c
 from gpuarray.cuda import driver
 from gpuarray.gemm import catalogue as gk
 from test_gemm_plan import FIELDS as GEMM_FIELDS, GemmRecordingGPU, tensor_maps  # noqa: F401
@@ -40,11 +41,28 @@ class _Kernel:
         self.log.append((self.name, grid, block, _unpack(raw), shared))
 
 
+class _RawKernel:
+    """Records a launch with its raw argument bytes (the small-C kernels'
+    SmallCArgs); as where the compiled launch entry is not built, it has
+    no patched launch."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def launch(self, grid, block, data, shared):
+        self.log.append((self.name, grid, block, bytes(data), shared))
+
+    def patched_launch(self, grid, block, template, holes, smem=0):
+        return None
+
+
 class _Library:
     def __init__(self, log):
         self.log = log
 
     def function(self, stem, name, smem=0):
+        if stem == small_c.STEM:
+            return _RawKernel(name, self.log)
         assert stem == convolution.STEM
         return _Kernel(name, self.log)
 
@@ -89,6 +107,7 @@ def im2col_maps(monkeypatch):
 def _gpu(arch):
     gpu = GemmRecordingGPU(arch)
     gpu.conv_library = _Library(gpu.launches)
+    gpu.smem_optin = 227 * 1024  # an H100's opt-in shared memory a block
     return gpu
 
 
@@ -177,13 +196,14 @@ def test_gather_width_follows_the_channels(ng, dtype, C, name, ld):
                                                    (6, "ga_col2im_f16_v1", 6)])
 def test_col2im_threads_follow_the_channels(ng, C, name, per_position):
     """Threads per input position: C / 4 (16-byte loads), one for all of
-    C <= 4 channels otherwise (the first layers), else one per channel."""
-    layer = ng.conv_layer(np.float16, 2, C, 8, H=9, W=9, R=3, S=3, str_h=2)
+    C <= 4 channels otherwise (the first layers), else one per channel.
+    (At stride 3: the small-C kernels take C <= 4 up to stride 2.)"""
+    layer = ng.conv_layer(np.float16, 2, C, 8, H=9, W=9, R=3, S=3, str_h=3)
     ng.bprop_conv(layer, *_tensors(ng, layer, "bprop"))
     (got, grid, _, args, _), = _gathers(ng)
     assert got == name and args["C"] == C
     assert grid == (-(-81 * per_position // convolution.THREADS), 2, 1)
-    assert args["divisors"] == (per_position, layer.Q, layer.P, C, 3, 3, 9, 9, 1, 2, 1)
+    assert args["divisors"] == (per_position, layer.Q, layer.P, C, 3, 3, 9, 9, 1, 3, 1)
 
 
 @pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
@@ -421,11 +441,11 @@ def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     assert ng.last_gemm.zero[1:] == (fields["partial"] + slots, 132 * 2)
 
 
-#: gather-route filter gradients: channels that fill no 64-wide chunk, the
-#: first layers' C = 3 (col rows padded), a pointwise layer (no gather)
+#: gather-route filter gradients: channels that fill no 64-wide chunk, C = 6
+#: (col rows padded: 54 taps), a pointwise layer (no gather)
 GATHERED_UPDATES = [
     pytest.param(dict(LAYER, C=12), id="gathered"),
-    pytest.param(dict(N=2, C=3, K=8, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1), id="c3"),
+    pytest.param(dict(N=2, C=6, K=8, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1), id="c6"),
     pytest.param(dict(N=2, C=40, K=8, H=5, W=3), id="pointwise"),
 ]
 #: GemmArgs fields a replay fills in per call (pointers, TMA maps, scalars)
