@@ -146,3 +146,16 @@ def test_misaligned_output_rows_take_the_gather_route(tensor_maps):  # noqa: F81
     wide = ng.empty(layer.dimO[:4] + (12,), np.float16)
     ng.fprop_conv(layer, I, F, wide[..., 2:10])
     assert _small(ng.launches) == []
+
+
+def test_data_gradient_needs_at_most_8_channels(tensor_maps, monkeypatch):  # noqa: F811
+    """The kernels take any C (fprop and update); bprop's mma tiles are 8
+    channels wide, so with the route opened to C = 16 a 9-channel data
+    gradient still goes another way."""
+    monkeypatch.setattr(small_c, "MAX_C", 16)
+    ng = _gpu("sm_80")
+    for C, kind, taken in [(16, "fprop", True), (8, "bprop", True), (9, "bprop", False)]:
+        layer = ng.conv_layer(np.float16, N=1, C=C, K=8, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1)
+        ng.launches.clear()
+        getattr(ng, f"{kind}_conv")(layer, *_tensors(ng, layer, kind))
+        assert bool(_small(ng.launches)) == taken

@@ -33,7 +33,8 @@ STEM = "conv_small_c"
 THREADS = 128
 #: output positions of a tile, filters of a block (the kernels' SC_BM, SC_BK)
 BM, BK = 128, 64
-#: the largest C this route takes
+#: the largest C this route takes (the kernels take any C, bprop C <= 8;
+#: C = 16 measured: benchmarks/NOTES.rst)
 MAX_C = 4
 #: blocks of one kernel a multiprocessor holds at most (the launch bounds)
 BLOCKS_PER_SM = {"fprop": 3, "update": 3, "bprop": 4}
@@ -56,6 +57,8 @@ BPROP_ARGS = struct.Struct("<4Q2d23i" + fastdiv.FORMAT * 4 + "4x")
 #: walks all its taps for 8 x 16 positions, and the loop's overhead beside
 #: K = 64 filters a tap made the kernel issue-bound (ncu: 4x the mma work)
 MAX_BPROP_STRIDE, MAX_BPROP_EXTENT = 2, 32
+#: bprop's mma tiles are 8 channels wide
+MAX_BPROP_C = 8
 #: two PhaseTaps (int2 [8][32] and int [8] each)
 PHASE_TABLE_BYTES = 2 * (8 * 32 * 8 + 8 * 4)
 #: the holes of SmallCArgs: (byte offset, kind) of I, B, out, extra, alpha, beta
@@ -247,7 +250,7 @@ class SmallCPlan:
         geo = bprop_geometry(layer) if call.kind == "bprop" else geometry(layer)
         # (the kernel shares a staged row between the filter rows of a
         # phase, which needs them one error row apart: dil_h = 1)
-        if call.kind == "bprop" and (max(layer.stride) > MAX_BPROP_STRIDE
+        if call.kind == "bprop" and (layer.C > MAX_BPROP_C or max(layer.stride) > MAX_BPROP_STRIDE
                                      or max(layer.R, layer.S) > MAX_BPROP_EXTENT
                                      or layer.dilation[1] != 1
                                      or geo["phase_rows"] > MAX_PHASE_ROWS):
