@@ -114,6 +114,7 @@
 #define SC_MAX_TAPS 32    // bprop: filter extents up to 32
 #define SC_REDUCE_THREADS 256
 #define SC_REDUCE_GROUPS 8  // partial sums a reduce element is split over
+static_assert(SC_THREADS == SC_BM, "update: a thread fills one position's row offset");
 
 struct SmallCArgs {
     const void *I;       // the input

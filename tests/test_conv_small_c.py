@@ -15,7 +15,7 @@ that the filter gradient is the same bits run after run.
 import numpy as np
 import pytest
 from conftest import BF16, skip_if_no_gpu
-from test_conv import F16, check, data, naive_conv
+from test_conv import F16, _conv_tensors, check, data, naive_conv
 
 import gpuarray
 from gpuarray.conv import small_c
@@ -59,28 +59,19 @@ def test_fprop_with_epilogue(ng, kw, dtype, bias_dtype):
     check(O, np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - vo, dtype)
 
 
+@pytest.mark.parametrize("kind, alpha, beta", [("bprop", -1.5, 0.5), ("update", 2.0, 0.25)])
 @pytest.mark.parametrize("kw", CASES)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_update(ng, kw, dtype):
-    """grad_F = alpha * E^T im2col(I) + beta * grad_F."""
+def test_gradients(ng, kind, alpha, beta, kw, dtype):
+    """grad_I = alpha * conv^T(E, F) + beta * grad_I (at strides above 2 the
+    gather route's) and grad_F = alpha * E^T im2col(I) + beta * grad_F."""
     layer = ng.conv_layer(dtype, **kw)
     rng = np.random.default_rng(22)
-    (I, vi), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
-                                 (layer.dimI, layer.dimO, layer.dimF))
-    ng.update_conv(layer, I, E, G, alpha=2.0, beta=0.25)
-    check(G, 2.0 * naive_conv(layer, "update", vi, ve) + 0.25 * vg, dtype)
-
-
-@pytest.mark.parametrize("kw", CASES)
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_bprop(ng, kw, dtype):
-    """grad_I = alpha * conv^T(E, F) + beta * grad_I."""
-    layer = ng.conv_layer(dtype, **kw)
-    rng = np.random.default_rng(25)
-    (F, vf), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
-                                 (layer.dimF, layer.dimO, layer.dimI))
-    ng.bprop_conv(layer, F, E, G, alpha=-1.5, beta=0.5)
-    check(G, -1.5 * naive_conv(layer, "bprop", vf, ve) + 0.5 * vg, dtype)
+    (a, b), (va, vb) = _conv_tensors(ng, layer, kind, rng)
+    ref = naive_conv(layer, kind, va, vb)
+    out, vo = data(ng, rng, ref.shape, dtype)
+    getattr(ng, f"{kind}_conv")(layer, a, b, out, alpha=alpha, beta=beta)
+    check(out, alpha * ref + beta * vo, dtype)
 
 
 STRIDED = [p for p in CASES if max(p.values[0].get("str_h", 1), p.values[0].get("str_w", 1)) > 2]

@@ -53,9 +53,9 @@ ARGS = struct.Struct("<4Q2d31i" + fastdiv.FORMAT * 4 + "4x")
 BPROP_ARGS = struct.Struct("<4Q2d23i" + fastdiv.FORMAT * 4 + "4x")
 #: bprop's phase tables hold filter extents up to 32 (and strides up to 8);
 #: above stride 2 the gather route is faster (H100, AlexNet's conv1 at
-#: stride 4: 745 against 530 us; Overfeat's 1850 against 612): every phase
-#: walks all its taps for 8 x 16 positions, and the loop's overhead beside
-#: K = 64 filters a tap made the kernel issue-bound (ncu: 4x the mma work)
+#: stride 4: 602 against 531 us; Overfeat's 1303 against 611): a phase
+#: meets few taps, and a tap's loop over K = 64 filters is too short to
+#: keep the tensor cores fed (benchmarks/NOTES.rst)
 MAX_BPROP_STRIDE, MAX_BPROP_EXTENT = 2, 32
 #: bprop's mma tiles are 8 channels wide
 MAX_BPROP_C = 8
@@ -94,8 +94,8 @@ def try_run(gpu, call):
 
 
 def _row_stride(call):
-    """Elements between the rows of O (fprop) or E (update) where the kernels
-    can take the call's tensors, else None."""
+    """Elements between the rows of O (fprop) or E (bprop, update) where the
+    kernels can take the call's tensors, else None."""
     others = (call.a, call.b) if call.kind == "fprop" else (call.a, call.out)
     rows = call.out if call.kind == "fprop" else call.b
     if not all(t.is_contiguous for t in others) or not is_rows(rows):
