@@ -25,8 +25,8 @@
 // with row stride ld (O, E may be channel slices with 16-byte aligned
 // rows), channel innermost; the taps j = (r*S + s)*C + c run over
 // RSC = R*S*C, padded to KW (a multiple of 16, one mma k-step) with zero
-// filter taps.  fp16 or bf16 data, fp32
-// accumulation (mma.sync m16n8k16, sm_80 and later).
+// filter taps.  fp16 or bf16 data, fp32 accumulation (mma.sync m16n8k16,
+// sm_80 and later).
 //
 // The halo: a tile of BM = 128 consecutive output positions of one image
 // (row-major over P x Q, so it may span several output rows) needs input
@@ -76,24 +76,23 @@
 // 8, zeros past C); per filter column, 16 filters and staged row, one
 // ldmatrix of the errors (A, one staged cell a position) serves every
 // (tile row, filter row) pair that reads it (dil_h = 1 and at most 4
-// filter rows a phase), the filter (B) read by 4-byte loads.
-// The epilogue writes each position's C channels (alpha, beta).  No
-// atomics: every input position is one thread's sum.
+// filter rows a phase), the filter (B) read by 4-byte loads.  The
+// epilogue writes each position's C channels (alpha, beta).  No atomics:
+// every input position is one thread's sum.
 //
 // Parameters: SmallCArgs below (the host packs it: gpuarray/conv/small_c.py);
 // bprop: SmallCBpropArgs.
 // Launch shape: block (128, 1, 1); fprop grid (min(tiles, resident), 1, 1)
 // and the dynamic shared memory the host computes (max(halo, staged
 // output) + filter + taps); update grid (B, jchunks, kchunks) with halo +
-// staged errors + row table;
-// reduce grid (ceil(K*RSC / 32), 1, 1), block (256, 1, 1); bprop grid
-// (min(tiles, resident), 1, 1) with the staged errors + filter + phase
-// tables.
+// staged errors + row table; reduce grid (ceil(K*RSC / 32), 1, 1), block
+// (256, 1, 1); bprop grid (min(tiles, resident), 1, 1) with the staged
+// errors + filter + phase tables.  Index math within an image is 32-bit;
+// the host refuses images of 2**31 elements.
 //
 // Kernels: ga_small_c_fprop_{f16,bf16}, ga_small_c_update_{f16,bf16}_j{1..6}
 // (NJ n8 tiles of taps a warp), ga_small_c_reduce_{f16,bf16},
-// ga_small_c_bprop_{f16,bf16}.  Index math
-// within an image is 32-bit; the host refuses images of 2**31 elements.
+// ga_small_c_bprop_{f16,bf16}.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
