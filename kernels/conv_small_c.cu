@@ -99,6 +99,7 @@
 
 #include "convert.cuh"
 #include "fastdiv.cuh"
+#include "sm80_ptx.cuh"
 
 #define SC_THREADS 128
 #define SC_BM 128        // output positions of a tile
@@ -166,46 +167,21 @@ struct SmallCBpropArgs {
 };
 static_assert(sizeof(SmallCBpropArgs) == 192, "gpuarray/conv/small_c.py packs 192 bytes (4 of them padding)");
 
-// -- PTX helpers ----------------------------------------------------------------
+// -- the mma.sync instructions (sm80_ptx.cuh) by element type -------------------
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-// cp.async (sm_80+): 16 bytes global -> shared; src_bytes 0 writes zeros
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
+template <typename T> struct MmaInput;
+template <> struct MmaInput<__half> { static constexpr int value = SM80_F16; };
+template <> struct MmaInput<__nv_bfloat16> { static constexpr int value = SM80_BF16; };
 
 // d += a b for one m16n8k16 tile: a 4 registers (row-major A), b 2 (B by columns)
-template <typename T> __device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4],
-                                                               uint32_t b0, uint32_t b1);
-template <> __device__ __forceinline__ void mma16816<__half>(float (&d)[4], const uint32_t (&a)[4],
-                                                             uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    sm80::mma<MmaInput<T>::value>(d, a, b0, b1);
 }
-template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4],
-                                                                    uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+
+__device__ __forceinline__ void cp_async_wait_all() {
+    sm80::cp_async_commit();
+    sm80::cp_async_wait<0>();
 }
 
 __device__ __forceinline__ uint32_t pack2(unsigned short lo, unsigned short hi) {
@@ -235,7 +211,7 @@ __device__ void load_halo(const SmallCArgs &a, const T *img, int h0, int rows, T
         if ((unsigned)h >= (unsigned)a.H || e0 >= d1 || e0 + 8 <= d0) {
             *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
         } else if (a.vec && e0 >= d0 && e0 + 8 <= d1) {
-            cp_async16(smem_addr(dst), src, 16);
+            sm80::cp_async16(sm80::smem_u32(dst), src, 16);
         } else {  // a row's unaligned end, or rows not 16-byte aligned
             unsigned short v[8];
             for (int e = 0; e < 8; ++e) {
@@ -301,7 +277,7 @@ __device__ __forceinline__ void fprop_step(float (&acc)[2][8][4], const unsigned
 #pragma unroll
     for (int np = 0; np < 4; ++np) {
         uint32_t b[4];
-        ldmatrix_x4(b, b_addr + np * pair_bytes);
+        sm80::ldsm_x4(b_addr + np * pair_bytes, b);
 #pragma unroll
         for (int mi = 0; mi < 2; ++mi) {
             mma16816<T>(acc[mi][2 * np], af[mi], b[0], b[1]);
@@ -428,7 +404,7 @@ __device__ void small_c_fprop(const SmallCArgs &a) {
     }
     // ldmatrix: lanes 0-7, 8-15, 16-23, 24-31 address filter rows of
     // (n-tile 2np, taps 0-7), (2np, 8-15), (2np+1, 0-7), (2np+1, 8-15)
-    const uint32_t b_lane = smem_addr(fs + ((lane / 16) * 8 + lane % 8) * kwp + ((lane / 8) % 2) * 8);
+    const uint32_t b_lane = sm80::smem_u32(fs + ((lane / 16) * 8 + lane % 8) * kwp + ((lane / 8) % 2) * 8);
     const uint32_t pair_bytes = 16 * kwp * 2;  // two n8 tiles of filters
     const unsigned short *hs = reinterpret_cast<const unsigned short *>(halo);
     int loaded = -1;
@@ -472,7 +448,7 @@ __device__ void stage_errors(const SmallCArgs &a, int n, int m0, int kchunk, T *
         int m = i / (SC_BK / 8), k = (i % (SC_BK / 8)) * 8, kg = kchunk * SC_BK + k;
         bool inside = m0 + m < PQ && kg < a.K;
         const T *src = inside ? E + ((long long)n * PQ + m0 + m) * a.ld + kg : E;
-        cp_async16(smem_addr(es + m * SC_EP + k), src, inside ? 16 : 0);
+        sm80::cp_async16(sm80::smem_u32(es + m * SC_EP + k), src, inside ? 16 : 0);
     }
 }
 
@@ -484,7 +460,7 @@ __device__ __forceinline__ void update_step(float (&acc)[4][NJ][4], uint32_t a_a
     const int t = threadIdx.x % 4;
     uint32_t af[4][4];
 #pragma unroll
-    for (int kt = 0; kt < 4; ++kt) ldmatrix_x4_trans(af[kt], a_addr + step * 16 * SC_EP * 2 + kt * 32);
+    for (int kt = 0; kt < 4; ++kt) sm80::ldsm_x4_t(a_addr + step * 16 * SC_EP * 2 + kt * 32, af[kt]);
     int2 lo = *reinterpret_cast<const int2 *>(rowtab + step * 16 + 2 * t);
     int2 hi = *reinterpret_cast<const int2 *>(rowtab + step * 16 + 2 * t + 8);
 #pragma unroll
@@ -523,7 +499,7 @@ __device__ void small_c_update(const SmallCArgs &a) {
         toff[nt] = max(tap_offset(a, jchunk * a.jw + (warp * NJ + nt) * 8 + g), 0);
     // ldmatrix.trans: lanes 0-7, 8-15, 16-23, 24-31 address staged rows of
     // (positions 0-7, filters 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
-    const uint32_t a_lane = smem_addr(es + ((lane / 16) * 8 + lane % 8) * SC_EP + ((lane / 8) % 2) * 8);
+    const uint32_t a_lane = sm80::smem_u32(es + ((lane / 16) * 8 + lane % 8) * SC_EP + ((lane / 8) % 2) * 8);
     const unsigned short *hs = reinterpret_cast<const unsigned short *>(halo);
     float acc[4][NJ][4] = {};
     for (int index = first; index < last; ++index) {
@@ -635,7 +611,7 @@ __device__ void stage_bprop_errors(const SmallCBpropArgs &a, int n, int h0, int 
         int p = h0 + a.dr_lo + hr, q = w0 + a.ds_lo + hc, k = piece * 8;
         bool inside = (unsigned)p < (unsigned)a.P && (unsigned)q < (unsigned)a.Q && k < a.K;
         const T *src = inside ? E + (((long long)n * a.P + p) * a.Q + q) * a.ld + k : E;
-        cp_async16(smem_addr(halo + cell * ep + k), src, inside ? 16 : 0);
+        sm80::cp_async16(sm80::smem_u32(halo + cell * ep + k), src, inside ? 16 : 0);
     }
     cp_async_wait_all();
     __syncthreads();
@@ -657,7 +633,7 @@ __device__ void bprop_phase(const SmallCBpropArgs &a, const PhaseTaps &taps_h, c
         const int ybase = taps_h.tap[ph_h][nr - 1].y;  // the lowest offset: the last tap's
         // ldmatrix: lane l addresses staged row ybase + 4 warp (+ x), column l % 16
         // (+ the tap's), channels 8 (l / 16) on; B: filter channel g (zeros past C)
-        const uint32_t a_lane = smem_addr(halo + ((ybase + SC_WARP_ROWS * warp) * a.halo_cols + lane % 16) * ep +
+        const uint32_t a_lane = sm80::smem_u32(halo + ((ybase + SC_WARP_ROWS * warp) * a.halo_cols + lane % 16) * ep +
                                           (lane / 16) * 8);
         const unsigned short *fb = reinterpret_cast<const unsigned short *>(fs) + min(g, a.C - 1) * ep + 2 * t;
         for (int is = 0; is < taps_w.count[ph_w]; ++is) {
@@ -678,7 +654,7 @@ __device__ void bprop_phase(const SmallCBpropArgs &a, const PhaseTaps &taps_h, c
                 for (int x = 0; x < SC_WARP_ROWS + SC_MAX_NR - 1; ++x) {
                     if (x >= SC_WARP_ROWS + nr - 1) break;
                     uint32_t af[4];
-                    ldmatrix_x4(af, col + (x * a.halo_cols * ep + k) * 2);
+                    sm80::ldsm_x4(col + (x * a.halo_cols * ep + k) * 2, af);
 #pragma unroll
                     for (int jr = 0; jr < SC_MAX_NR; ++jr) {
                         int i = x - jr;

@@ -70,65 +70,12 @@
 // rows * 80 bytes, one with m/n contiguous 32 * (BM + 8) * 2; a tf32 tile is
 // BM * 32 * 4; sm80::Cfg::SMEM is the formula.)
 #include "gemm_common.cuh"
-
-#define SM80_F16 0
-#define SM80_BF16 1
-#define SM80_TF32 2
+#include "sm80_ptx.cuh"
 
 #define SM80_K 0   // operand contiguous along k
 #define SM80_MN 1  // operand contiguous along m (A) or n (B)
 
 namespace sm80 {
-
-GA_D unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-// 16 bytes global -> shared, L1 bypassed; bytes beyond `src_bytes` are
-// zero-filled and not read.
-GA_D void cp_async16(unsigned dst, const void *src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-GA_D void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> GA_D void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-GA_D void ldsm_x4(unsigned addr, unsigned (&r)[4]) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr)
-                 : "memory");
-}
-GA_D void ldsm_x4_t(unsigned addr, unsigned (&r)[4]) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr)
-                 : "memory");
-}
-
-GA_D unsigned to_tf32(unsigned bits) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(bits)));
-    return r;
-}
-
-// d += a * b on one 16 x 8 output tile (fp32 accumulators).
-template <int IN> GA_D void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
-template <> GA_D void mma<SM80_F16>(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <> GA_D void mma<SM80_BF16>(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <> GA_D void mma<SM80_TF32>(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Raw storage of an input element (loaded and stored as bits, never converted
 // on the way to shared memory).

@@ -287,18 +287,26 @@ def test_conv_implicit_gemm(ng, kw, dtype):
     check(O, np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - vo, dtype)
 
 
+@pytest.mark.parametrize("kind, kw, pixel", [
+    ("fprop", dict(N=2, C=3, K=16, H=9, W=9), (1, 0, 4, 4, 2)),
+    # the last pixel: in the halo of the image's last, partial tile, whose
+    # positions past P*Q must add nothing
+    ("update", dict(N=1, C=3, K=8, H=13, W=11), (0, 0, 12, 10, 1)),
+], ids=["fprop", "update"])
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
-def test_first_layer_infinity_stays_infinite(ng, dtype):
-    """An infinite input pixel of a C = 3 layer makes the outputs whose
-    windows hold it infinite and no others (no inf * 0 = NaN from a padded
-    channel or tap)."""
-    layer = ng.conv_layer(dtype, 2, 3, 16, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1)
+def test_first_layer_infinity_stays_infinite(ng, kind, kw, pixel, dtype):
+    """An infinite input pixel of a C = 3 layer makes the outputs (fprop) or
+    filter taps (update) whose windows hold it infinite and no others (no
+    inf * 0 = NaN from a padded channel or tap, or a position past the image)."""
+    layer = ng.conv_layer(dtype, **kw, R=3, S=3, pad_h=1, pad_w=1)
     host = np.ones(layer.dimI, dtype)
-    host[1, 0, 4, 4, 2] = np.inf
-    O = ng.empty(layer.dimO, dtype)
-    ng.fprop_conv(layer, ng.array(host), ng.array(np.full(layer.dimF, 0.5, dtype)), O)
-    ref = naive_conv(layer, "fprop", host.astype(np.float64), np.full(layer.dimF, 0.5))
-    got = O.get().astype(np.float64)
+    host[pixel] = np.inf
+    fprop = kind == "fprop"
+    other, value = (layer.dimF, 0.5) if fprop else (layer.dimO, 0.25)
+    out = ng.empty(layer.dimO if fprop else layer.dimF, dtype)
+    getattr(ng, f"{kind}_conv")(layer, ng.array(host), ng.array(np.full(other, value, dtype)), out)
+    ref = naive_conv(layer, kind, host.astype(np.float64), np.full(other, value))
+    got = out.get().astype(np.float64)
     assert not np.isnan(got).any()
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
     finite = np.isfinite(ref)

@@ -157,21 +157,6 @@ def test_channel_slices(ng, dtype):
     check(gI, naive_conv(layer, "bprop", vf, ve), dtype)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_update_infinity_stays_in_its_taps(ng, dtype):
-    """An infinite input pixel reaches the filter taps whose windows meet it
-    and no others; positions past the image's last tile add nothing."""
-    layer = ng.conv_layer(dtype, 1, 3, 8, H=13, W=11, R=3, S=3, pad_h=1, pad_w=1)
-    host = np.ones(layer.dimI, dtype)
-    host[0, 0, 12, 10, 1] = np.inf  # the last pixel: in the partial last tile's halo
-    G = ng.empty(layer.dimF, dtype)
-    ng.update_conv(layer, ng.array(host), ng.array(np.full(layer.dimO, 0.25, dtype)), G)
-    ref = naive_conv(layer, "update", host.astype(np.float64), np.full(layer.dimO, 0.25))
-    got = G.get().astype(np.float64)
-    assert not np.isnan(got).any()
-    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
-
-
 def test_geometry_of_the_networks_first_layers():
     """The shared memory of the four networks' first layers: fprop's and
     update's blocks fit twice on a Hopper multiprocessor, bprop's fit an
