@@ -11,7 +11,8 @@ gpuarray's native layout).  Every pass is validated against cuDNN first
 then timed: medians of CUDA event pairs around back-to-back calls as
 users make them (host work included), and the kernels alone (the host's
 work hidden behind a spin kernel; the small layers' calls are host-bound
-on both sides, and the device machine's host is noisy).  cuDNN runs
+on both sides, and the device machine's host is noisy); and the host
+time of one call (each timed alone, the queue drained between batches).  cuDNN runs
 through torch with ``cudnn.benchmark = True`` in NCHW and channels_last,
 the faster taken.  Prints a progress line per layer, a table and the
 per-network sums of the conv stack, both ways; writes
@@ -25,7 +26,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import device_timer, device_times, new_row, print_table, set_target  # noqa: E402
+from common import device_timer, device_times, host_per_call, new_row, print_table  # noqa: E402
+from common import set_target  # noqa: E402
 from common import table_cells  # noqa: E402
 from common import torch_and_gpu, write_results  # noqa: E402
 from conv_nets import NETWORKS, OursConv, TorchConv, as_nchw, relative_error  # noqa: E402
@@ -74,6 +76,10 @@ def run_layer(ng, torch, dtype, net, batch, spec, repeats):
         mine = device_times(getattr(ours, pass_), repeats, 3, extra, "gpuarray", sync=ng.synchronize)
         kernels = extra["kernel_only_us"]
         kernels["cudnn"] = theirs_kernel * 1e6
+        extra["host_us"] = {
+            "gpuarray": host_per_call(getattr(ours, pass_), ng.synchronize) * 1e6,
+            "cudnn": min(host_per_call(getattr(v, pass_), torch.cuda.synchronize)
+                         for v in variants.values()) * 1e6}
         row["values"].update(gpuarray=mine * 1e6, cudnn=theirs * 1e6)
         row["times_us"].update(row["values"])
         row["extra"] = {**extra, "TFLOPs": {"gpuarray": layer.flops / mine / 1e12,
@@ -85,19 +91,22 @@ def run_layer(ng, torch, dtype, net, batch, spec, repeats):
         rows.append(row)
     ratio = " ".join(f"{r['extra']['pass']} {r['extra']['ratio_to_cudnn']:.2f}x "
                      f"({r['extra']['kernel_ratio_to_cudnn']:.2f}x)" for r in rows)
-    print(f"{net} {name}: {ratio}, as called (kernels alone); TFLOP/s ours "
-          f"{rows[0]['extra']['TFLOPs']['gpuarray']:.0f} fprop, cuDNN "
+    host = " ".join(f"{r['extra']['host_us']['gpuarray']:.0f}/{r['extra']['host_us']['cudnn']:.0f}"
+                    for r in rows)
+    print(f"{net} {name}: {ratio}, as called (kernels alone); host us a call, ours/torch "
+          f"{host}; TFLOP/s ours {rows[0]['extra']['TFLOPs']['gpuarray']:.0f} fprop, cuDNN "
           f"{rows[0]['extra']['TFLOPs']['cudnn']:.0f}", flush=True)
     return rows
 
 
-def network_sums(rows, kernels=False):
+def network_sums(rows, times_of=None):
     """{net: (ours ms, cuDNN ms)} over the conv stack (every layer, every pass),
-    as called or (``kernels``) of the kernels alone."""
+    as called or of ``extra[times_of]`` ("kernel_only_us": the kernels
+    alone; "host_us": the calls' host time)."""
     sums = {}
     for r in rows:
         ours, theirs = sums.get(r["extra"]["net"], (0.0, 0.0))
-        times = r["extra"]["kernel_only_us"] if kernels else r["values"]
+        times = r["extra"][times_of] if times_of else r["values"]
         sums[r["extra"]["net"]] = (ours + times["gpuarray"] / 1e3, theirs + times["cudnn"] / 1e3)
     return sums
 
@@ -125,16 +134,19 @@ def main():
             ng.pool.free_cached()
             torch.cuda.empty_cache()
     print_table([table_cells(r, IMPLS) for r in rows])
-    sums, kernel_sums = network_sums(rows), network_sums(rows, kernels=True)
+    sums, kernel_sums = network_sums(rows), network_sums(rows, "kernel_only_us")
+    host_sums = network_sums(rows, "host_us")
     for net, (ours, theirs) in sums.items():
         k_ours, k_theirs = kernel_sums[net]
         print(f"{net} conv stack (fprop+bprop+update): ours {ours:.2f} ms, cuDNN {theirs:.2f} ms, "
               f"{theirs / ours:.2f}x as called; kernels alone {k_ours:.2f} against {k_theirs:.2f} ms, "
-              f"{k_theirs / k_ours:.2f}x (target 1.1x)")
+              f"{k_theirs / k_ours:.2f}x (target 1.1x); host time of the calls "
+              f"{host_sums[net][0]:.2f} against torch's {host_sums[net][1]:.2f} ms")
     suffix = "" if args.dtype == "float16" else "_" + args.dtype
     write_results("conv" + suffix, rows, {"impls": IMPLS, "quick": args.quick,
                                           "dtype": args.dtype, "network_ms": sums,
-                                          "network_kernel_ms": kernel_sums})
+                                          "network_kernel_ms": kernel_sums,
+                                          "network_host_ms": host_sums})
     return 0
 
 

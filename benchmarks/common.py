@@ -186,6 +186,23 @@ def host_timer(fn, n=2000, batches=5, warmup=100, sync=None, include_sync=False)
     return statistics.median(per_call)
 
 
+def host_per_call(fn, sync, calls=50, batches=3, warmup=3):
+    """Median host seconds of one ``fn()`` call, each call timed alone
+    (perf_counter_ns), the queue drained by ``sync`` before every batch so
+    that a full launch queue never blocks a call."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(batches):
+        sync()
+        for _ in range(calls):
+            t0 = time.perf_counter_ns()
+            fn()
+            times.append(time.perf_counter_ns() - t0)
+    sync()
+    return statistics.median(times) / 1e9
+
+
 def stat(ng, key):
     """``ng.stats()[key]`` of a gpuarray factory, or None where it is not given."""
     try:

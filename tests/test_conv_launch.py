@@ -139,7 +139,8 @@ def _gathers_of(launches):
             if isinstance(entry[0], str) and entry[0].startswith(("ga_im2col", "ga_col2im"))]
 
 
-LAYER = dict(N=4, C=8, K=16, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1, str_w=2)
+#: K > 64 keeps fprop off the small-C kernels (they take C <= 16 there)
+LAYER = dict(N=4, C=8, K=72, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1, str_w=2)
 
 
 def _tensors(ng, layer, kind):
@@ -179,7 +180,7 @@ def test_gather_width_follows_the_channels(ng, dtype, C, name, ld):
     fill one ("n") vector stores of element gathers -- and col rows padded
     to a multiple of 8 elements (9 taps x C = 108 or 27 columns would
     misalign the GEMM's operand)."""
-    layer = ng.conv_layer(dtype, 2, C, 8, H=5, W=5, R=3, S=3)
+    layer = ng.conv_layer(dtype, 2, C, 72, H=5, W=5, R=3, S=3)
     ng.fprop_conv(layer, *_tensors(ng, layer, "fprop"))
     (got, grid, _, args, _), = _gathers(ng)
     vec = int(name[-1])
@@ -296,7 +297,7 @@ def test_implicit_gemm_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
 
 def test_implicit_gemm_plan_is_replayed(hopper, tensor_maps, im2col_maps):  # noqa: F811
     ng = hopper
-    layer = ng.conv_layer("bfloat16", 2, 16, 32, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1)
+    layer = ng.conv_layer("bfloat16", 2, 16, 72, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1)
     I, F, O = _tensors(ng, layer, "fprop")
     ng.fprop_conv(layer, I, F, O)
     encodes = ng.stats()["tma_encodes"]
@@ -320,7 +321,7 @@ def test_implicit_gemm_plan_is_replayed(hopper, tensor_maps, im2col_maps):  # no
 ])
 def test_ineligible_layers_gather(hopper, dtype, kw):
     ng = hopper
-    layer = ng.conv_layer(dtype, **{**dict(N=2, C=16, K=8, H=9, W=9, R=3, S=3), **kw})
+    layer = ng.conv_layer(dtype, **{**dict(N=2, C=16, K=72, H=9, W=9, R=3, S=3), **kw})
     ng.fprop_conv(layer, *_tensors(ng, layer, "fprop"))
     assert [e[0] for e in _gathers(ng)][0].startswith("ga_im2col")
     assert not [e for e in ng.launches if isinstance(e[0], str) and e[0].startswith("ga_conv")]

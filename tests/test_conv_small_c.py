@@ -1,4 +1,4 @@
-"""The first layers' kernels (kernels/conv_small_c.cu, issue 11): C <= 4.
+"""The first layers' kernels (kernels/conv_small_c.cu, issue 11): C <= 4 (fprop: <= 16).
 
 fprop (with the whole epilogue), the data gradient and the filter gradient
 of fp16/bf16 layers with few input channels run on kernels that keep a tile's input
@@ -38,6 +38,13 @@ CASES = [
     # stride 3 over 2 taps: one phase in three meets no filter row
     pytest.param(dict(N=2, C=3, K=8, H=14, W=31, R=2, S=2, str_h=3, str_w=3), id="stride-gaps"),
 ]
+#: fprop also takes up to 16 channels where K <= 64 (one filter chunk)
+FPROP_CASES = CASES + [
+    # GoogLeNet's 3a 5x5 in small: C = 16, 400 taps (25 k-steps)
+    pytest.param(dict(N=2, C=16, K=32, H=14, W=14, R=5, S=5, pad_h=2, pad_w=2), id="c16-5x5"),
+    pytest.param(dict(N=2, C=13, K=48, H=11, W=9, R=3, S=3, pad_h=1, str_w=2), id="c13-k48"),
+    pytest.param(dict(N=1, C=8, K=64, H=10, W=17, R=3, S=2, pad_w=1, dil_h=2), id="c8-k64"),
+]
 DTYPES = [pytest.param(F16, id="f16"), pytest.param(BF16, id="bf16")]
 
 
@@ -45,17 +52,21 @@ def _small_c_plans(ng):
     return {k: v for k, v in ng._conv_plans.items() if k[0] == "small c"}
 
 
-@pytest.mark.parametrize("kw", CASES)
+@pytest.mark.parametrize("kw", FPROP_CASES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bias_dtype", [np.float32, F16, BF16], ids=["b32", "b16", "bbf16"])
 def test_fprop_with_epilogue(ng, kw, dtype, bias_dtype):
-    """relu(alpha * conv + bias) + beta * O, the bias in any float dtype."""
+    """relu(alpha * conv + bias) + beta * O, the bias in any float dtype; on
+    the GPU one kernel."""
     layer = ng.conv_layer(dtype, **kw)
     rng = np.random.default_rng(21)
     (I, vi), (F, vf), (O, vo) = (data(ng, rng, d, dtype) for d in
                                  (layer.dimI, layer.dimF, layer.dimO))
     b, vb = data(ng, rng, (layer.K,), np.dtype(bias_dtype))
+    before = ng.stats().get("kernels_launched", 0)
     ng.fprop_conv(layer, I, F, O, alpha=0.5, beta=-1.0, relu=True, bias=b)
+    if isinstance(ng, gpuarray.GPU):
+        assert ng.stats()["kernels_launched"] - before == 1
     check(O, np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - vo, dtype)
 
 

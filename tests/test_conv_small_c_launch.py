@@ -123,18 +123,32 @@ def test_second_call_replays_with_its_own_pointers(tensor_maps, kind):  # noqa: 
 
 @pytest.mark.parametrize("dtype, kw, kind", [
     (np.float32, LAYER, "fprop"),
-    (np.float16, dict(LAYER, C=5), "fprop"),
+    (np.float16, dict(LAYER, C=5), "update"),
+    (np.float16, dict(LAYER, C=5), "bprop"),
+    (np.float16, dict(LAYER, C=17, K=32), "fprop"),
+    (np.float16, dict(LAYER, C=5, K=72), "fprop"),
     (np.float16, dict(LAYER, str_h=4, str_w=4), "bprop"),
     (np.float16, dict(LAYER, dil_h=2), "bprop"),
     (np.float16, dict(LAYER, K=60), "update"),
 ])
 def test_layers_the_route_does_not_take(tensor_maps, dtype, kw, kind):  # noqa: F811
-    """float32, C > 4, K % 8 != 0, and the data gradient above stride 2 or
-    dilated along h take the gather route."""
+    """float32; C > 4 (fprop: C > 16, or C > 4 with more than one 64-filter
+    chunk); K % 8 != 0; and the data gradient above stride 2 or dilated
+    along h take the gather route."""
     ng = _gpu("sm_80")
     layer = ng.conv_layer(dtype, **dict(kw, N=1, H=20, W=20))
     getattr(ng, f"{kind}_conv")(layer, *_tensors(ng, layer, kind))
     assert _small(ng.launches) == [] and _names(ng)
+
+
+@pytest.mark.parametrize("C, K", [(5, 64), (16, 32), (16, 48)])
+def test_fprop_takes_up_to_16_channels_with_one_filter_chunk(tensor_maps, C, K):  # noqa: F811
+    """GoogLeNet's C = 16 5x5 layers (K = 32, 48) run fprop here: the whole
+    filter bank is one block's chunk."""
+    ng = _gpu("sm_80")
+    layer = ng.conv_layer(np.float16, N=1, C=C, K=K, H=14, W=14, R=5, S=5, pad_h=2, pad_w=2)
+    ng.fprop_conv(layer, *_tensors(ng, layer, "fprop"))
+    assert [e[0] for e in _small(ng.launches)] == ["ga_small_c_fprop_f16"]
 
 
 def test_misaligned_output_rows_take_the_gather_route(tensor_maps):  # noqa: F811

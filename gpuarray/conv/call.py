@@ -18,7 +18,7 @@ from .layer import DTYPES, ConvLayer, PoolLayer
 CONV_KINDS = ("fprop", "bprop", "update")
 
 
-@dataclass
+@dataclass(slots=True)
 class ConvCall:
     """One checked convolution: ``out = relu(alpha * op(a, b) + bias) + beta * out``.
 
@@ -75,6 +75,9 @@ def check_layer(layer, classes, what):
 
 def check_tensor(backend, t, name, shape, dtype, what):
     """``t`` must be a tensor of ``backend`` (with ``shape`` and ``dtype`` unless None)."""
+    if (type(t) is backend.tensor_class and t.backend is backend and t.dtype == dtype
+            and t.shape == shape):
+        return t  # the usual case, settled in one test
     if not isinstance(t, Tensor):
         raise TypeError(f"{what}: {name} must be a tensor, not {type(t).__name__}")
     if t.backend is not backend:
@@ -85,7 +88,7 @@ def check_tensor(backend, t, name, shape, dtype, what):
     if t.dtype != dtype:
         raise TypeError(f"{what}: {name} must be {dtypes.name(dtype)} as the layer expects, "
                         f"not {dtypes.name(t.dtype)}")
-    if t.shape != tuple(shape):
+    if t.shape != shape:
         raise ValueError(f"{what}: {name} has shape {shapes.shape_str(t.shape)}, but the "
                          f"layer expects {shapes.shape_str(shape)}")
     return t
@@ -119,6 +122,8 @@ def row_stride(t):
 
 def real(value, name):
     """A Python float from a real number (bools and arrays refused)."""
+    if type(value) is float:
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
     return float(value)
@@ -134,17 +139,25 @@ def _check_bias(backend, bias, layer):
     return check_tensor(backend, bias, "bias", (layer.K,), bias.dtype, "fprop_conv")
 
 
+_WHAT = {kind: f"{kind}_conv" for kind in CONV_KINDS}
+#: each pass's (a, b, out): the name errors give, the layer's shape attribute
+_OPERANDS = {"fprop": (("I", "dimI"), ("F", "dimF"), ("O", "dimO")),
+             "bprop": (("F", "dimF"), ("E", "dimO"), ("grad_I", "dimI")),
+             "update": (("I", "dimI"), ("E", "dimO"), ("grad_F", "dimF"))}
+
+
 def conv_call(backend, kind, layer, a, b, out, alpha=1.0, beta=0.0, relu=False, bias=None):
     """Check one convolution and build its :class:`ConvCall`."""
-    what = f"{kind}_conv"
-    layer = check_layer(layer, ConvLayer, what)
-    names = {"fprop": (("I", layer.dimI), ("F", layer.dimF), ("O", layer.dimO)),
-             "bprop": (("F", layer.dimF), ("E", layer.dimO), ("grad_I", layer.dimI)),
-             "update": (("I", layer.dimI), ("E", layer.dimO), ("grad_F", layer.dimF))}[kind]
-    a, b, out = (check_tensor(backend, t, name, shape, layer.dtype, what)
-                 for t, (name, shape) in zip((a, b, out), names))
-    return ConvCall(kind, layer, a, b, out, alpha=real(alpha, "alpha"), beta=real(beta, "beta"),
-                    relu=bool(relu), bias=_check_bias(backend, bias, layer))
+    what = _WHAT[kind]
+    if type(layer) is not ConvLayer:
+        check_layer(layer, ConvLayer, what)
+    (name_a, dim_a), (name_b, dim_b), (name_out, dim_out) = _OPERANDS[kind]
+    dtype = layer.dtype
+    a = check_tensor(backend, a, name_a, getattr(layer, dim_a), dtype, what)
+    b = check_tensor(backend, b, name_b, getattr(layer, dim_b), dtype, what)
+    out = check_tensor(backend, out, name_out, getattr(layer, dim_out), dtype, what)
+    return ConvCall(kind, layer, a, b, out, real(alpha, "alpha"), real(beta, "beta"),
+                    bool(relu), _check_bias(backend, bias, layer))
 
 
 def _check_argmax(backend, argmax, pool, what):

@@ -70,7 +70,7 @@ def _padded_update(gpu, call, plan, a, b):
     layer = call.layer
     full = gpu.empty(layer.dimF[:4] + (plans.padded_channels(layer),), np.float32)
     plan.launch(gpu, a.ptr, b.ptr, full.ptr, 0, 0, call.alpha, 0.0)
-    part = full[..., :layer.C]
+    part = full._view(call.out.shape, full.strides, 0)  # full[..., :C], made directly
     if call.beta != 0:
         call.out[...] = part + call.out * call.beta
     else:

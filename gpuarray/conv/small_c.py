@@ -33,9 +33,12 @@ STEM = "conv_small_c"
 THREADS = 128
 #: output positions of a tile, filters of a block (the kernels' SC_BM, SC_BK)
 BM, BK = 128, 64
-#: the largest C this route takes (the kernels take any C, bprop C <= 8;
-#: C = 16 measured: benchmarks/NOTES.rst)
-MAX_C = 4
+#: the largest C this route takes (the kernels take any C, bprop C <= 8);
+#: fprop takes up to MAX_FPROP_C where the filters are one block's chunk
+#: (K <= BK): GoogLeNet's C = 16 5x5 layers ran 2.3x and 1.6x faster
+#: than on the implicit GEMM (H100; updates mixed: 1.6x and 0.86x;
+#: benchmarks/NOTES.rst)
+MAX_C, MAX_FPROP_C = 4, 16
 #: blocks of one kernel a multiprocessor holds at most (the launch bounds)
 BLOCKS_PER_SM = {"fprop": 3, "update": 3, "bprop": 4}
 #: bprop's tiles: rows and columns of one phase's positions (SC_TH, SC_TW),
@@ -71,7 +74,7 @@ _NO = "no"
 def try_run(gpu, call):
     """Run ``call`` on the small-C kernels if it is theirs; return whether it was."""
     layer = call.layer
-    if (layer.C > MAX_C or layer.K % 8 or layer.dtype not in _TYPE
+    if (layer.C > _channel_limit(call) or layer.K % 8 or layer.dtype not in _TYPE
             or (layer.D, layer.T) != (1, 1) or call.out.rounding):
         return False
     ld = _row_stride(call)
@@ -91,6 +94,11 @@ def try_run(gpu, call):
         return False
     plan.run(gpu, call)
     return True
+
+
+def _channel_limit(call):
+    """The most input channels this route takes for ``call``."""
+    return MAX_FPROP_C if call.kind == "fprop" and call.layer.K <= BK else MAX_C
 
 
 def _row_stride(call):

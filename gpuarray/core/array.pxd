@@ -7,4 +7,4 @@ from gpuarray.core.optree cimport Expression
 
 cdef class Tensor(Expression):
     cdef public object backend, buffer, shape, dtype, operand_type, strides, offset
-    cdef public object _rounding, sig
+    cdef public object _rounding, sig, _contiguous

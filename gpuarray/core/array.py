@@ -47,8 +47,13 @@ class Tensor(Expression):
         self.buffer = buffer
         self.shape = shapes.as_shape(shape)
         self.dtype = self.operand_type = dtypes.as_dtype(dtype)
-        self.strides = (shapes.contiguous_strides(self.shape, self.dtype.itemsize)
-                        if strides is None else tuple(strides))
+        if strides is None:
+            self.strides = shapes.contiguous_strides(self.shape, self.dtype.itemsize)
+            self._contiguous = True
+        else:
+            self.strides = tuple(strides)
+            # found on first use: most views are never asked
+            self._contiguous = None
         self.offset = offset
         self._rounding = None
         self.rounding = rounding
@@ -71,7 +76,10 @@ class Tensor(Expression):
     @property
     def is_contiguous(self):
         """True when the view is C-contiguous."""
-        return shapes.is_contiguous(self.shape, self.strides, self.itemsize)
+        if self._contiguous is None:
+            # a view's layout never changes: found once
+            self._contiguous = shapes.is_contiguous(self.shape, self.strides, self.itemsize)
+        return self._contiguous
 
     @property
     def rounding(self):
