@@ -57,7 +57,8 @@
 // block, zeroed before each launch.
 //
 // Kernels: ga_conv_sm90_<BM>x<BN>x64_<f16|bf16>_<fprop|bprop|update> for the
-// tiles 128x256, 128x128, 128x64, 64x128 and 64x64.
+// tiles 128x256, 128x192 (layers of 192 or 384 channels: no quarter-empty
+// tile), 128x128, 128x64, 64x128 and 64x64.
 #include "gemm_sm90.cuh"
 
 struct ConvGemmArgs {
@@ -77,6 +78,7 @@ static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARG
     GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE)
 #define GA_CONV_SHAPES(IN, TY)        \
     GA_CONV_PASSES(128, 256, IN, TY)  \
+    GA_CONV_PASSES(128, 192, IN, TY)  \
     GA_CONV_PASSES(128, 128, IN, TY)  \
     GA_CONV_PASSES(128, 64, IN, TY)   \
     GA_CONV_PASSES(64, 128, IN, TY)   \

@@ -123,6 +123,12 @@ GA_D ga_u64 ga_desc(unsigned addr, unsigned lbo, unsigned sbo, unsigned swizzle)
 #define GA_ARG128 "%64, %65, p, 1, 1"
 #define GA_SCALE128 "%66"
 #define GA_TRANS128 ", %67, %68"
+#define GA_ACC192 "{" GA_REGS_0 ", " GA_REGS_16 ", " GA_REGS_32 ", " GA_REGS_48 ", " \
+    GA_REGS_64 ", " GA_REGS_80 "}"
+#define GA_OUT192(d) GA_OUT128(d), GA_OUT16(d, 64), GA_OUT16(d, 80)
+#define GA_ARG192 "%96, %97, p, 1, 1"
+#define GA_SCALE192 "%98"
+#define GA_TRANS192 ", %99, %100"
 #define GA_ACC256 "{" GA_REGS_0 ", " GA_REGS_16 ", " GA_REGS_32 ", " GA_REGS_48 ", " \
     GA_REGS_64 ", " GA_REGS_80 ", " GA_REGS_96 ", " GA_REGS_112 "}"
 #define GA_OUT256(d) \
@@ -171,6 +177,7 @@ template <int N> struct GaWgmma;
 GA_WGMMA(32)
 GA_WGMMA(64)
 GA_WGMMA(128)
+GA_WGMMA(192)
 GA_WGMMA(256)
 
 GA_D void ga_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }

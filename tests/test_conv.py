@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import BF16, assert_no_new_allocations
+from conftest import BF16, assert_no_new_allocations, skip_if_no_gpu
 
 import gpuarray
 from gpuarray.conv import convolution
@@ -324,6 +324,25 @@ def test_conv_implicit_gemm_bprop(ng, kw, dtype):
                                  (layer.dimF, layer.dimO, layer.dimI))
     ng.bprop_conv(layer, F, E, G, alpha=2.0, beta=0.5)
     check(G, 2 * naive_conv(layer, "bprop", vf, ve) + 0.5 * vg, dtype)
+
+
+@pytest.mark.parametrize("kind, C, K", [("fprop", 8, 192), ("bprop", 192, 8)])
+def test_192_channel_outputs_take_the_128x192_tile(gpu_ng, kind, C, K):
+    """fprop with K = 192, and bprop with C = 192, over enough positions to
+    fill the GPU run on 128x192 tiles on Hopper (a 128x256 tile would be a
+    quarter empty, 128x128 tiles would take two waves), and are right."""
+    skip_if_no_gpu()
+    ng = gpu_ng
+    if ng.arch != "sm_90":
+        pytest.skip("the implicit-GEMM kernels are Hopper's")
+    layer = ng.conv_layer(F16, 2, C, K, H=94, W=94, R=3, S=3, pad_h=1, pad_w=1)
+    rng = np.random.default_rng(14)
+    (a, b), (va, vb) = _conv_tensors(ng, layer, kind, rng)
+    ref = naive_conv(layer, kind, va, vb)
+    out, vo = data(ng, rng, ref.shape, F16)
+    getattr(ng, f"{kind}_conv")(layer, a, b, out, alpha=0.5, beta=2.0)
+    assert "_128x192x64_f16_" in ng.last_gemm.name
+    check(out, 0.5 * ref + 2.0 * vo, F16)
 
 
 #: filter gradients the implicit-GEMM kernel takes on Hopper (C and K % 8 == 0;

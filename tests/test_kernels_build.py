@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuarray.conv import implicit_plan
 from gpuarray.gemm import tiles
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,3 +89,14 @@ def test_catalogue_kernels_exist(reports):
         for name in cfg.inputs:
             for layout in cfg.layouts:
                 assert cfg.kernel_name(name, layout) in built
+
+
+def test_conv_kernels_exist(reports):
+    """Every implicit-GEMM convolution kernel the conv planner can ask for is
+    built, and every tile it names has a cost model."""
+    built = {kernel for report in reports.values() for kernel, _ in report}
+    assert {(c.bm, c.bn) for c in implicit_plan._configs()} == set(implicit_plan.TILES)
+    for bm, bn in implicit_plan.TILES:
+        for dtype in ("f16", "bf16"):
+            for kind in ("fprop", "bprop", "update"):
+                assert f"ga_conv_sm90_{bm}x{bn}x64_{dtype}_{kind}" in built

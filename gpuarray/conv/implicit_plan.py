@@ -22,7 +22,7 @@ from .layer import ConvLayer
 
 STEM = "conv_sm90"
 #: tiles conv_sm90.cu instantiates
-TILES = ((128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+TILES = ((128, 256), (128, 192), (128, 128), (128, 64), (64, 128), (64, 64))
 #: channels (or output positions) per K-tile: one 128-byte swizzle row of fp16/bf16
 CHUNK = 64
 #: ConvGeom (gemm_sm90.cuh): P, Q, R, S, cchunks, C, strides, paddings,
@@ -91,7 +91,7 @@ def choose(gpu, m, n):
 
 
 def _configs():
-    return [cfg for cfg in gemm_tiles.CONFIGS
+    return [cfg for cfg in gemm_tiles.CONFIGS + gemm_tiles.CONV_CONFIGS
             if cfg.family == "sm90" and "f16" in cfg.inputs and (cfg.bm, cfg.bn) in TILES]
 
 

@@ -135,6 +135,13 @@ CONFIGS = (
     Config("ffmau", 64, 64, 8, 128, 8704, _F32, per_sm=4, efficiency=0.45),
 )
 
+#: tiles only the convolution kernels are built with (kernels/conv_sm90.cu):
+#: 128x192 for layers of 192 or 384 channels, which a 128x256 tile leaves
+#: a quarter empty (efficiency: between its neighbours', not yet swept)
+CONV_CONFIGS = (
+    _sm90(128, 192, 64, 226400, _HALF, 0.74),
+)
+
 
 class UnsupportedDevice(RuntimeError):
     """The GPU is older than the GEMM kernels' oldest target (sm_80)."""
