@@ -73,7 +73,8 @@
 // errors all phases of the tile read once ([rows][cols][KP + 8],
 // cp.async, zeros outside E), then runs the phases in turn: warp w
 // computes tile rows 4w .. 4w + 3 (4 m16 tiles) against 8 channels (C <=
-// 8, zeros past C); per filter column, 16 filters and staged row, one
+// 8, zeros past C; the _c16 kernels: two groups of 8 for 8 < C <= 16, up
+// to 5 filter rows a phase); per filter column, 16 filters and staged row, one
 // ldmatrix of the errors (A, one staged cell a position) serves every
 // (tile row, filter row) pair that reads it (dil_h = 1 and at most 4
 // filter rows a phase), the filter (B) read by 4-byte loads.  The
@@ -92,7 +93,7 @@
 //
 // Kernels: ga_small_c_fprop_{f16,bf16}, ga_small_c_update_{f16,bf16}_j{1..6}
 // (NJ n8 tiles of taps a warp), ga_small_c_reduce_{f16,bf16},
-// ga_small_c_bprop_{f16,bf16}.
+// ga_small_c_bprop_{f16,bf16}, ga_small_c_bprop_c16_{f16,bf16}.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -110,6 +111,7 @@
 #define SC_TH 16         // bprop: a tile's phase rows (4 warps x SC_WARP_ROWS)
 #define SC_TW 16         // bprop: a tile's phase columns
 #define SC_MAX_NR 4      // bprop: filter rows a phase meets at most
+#define SC_MAX_NR_C16 5  // .. in the _c16 kernels (5x5 filters at stride 1)
 #define SC_MAX_STRIDE 8   // bprop: strides up to 8
 #define SC_MAX_TAPS 32    // bprop: filter extents up to 32
 #define SC_REDUCE_THREADS 256
@@ -623,48 +625,54 @@ __device__ void stage_bprop_errors(const SmallCBpropArgs &a, int n, int h0, int 
 // ybase + i + jr: each staged row's A fragment serves every (row, tap) pair
 // that meets it -- 4 + nr - 1 ldmatrix for the warp's 4 rows x nr taps
 // instead of 4 nr.
-template <typename T>
+template <typename T, int NCG, int NR>
 __device__ void bprop_phase(const SmallCBpropArgs &a, const PhaseTaps &taps_h, const PhaseTaps &taps_w,
                             int ph_h, int ph_w, int n, int h0, int w0, const T *halo, const T *fs) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int ep = a.kp + 8, nr = taps_h.count[ph_h];
-    float acc[SC_WARP_ROWS][4] = {};
+    float acc[SC_WARP_ROWS][NCG][4] = {};
     if (nr > 0) {
         const int ybase = taps_h.tap[ph_h][nr - 1].y;  // the lowest offset: the last tap's
         // ldmatrix: lane l addresses staged row ybase + 4 warp (+ x), column l % 16
-        // (+ the tap's), channels 8 (l / 16) on; B: filter channel g (zeros past C)
+        // (+ the tap's), channels 8 (l / 16) on; B: filter channel 8 cg + g of
+        // channel group cg (zeros past C)
         const uint32_t a_lane = sm80::smem_u32(halo + ((ybase + SC_WARP_ROWS * warp) * a.halo_cols + lane % 16) * ep +
                                           (lane / 16) * 8);
-        const unsigned short *fb = reinterpret_cast<const unsigned short *>(fs) + min(g, a.C - 1) * ep + 2 * t;
+        const unsigned short *fb = reinterpret_cast<const unsigned short *>(fs) + 2 * t;
         for (int is = 0; is < taps_w.count[ph_w]; ++is) {
             int2 tw = taps_w.tap[ph_w][is];
             const uint32_t col = a_lane + tw.y * ep * 2;
 #pragma unroll 2
             for (int k = 0; k < a.kp; k += 16) {
-                uint32_t b[SC_MAX_NR][2];
+                uint32_t b[NR][NCG][2];
 #pragma unroll
-                for (int jr = 0; jr < SC_MAX_NR; ++jr) {
-                    const unsigned short *f =
-                        fb + (taps_h.tap[ph_h][max(nr - 1 - jr, 0)].x * a.S + tw.x) * a.C * ep + k;
-                    bool live = jr < nr && g < a.C;
-                    b[jr][0] = live ? *reinterpret_cast<const uint32_t *>(f) : 0;
-                    b[jr][1] = live ? *reinterpret_cast<const uint32_t *>(f + 8) : 0;
-                }
+                for (int jr = 0; jr < NR; ++jr)
 #pragma unroll
-                for (int x = 0; x < SC_WARP_ROWS + SC_MAX_NR - 1; ++x) {
+                    for (int cg = 0; cg < NCG; ++cg) {
+                        const unsigned short *f =
+                            fb + ((taps_h.tap[ph_h][max(nr - 1 - jr, 0)].x * a.S + tw.x) * a.C +
+                                  min(8 * cg + g, a.C - 1)) * ep + k;
+                        bool live = jr < nr && 8 * cg + g < a.C;
+                        b[jr][cg][0] = live ? *reinterpret_cast<const uint32_t *>(f) : 0;
+                        b[jr][cg][1] = live ? *reinterpret_cast<const uint32_t *>(f + 8) : 0;
+                    }
+#pragma unroll
+                for (int x = 0; x < SC_WARP_ROWS + NR - 1; ++x) {
                     if (x >= SC_WARP_ROWS + nr - 1) break;
                     uint32_t af[4];
                     sm80::ldsm_x4(col + (x * a.halo_cols * ep + k) * 2, af);
 #pragma unroll
-                    for (int jr = 0; jr < SC_MAX_NR; ++jr) {
+                    for (int jr = 0; jr < NR; ++jr) {
                         int i = x - jr;
-                        if (i >= 0 && i < SC_WARP_ROWS && jr < nr) mma16816<T>(acc[i], af, b[jr][0], b[jr][1]);
+                        if (i >= 0 && i < SC_WARP_ROWS && jr < nr)
+#pragma unroll
+                            for (int cg = 0; cg < NCG; ++cg) mma16816<T>(acc[i][cg], af, b[jr][cg][0], b[jr][cg][1]);
                     }
                 }
             }
         }
     }
-    // grad_I = alpha * acc + beta * grad_I for channels 2t, 2t+1 < C
+    // grad_I = alpha * acc + beta * grad_I for channels 8 cg + 2t, + 1 < C
     T *grad = reinterpret_cast<T *>(a.dI);
     const float alpha = (float)a.alpha, beta = (float)a.beta;
 #pragma unroll
@@ -676,17 +684,17 @@ __device__ void bprop_phase(const SmallCBpropArgs &a, const PhaseTaps &taps_h, c
             if (h >= a.H || w >= a.W) continue;
             T *pixel = grad + (((long long)n * a.H + h) * a.W + w) * a.C;
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                int c = 2 * t + e;
+            for (int ce = 0; ce < 2 * NCG; ++ce) {
+                int cg = ce / 2, e = ce % 2, c = 8 * cg + 2 * t + e;
                 if (c >= a.C) continue;
-                float v = __fmul_rn(alpha, acc[i][2 * hi + e]);
+                float v = __fmul_rn(alpha, acc[i][cg][2 * hi + e]);
                 if (a.beta != 0.0) v = __fadd_rn(v, __fmul_rn(beta, to_f32(pixel[c])));
                 pixel[c] = from_f32<T>(v);
             }
         }
 }
 
-template <typename T>
+template <typename T, int NCG, int NR>
 __device__ void small_c_bprop(const SmallCBpropArgs &a) {
     extern __shared__ __align__(16) unsigned char smem[];
     // all dynamic (static shared memory would count against the 48 KB a
@@ -706,18 +714,20 @@ __device__ void small_c_bprop(const SmallCBpropArgs &a) {
         stage_bprop_errors(a, n, th * SC_TH, tw * SC_TW, halo);
         for (int ph_h = 0; ph_h < a.str_h; ++ph_h)
             for (int ph_w = 0; ph_w < a.str_w; ++ph_w)
-                bprop_phase(a, taps_h, taps_w, ph_h, ph_w, n, th * SC_TH, tw * SC_TW, halo, fs);
+                bprop_phase<T, NCG, NR>(a, taps_h, taps_w, ph_h, ph_w, n, th * SC_TH, tw * SC_TW, halo, fs);
     }
 }
 
 // -- entry points -----------------------------------------------------------------
 
-#define SC_BPROP(NAME, T)                                                                     \
-    extern "C" __global__ void __launch_bounds__(SC_THREADS, 4) NAME(const SmallCBpropArgs a) { \
-        small_c_bprop<T>(a);                                                                  \
+#define SC_BPROP(NAME, T, NCG, NR, BLOCKS)                                                         \
+    extern "C" __global__ void __launch_bounds__(SC_THREADS, BLOCKS) NAME(const SmallCBpropArgs a) { \
+        small_c_bprop<T, NCG, NR>(a);                                                              \
     }
-SC_BPROP(ga_small_c_bprop_f16, __half)
-SC_BPROP(ga_small_c_bprop_bf16, __nv_bfloat16)
+SC_BPROP(ga_small_c_bprop_f16, __half, 1, SC_MAX_NR, 4)
+SC_BPROP(ga_small_c_bprop_bf16, __nv_bfloat16, 1, SC_MAX_NR, 4)
+SC_BPROP(ga_small_c_bprop_c16_f16, __half, 2, SC_MAX_NR_C16, 3)
+SC_BPROP(ga_small_c_bprop_c16_bf16, __nv_bfloat16, 2, SC_MAX_NR_C16, 3)
 
 #define SC_FPROP(NAME, T)                                                                     \
     extern "C" __global__ void __launch_bounds__(SC_THREADS, 3) NAME(const SmallCArgs a) { \

@@ -1,4 +1,4 @@
-"""The first layers' kernels (kernels/conv_small_c.cu, issue 11): C <= 4 (fprop: <= 16).
+"""The first layers' kernels (kernels/conv_small_c.cu, issue 11): C <= 4 (fprop, bprop: <= 16).
 
 fprop (with the whole epilogue), the data gradient and the filter gradient
 of fp16/bf16 layers with few input channels run on kernels that keep a tile's input
@@ -38,8 +38,8 @@ CASES = [
     # stride 3 over 2 taps: one phase in three meets no filter row
     pytest.param(dict(N=2, C=3, K=8, H=14, W=31, R=2, S=2, str_h=3, str_w=3), id="stride-gaps"),
 ]
-#: fprop also takes up to 16 channels where K <= 64 (one filter chunk)
-FPROP_CASES = CASES + [
+#: fprop and bprop also take up to 16 channels where K <= 64 (one filter chunk)
+CASES_16 = CASES + [
     # GoogLeNet's 3a 5x5 in small: C = 16, 400 taps (25 k-steps)
     pytest.param(dict(N=2, C=16, K=32, H=14, W=14, R=5, S=5, pad_h=2, pad_w=2), id="c16-5x5"),
     pytest.param(dict(N=2, C=13, K=48, H=11, W=9, R=3, S=3, pad_h=1, str_w=2), id="c13-k48"),
@@ -52,7 +52,7 @@ def _small_c_plans(ng):
     return {k: v for k, v in ng._conv_plans.items() if k[0] == "small c"}
 
 
-@pytest.mark.parametrize("kw", FPROP_CASES)
+@pytest.mark.parametrize("kw", CASES_16)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bias_dtype", [np.float32, F16, BF16], ids=["b32", "b16", "bbf16"])
 def test_fprop_with_epilogue(ng, kw, dtype, bias_dtype):
@@ -71,7 +71,7 @@ def test_fprop_with_epilogue(ng, kw, dtype, bias_dtype):
 
 
 @pytest.mark.parametrize("kind, alpha, beta", [("bprop", -1.5, 0.5), ("update", 2.0, 0.25)])
-@pytest.mark.parametrize("kw", CASES)
+@pytest.mark.parametrize("kw", CASES_16)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gradients(ng, kind, alpha, beta, kw, dtype):
     """grad_I = alpha * conv^T(E, F) + beta * grad_I (at strides above 2 the
@@ -109,6 +109,31 @@ def test_bprop_kernel_at_larger_strides(gpu_ng, monkeypatch, kw, dtype):
     ng.bprop_conv(layer, F, E, G, alpha=0.5, beta=-1.0)
     assert ng._stats["kernels_launched"] - before == 1
     check(G, 0.5 * naive_conv(layer, "bprop", vf, ve) - vg, dtype)
+    forget()
+
+
+@pytest.mark.parametrize("kw", [p for p in CASES_16 if 8 < p.values[0]["C"] <= 16])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_two_channel_group_bprop_kernel(gpu_ng, monkeypatch, kw, dtype):
+    """The _c16 data-gradient kernels (8 < C <= 16, up to 5 filter rows a
+    phase) are routed only where their tiles fill the GPU twice; forced onto
+    these small layers, one launch and the reference's values."""
+    skip_if_no_gpu()
+    ng = gpu_ng
+    layer = ng.conv_layer(dtype, **kw)
+
+    def forget():
+        for key in [k for k in _small_c_plans(ng) if k[1] == "bprop" and k[2] == layer.key]:
+            del ng._conv_plans[key]
+    monkeypatch.setattr(small_c, "MIN_C16_TILES_PER_SM", 0)
+    forget()
+    rng = np.random.default_rng(27)
+    (F, vf), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
+                                 (layer.dimF, layer.dimO, layer.dimI))
+    before = ng._stats["kernels_launched"]
+    ng.bprop_conv(layer, F, E, G, alpha=-0.5, beta=1.5)
+    assert ng._stats["kernels_launched"] - before == 1
+    check(G, -0.5 * naive_conv(layer, "bprop", vf, ve) + 1.5 * vg, dtype)
     forget()
 
 

@@ -5,8 +5,9 @@ layers' passes launch kernels/conv_small_c.cu's kernels: which kernels,
 grids and shared memory, the SmallCArgs (SmallCBpropArgs) handed over --
 sizes, geometry, the multiply-shift divisors -- and that a second call
 replays the recorded launches with its own pointers and scalars.  Layers
-the route does not take (float32, C > 4, bprop above stride 2 or dilated)
-launch no small-C kernel.
+the route does not take (float32, C > 4 -- fprop and bprop: C > 16, or
+more than one 64-filter chunk --, bprop above stride 2 or dilated) launch
+no small-C kernel.
 """
 import numpy as np
 import pytest
@@ -124,7 +125,7 @@ def test_second_call_replays_with_its_own_pointers(tensor_maps, kind):  # noqa: 
 @pytest.mark.parametrize("dtype, kw, kind", [
     (np.float32, LAYER, "fprop"),
     (np.float16, dict(LAYER, C=5), "update"),
-    (np.float16, dict(LAYER, C=5), "bprop"),
+    (np.float16, dict(LAYER, C=5, K=72), "bprop"),
     (np.float16, dict(LAYER, C=17, K=32), "fprop"),
     (np.float16, dict(LAYER, C=5, K=72), "fprop"),
     (np.float16, dict(LAYER, str_h=4, str_w=4), "bprop"),
@@ -132,8 +133,8 @@ def test_second_call_replays_with_its_own_pointers(tensor_maps, kind):  # noqa: 
     (np.float16, dict(LAYER, K=60), "update"),
 ])
 def test_layers_the_route_does_not_take(tensor_maps, dtype, kw, kind):  # noqa: F811
-    """float32; C > 4 (fprop: C > 16, or C > 4 with more than one 64-filter
-    chunk); K % 8 != 0; and the data gradient above stride 2 or dilated
+    """float32; C > 4 (fprop and bprop: C > 16, or C > 4 with more than one
+    64-filter chunk); K % 8 != 0; and the data gradient above stride 2 or dilated
     along h take the gather route."""
     ng = _gpu("sm_80")
     layer = ng.conv_layer(dtype, **dict(kw, N=1, H=20, W=20))
@@ -162,14 +163,19 @@ def test_misaligned_output_rows_take_the_gather_route(tensor_maps):  # noqa: F81
     assert _small(ng.launches) == []
 
 
-def test_data_gradient_needs_at_most_8_channels(tensor_maps, monkeypatch):  # noqa: F811
-    """The kernels take any C (fprop and update); bprop's mma tiles are 8
-    channels wide, so with the route opened to C = 16 a 9-channel data
-    gradient still goes another way."""
-    monkeypatch.setattr(small_c, "MAX_C", 16)
+@pytest.mark.parametrize("C, K, R, N, name", [
+    (8, 8, 3, 1, "ga_small_c_bprop_f16"), (9, 8, 3, 264, "ga_small_c_bprop_c16_f16"),
+    (16, 64, 5, 264, "ga_small_c_bprop_c16_f16"), (16, 64, 5, 263, None), (8, 8, 5, 264, None),
+    (17, 8, 3, 264, None), (16, 72, 3, 264, None)])
+def test_data_gradient_takes_one_or_two_channel_groups(tensor_maps, C, K, R, N, name):  # noqa: F811
+    """bprop's mma tiles are 8 channels wide: up to 8 channels one group (up
+    to 4 filter rows a phase), up to 16 two (the _c16 kernels, up to 5
+    rows: GoogLeNet's 5x5 layers at stride 1) where their tiles fill the
+    132 SMs twice (one 16 x 16 tile an image here), and only where the
+    filters are one 64-filter chunk; past these the data gradient goes
+    another way."""
     ng = _gpu("sm_80")
-    for C, kind, taken in [(16, "fprop", True), (8, "bprop", True), (9, "bprop", False)]:
-        layer = ng.conv_layer(np.float16, N=1, C=C, K=8, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1)
-        ng.launches.clear()
-        getattr(ng, f"{kind}_conv")(layer, *_tensors(ng, layer, kind))
-        assert bool(_small(ng.launches)) == taken
+    layer = ng.conv_layer(np.float16, N=N, C=C, K=K, H=12, W=12, R=R, S=R, pad_h=R // 2,
+                          pad_w=R // 2)
+    ng.bprop_conv(layer, *_tensors(ng, layer, "bprop"))
+    assert [e[0] for e in _small(ng.launches)] == ([name] if name else [])

@@ -33,17 +33,18 @@ STEM = "conv_small_c"
 THREADS = 128
 #: output positions of a tile, filters of a block (the kernels' SC_BM, SC_BK)
 BM, BK = 128, 64
-#: the largest C this route takes (the kernels take any C, bprop C <= 8);
-#: fprop takes up to MAX_FPROP_C where the filters are one block's chunk
-#: (K <= BK): GoogLeNet's C = 16 5x5 layers ran 2.3x and 1.6x faster
-#: than on the implicit GEMM (H100; updates mixed: 1.6x and 0.86x;
-#: benchmarks/NOTES.rst)
-MAX_C, MAX_FPROP_C = 4, 16
+#: the largest C this route takes (the kernels take any C, bprop C <= 16);
+#: fprop and bprop take up to MAX_ONE_CHUNK_C where the filters are one
+#: block's chunk (K <= BK): GoogLeNet's C = 16 5x5 layers ran fprop 2.3x
+#: and 1.6x faster than on the implicit GEMM (H100; updates mixed: 1.6x
+#: and 0.86x; benchmarks/NOTES.rst)
+MAX_C, MAX_ONE_CHUNK_C = 4, 16
 #: blocks of one kernel a multiprocessor holds at most (the launch bounds)
-BLOCKS_PER_SM = {"fprop": 3, "update": 3, "bprop": 4}
+BLOCKS_PER_SM = {"fprop": 3, "update": 3, "bprop": 4, "bprop_c16": 3}
 #: bprop's tiles: rows and columns of one phase's positions (SC_TH, SC_TW),
-#: and the most filter rows one phase may meet (SC_MAX_NR)
-TH, TW, MAX_PHASE_ROWS = 16, 16, 4
+#: and the most filter rows one phase may meet (SC_MAX_NR; the _c16
+#: kernels' SC_MAX_NR_C16)
+TH, TW, MAX_PHASE_ROWS, MAX_PHASE_ROWS_C16 = 16, 16, 4, 5
 #: the most n8 tiles of taps an update warp accumulates (ga_small_c_update_*_j1 .. j6)
 MAX_NJ = 6
 REDUCE_THREADS, REDUCE_ELEMENTS = 256, 32
@@ -60,8 +61,11 @@ BPROP_ARGS = struct.Struct("<4Q2d23i" + fastdiv.FORMAT * 4 + "4x")
 #: meets few taps, and a tap's loop over K = 64 filters is too short to
 #: keep the tensor cores fed (benchmarks/NOTES.rst)
 MAX_BPROP_STRIDE, MAX_BPROP_EXTENT = 2, 32
-#: bprop's mma tiles are 8 channels wide
-MAX_BPROP_C = 8
+#: bprop's mma tiles are 8 channels wide: up to 8 channels one group, up
+#: to 16 two (the _c16 kernels), these where their tiles fill the GPU at
+#: least twice: GoogLeNet's 3a 5x5 data gradient (512 tiles) 104 -> 50
+#: us, its 4a 5x5 (128 tiles, one block an SM) 38 -> 51 (H100)
+MAX_BPROP_C, MIN_C16_TILES_PER_SM = 16, 2
 #: two PhaseTaps (int2 [8][32] and int [8] each)
 PHASE_TABLE_BYTES = 2 * (8 * 32 * 8 + 8 * 4)
 #: the holes of SmallCArgs: (byte offset, kind) of I, B, out, extra, alpha, beta
@@ -97,8 +101,9 @@ def try_run(gpu, call):
 
 
 def _channel_limit(call):
-    """The most input channels this route takes for ``call``."""
-    return MAX_FPROP_C if call.kind == "fprop" and call.layer.K <= BK else MAX_C
+    """The most input channels this route takes for ``call``: fprop and
+    bprop up to 16 where the filters are one 64-filter chunk."""
+    return MAX_ONE_CHUNK_C if call.kind != "update" and call.layer.K <= BK else MAX_C
 
 
 def _row_stride(call):
@@ -115,6 +120,11 @@ def _row_stride(call):
     if ld * rows.dtype.itemsize % 16 or rows.ptr % 16:
         return None
     return ld
+
+
+def _two_groups(layer):
+    """Whether a data gradient takes the _c16 kernels (8 < C <= 16)."""
+    return layer.C > 8
 
 
 def _vec(layer, I):  # noqa: E741
@@ -187,7 +197,8 @@ class SmallCPlan:
 
     def __init__(self, gpu, call, ld, geo, smem):
         layer = call.layer
-        resident = gpu.sms * max(1, min(BLOCKS_PER_SM[call.kind],
+        kind = "bprop_c16" if call.kind == "bprop" and _two_groups(layer) else call.kind
+        resident = gpu.sms * max(1, min(BLOCKS_PER_SM[kind],
                                         (gpu.smem_optin + 1024) // (smem + 1024)))
         self.part_bytes = 0
         build = {"fprop": self._fprop, "update": self._update, "bprop": self._bprop}[call.kind]
@@ -246,7 +257,8 @@ class SmallCPlan:
         args = BPROP_ARGS.pack(0, 0, 0, 0, 0.0, 0.0, *ints,
                                *(f for d in divisors for f in fastdiv.fast_divisor(d)))
         blocks = min(layer.N * per_image, resident)
-        return args, [(f"ga_small_c_bprop_{dtype}", (blocks, 1, 1), (THREADS, 1, 1), smem)]
+        groups = "c16_" if _two_groups(layer) else ""
+        return args, [(f"ga_small_c_bprop_{groups}{dtype}", (blocks, 1, 1), (THREADS, 1, 1), smem)]
 
     @classmethod
     def recorded(cls, gpu, call, ld):
@@ -261,7 +273,11 @@ class SmallCPlan:
         if call.kind == "bprop" and (layer.C > MAX_BPROP_C or max(layer.stride) > MAX_BPROP_STRIDE
                                      or max(layer.R, layer.S) > MAX_BPROP_EXTENT
                                      or layer.dilation[1] != 1
-                                     or geo["phase_rows"] > MAX_PHASE_ROWS):
+                                     or geo["phase_rows"] > (MAX_PHASE_ROWS_C16 if _two_groups(layer)
+                                                             else MAX_PHASE_ROWS)):
+            return _NO
+        if (call.kind == "bprop" and _two_groups(layer)
+                and layer.N * geo["tiles_h"] * geo["tiles_w"] < MIN_C16_TILES_PER_SM * gpu.sms):
             return _NO
         smem = smem_bytes(call.kind, geo)
         if smem > gpu.smem_optin:
