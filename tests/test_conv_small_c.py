@@ -88,28 +88,33 @@ def test_gradients(ng, kind, alpha, beta, kw, dtype):
 STRIDED = [p for p in CASES if max(p.values[0].get("str_h", 1), p.values[0].get("str_w", 1)) > 2]
 
 
+def _forced_bprop(ng, monkeypatch, layer, limit, value, alpha, beta):
+    """bprop on a small-C kernel the router would not pick for ``layer``,
+    with ``small_c.<limit>`` set to ``value``: one launch, the reference's
+    values; the plans recorded under the limit are forgotten after."""
+    def forget():
+        for key in [k for k in _small_c_plans(ng) if k[1] == "bprop" and k[2] == layer.key]:
+            del ng._conv_plans[key]
+    monkeypatch.setattr(small_c, limit, value)
+    forget()
+    rng = np.random.default_rng(26)
+    (F, vf), (E, ve), (G, vg) = (data(ng, rng, d, layer.dtype) for d in
+                                 (layer.dimF, layer.dimO, layer.dimI))
+    before = ng._stats["kernels_launched"]
+    ng.bprop_conv(layer, F, E, G, alpha=alpha, beta=beta)
+    assert ng._stats["kernels_launched"] - before == 1
+    check(G, alpha * naive_conv(layer, "bprop", vf, ve) + beta * vg, layer.dtype)
+    forget()
+
+
 @pytest.mark.parametrize("kw", STRIDED)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_bprop_kernel_at_larger_strides(gpu_ng, monkeypatch, kw, dtype):
     """Above stride 2 the router prefers the gather route (it measured
     faster), but the kernel takes strides up to 8: forced there, it is right."""
     skip_if_no_gpu()
-    ng = gpu_ng
-    layer = ng.conv_layer(dtype, **kw)
-
-    def forget():
-        for key in [k for k in _small_c_plans(ng) if k[1] == "bprop" and k[2] == layer.key]:
-            del ng._conv_plans[key]
-    monkeypatch.setattr(small_c, "MAX_BPROP_STRIDE", 8)
-    forget()
-    rng = np.random.default_rng(26)
-    (F, vf), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
-                                 (layer.dimF, layer.dimO, layer.dimI))
-    before = ng._stats["kernels_launched"]
-    ng.bprop_conv(layer, F, E, G, alpha=0.5, beta=-1.0)
-    assert ng._stats["kernels_launched"] - before == 1
-    check(G, 0.5 * naive_conv(layer, "bprop", vf, ve) - vg, dtype)
-    forget()
+    _forced_bprop(gpu_ng, monkeypatch, gpu_ng.conv_layer(dtype, **kw), "MAX_BPROP_STRIDE", 8,
+                  0.5, -1.0)
 
 
 @pytest.mark.parametrize("kw", [p for p in CASES_16 if 8 < p.values[0]["C"] <= 16])
@@ -117,24 +122,10 @@ def test_bprop_kernel_at_larger_strides(gpu_ng, monkeypatch, kw, dtype):
 def test_two_channel_group_bprop_kernel(gpu_ng, monkeypatch, kw, dtype):
     """The _c16 data-gradient kernels (8 < C <= 16, up to 5 filter rows a
     phase) are routed only where their tiles fill the GPU twice; forced onto
-    these small layers, one launch and the reference's values."""
+    these small layers, they are right."""
     skip_if_no_gpu()
-    ng = gpu_ng
-    layer = ng.conv_layer(dtype, **kw)
-
-    def forget():
-        for key in [k for k in _small_c_plans(ng) if k[1] == "bprop" and k[2] == layer.key]:
-            del ng._conv_plans[key]
-    monkeypatch.setattr(small_c, "MIN_C16_TILES_PER_SM", 0)
-    forget()
-    rng = np.random.default_rng(27)
-    (F, vf), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
-                                 (layer.dimF, layer.dimO, layer.dimI))
-    before = ng._stats["kernels_launched"]
-    ng.bprop_conv(layer, F, E, G, alpha=-0.5, beta=1.5)
-    assert ng._stats["kernels_launched"] - before == 1
-    check(G, -0.5 * naive_conv(layer, "bprop", vf, ve) + 1.5 * vg, dtype)
-    forget()
+    _forced_bprop(gpu_ng, monkeypatch, gpu_ng.conv_layer(dtype, **kw), "MIN_C16_TILES_PER_SM", 0,
+                  -0.5, 1.5)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
