@@ -164,16 +164,16 @@ def test_misaligned_output_rows_take_the_gather_route(tensor_maps):  # noqa: F81
 
 
 @pytest.mark.parametrize("C, K, R, N, name", [
-    (8, 8, 3, 1, "ga_small_c_bprop_f16"), (9, 8, 3, 264, "ga_small_c_bprop_c16_f16"),
-    (16, 64, 5, 264, "ga_small_c_bprop_c16_f16"), (16, 64, 5, 263, None), (8, 8, 5, 264, None),
-    (17, 8, 3, 264, None), (16, 72, 3, 264, None)])
+    (4, 8, 3, 1, "ga_small_c_bprop_f16"), (9, 8, 3, 264, "ga_small_c_bprop_c16_f16"),
+    (16, 64, 5, 264, "ga_small_c_bprop_c16_f16"), (16, 64, 5, 263, None), (4, 8, 5, 264, None),
+    (8, 8, 3, 264, None), (17, 8, 3, 264, None), (16, 72, 3, 264, None)])
 def test_data_gradient_takes_one_or_two_channel_groups(tensor_maps, C, K, R, N, name):  # noqa: F811
-    """bprop's mma tiles are 8 channels wide: up to 8 channels one group (up
-    to 4 filter rows a phase), up to 16 two (the _c16 kernels, up to 5
-    rows: GoogLeNet's 5x5 layers at stride 1) where their tiles fill the
-    132 SMs twice (one 16 x 16 tile an image here), and only where the
-    filters are one 64-filter chunk; past these the data gradient goes
-    another way."""
+    """bprop's mma tiles are 8 channels wide: C <= 4 one group (up to 4
+    filter rows a phase), 9-16 two (the _c16 kernels, up to 5 rows:
+    GoogLeNet's 5x5 layers at stride 1) where their tiles fill the 132 SMs
+    twice (one 16 x 16 tile an image here) and the filters are one
+    64-filter chunk; 5-8 channels (unmeasured) and past these the data
+    gradient goes another way."""
     ng = _gpu("sm_80")
     layer = ng.conv_layer(np.float16, N=N, C=C, K=K, H=12, W=12, R=R, S=R, pad_h=R // 2,
                           pad_w=R // 2)

@@ -35,9 +35,9 @@ THREADS = 128
 BM, BK = 128, 64
 #: the largest C this route takes (the kernels take any C, bprop C <= 16);
 #: fprop and bprop take up to MAX_ONE_CHUNK_C where the filters are one
-#: block's chunk (K <= BK): GoogLeNet's C = 16 5x5 layers ran fprop 2.3x
-#: and 1.6x faster than on the implicit GEMM (H100; updates mixed: 1.6x
-#: and 0.86x; benchmarks/NOTES.rst)
+#: block's chunk (K <= BK; :func:`_takes_channels`): GoogLeNet's C = 16
+#: 5x5 layers ran fprop 2.3x and 1.6x faster than on the implicit GEMM
+#: (H100; updates mixed: 1.6x and 0.86x; benchmarks/NOTES.rst)
 MAX_C, MAX_ONE_CHUNK_C = 4, 16
 #: blocks of one kernel a multiprocessor holds at most (the launch bounds)
 BLOCKS_PER_SM = {"fprop": 3, "update": 3, "bprop": 4, "bprop_c16": 3}
@@ -78,7 +78,7 @@ _NO = "no"
 def try_run(gpu, call):
     """Run ``call`` on the small-C kernels if it is theirs; return whether it was."""
     layer = call.layer
-    if (layer.C > _channel_limit(call) or layer.K % 8 or layer.dtype not in _TYPE
+    if (not _takes_channels(call) or layer.K % 8 or layer.dtype not in _TYPE
             or (layer.D, layer.T) != (1, 1) or call.out.rounding):
         return False
     ld = _row_stride(call)
@@ -100,10 +100,17 @@ def try_run(gpu, call):
     return True
 
 
-def _channel_limit(call):
-    """The most input channels this route takes for ``call``: fprop and
-    bprop up to 16 where the filters are one 64-filter chunk."""
-    return MAX_ONE_CHUNK_C if call.kind != "update" and call.layer.K <= BK else MAX_C
+def _takes_channels(call):
+    """Whether this route takes ``call``'s channel count: C <= 4 always;
+    where the filters are one 64-filter chunk, fprop up to 16 and bprop
+    from 9 to 16 (the _c16 kernels; 5-8 channels were not measured against
+    the other routes, which keep them)."""
+    C = call.layer.C
+    if C <= MAX_C:
+        return True
+    if call.kind == "update" or call.layer.K > BK or C > MAX_ONE_CHUNK_C:
+        return False
+    return call.kind == "fprop" or _two_groups(call.layer)
 
 
 def _row_stride(call):
