@@ -73,11 +73,11 @@
 // errors all phases of the tile read once ([rows][cols][KP + 8],
 // cp.async, zeros outside E), then runs the phases in turn: warp w
 // computes tile rows 4w .. 4w + 3 (4 m16 tiles) against 8 channels (C <=
-// 8, zeros past C; the _c16 kernels: two groups of 8 for 8 < C <= 16, up
-// to 5 filter rows a phase); per filter column, 16 filters and staged row, one
-// ldmatrix of the errors (A, one staged cell a position) serves every
-// (tile row, filter row) pair that reads it (dil_h = 1 and at most 4
-// filter rows a phase), the filter (B) read by 4-byte loads.  The
+// 8, zeros past C; the _c16 kernels: two groups of 8 for 8 < C <= 16);
+// per filter column, 16 filters and staged row, one ldmatrix of the
+// errors (A, one staged cell a position) serves every (tile row, filter
+// row) pair that reads it (dil_h = 1 and at most 4 filter rows a phase, 5
+// in the _c16 kernels), the filter (B) read by 4-byte loads.  The
 // epilogue writes each position's C channels (alpha, beta).  No atomics:
 // every input position is one thread's sum.
 //
