@@ -41,7 +41,6 @@ import re
 import statistics
 import struct
 import sys
-import time
 import traceback
 from pathlib import Path
 
@@ -49,7 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_elementwise  # noqa: E402
 import gpuarray  # noqa: E402
 from common import (check_close, device_timer, device_times, free_memory,  # noqa: E402
-                    measure, new_row, print_table, set_target, table_cells, write_results)
+                    host_call_times, measure, new_row, print_table, set_target, table_cells,
+                    write_results)
 
 LAUNCH_IMPLS = ("launch entry", "pycuda packed", "pycuda launch", "ctypes launch",
                 "cuda.bindings")
@@ -76,26 +76,16 @@ class Ctx(bench_elementwise.Ctx):
 
     def host(self, fn, row, impl):
         """Host seconds per call (median); p90 and the device times go to ``row["extra"]``."""
-        for _ in range(self.warmup):
-            fn()
-        times = []
-        for _ in range(self.batches):
-            self.sync()
-            for _ in range(self.calls):
-                t0 = time.perf_counter_ns()
-                fn()
-                times.append(time.perf_counter_ns() - t0)
-        self.sync()
-        times.sort()
+        times = host_call_times(fn, self.sync, self.calls, self.batches, self.warmup)
         extra = row["extra"]
-        extra.setdefault("host_p90_us", {})[impl] = times[int(0.9 * len(times))] / 1e3
+        extra.setdefault("host_p90_us", {})[impl] = times[int(0.9 * len(times))] * 1e6
         try:
             device = device_times(fn, self.repeats, self.warmup, extra, impl, sync=self.sync)
             extra.setdefault("device_us", {})[impl] = device * 1e6
         except RuntimeError as e:  # no CUDA events without torch or CuPy
             extra.setdefault("device_us", {})[impl] = None
             extra["device_error"] = str(e)
-        return statistics.median(times) / 1e9
+        return statistics.median(times)
 
 
 def _tensors(ctx, hosts, dtype=None):

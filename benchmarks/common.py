@@ -186,10 +186,10 @@ def host_timer(fn, n=2000, batches=5, warmup=100, sync=None, include_sync=False)
     return statistics.median(per_call)
 
 
-def host_per_call(fn, sync, calls=50, batches=3, warmup=3):
-    """Median host seconds of one ``fn()`` call, each call timed alone
-    (perf_counter_ns), the queue drained by ``sync`` before every batch so
-    that a full launch queue never blocks a call."""
+def host_call_times(fn, sync, calls=50, batches=3, warmup=3):
+    """Host seconds of each of ``batches * calls`` calls of ``fn()``, sorted,
+    each call timed alone (perf_counter_ns), the queue drained by ``sync``
+    before every batch so that a full launch queue never blocks a call."""
     for _ in range(warmup):
         fn()
     times = []
@@ -200,7 +200,12 @@ def host_per_call(fn, sync, calls=50, batches=3, warmup=3):
             fn()
             times.append(time.perf_counter_ns() - t0)
     sync()
-    return statistics.median(times) / 1e9
+    return sorted(t / 1e9 for t in times)
+
+
+def host_per_call(fn, sync, calls=50, batches=3, warmup=3):
+    """Median of :func:`host_call_times`: host seconds of one ``fn()`` call."""
+    return statistics.median(host_call_times(fn, sync, calls, batches, warmup))
 
 
 def stat(ng, key):
