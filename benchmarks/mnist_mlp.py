@@ -2,7 +2,7 @@
 
     python3 benchmarks/mnist_mlp.py [-m logreg|mlp] [-c numpy|gpu] [-e EPOCHS] [-l]
                                     [--data PATH | --synthetic] [--batch 1000] [--lr LR]
-                                    [--torch] [--no-capture]
+                                    [--torch] [--no-capture] [--one-stream]
 
 Trains with SGD on batches of ``--batch`` images through
 ``gpuarray.autodiff`` (``-c numpy``: the CPU factory; ``-c gpu``: the GPU
@@ -68,7 +68,8 @@ def train(ng, data, args, log=print):
     (xt, yt), (xv, yv), (xs, ys) = data.train, data.valid, data.test
     onehot = np.eye(10, dtype=np.float32)
     x, y_, params, loss, grads, logits = build(args.model, data.features)
-    step = ad.Executor([loss, *grads], backend=ng)
+    concurrent = False if args.one_stream else None
+    step = ad.Executor([loss, *grads], backend=ng, concurrent=concurrent)
     predict = ad.Executor([logits], backend=ng)
     values = init(ng, args.model, data.features, rng)
     batch = min(args.batch, len(xt))
@@ -81,7 +82,7 @@ def train(ng, data, args, log=print):
 
     def train_step(Xb, Yb, lr):
         out = step.run({x: Xb, y_: Yb, **dict(zip(params, values))})
-        ad.sgd_update(values, out[1:], lr)
+        ad.sgd_update(values, out[1:], lr, concurrent)
         total[...] = total + ng.sum(out[0], keepdims=True)  # the epoch's loss, summed on the device
 
     # the first step plans the executor's buffers outside any capture
@@ -175,6 +176,9 @@ def main(argv=None):
     parser.add_argument("--no-capture", dest="capture", action="store_false",
                         help="launch every step's kernels one by one (default: replay the "
                              "step as a CUDA graph on the GPU)")
+    parser.add_argument("--one-stream", action="store_true",
+                        help="run the step's kernels in one order (default: independent "
+                             "gradients and updates on parallel branches of the graph)")
     parser.add_argument("--synthetic", action="store_true",
                         help="random MNIST-sized data, for timing where no MNIST files are")
     args = parser.parse_args(argv)

@@ -6,9 +6,13 @@ the nodes' values as tensors of the factory (or numpy arrays).  Feeds are
 checked before anything runs; the :class:`~gpuarray.autodiff.plan.Plan` of a
 feed shape is made on its first run and kept until the shapes change.
 """
+import functools
+import weakref
+
 import numpy as np
 
 from ..core.array import Tensor
+from ..core.lanes import run_tasks
 from .graph import topological_order
 from .plan import Plan
 
@@ -27,6 +31,13 @@ class Executor:
     dtype : dtype-like, optional
         Floating dtype of every value; host feeds are converted to it.  By
         default the dtype of the feeds, which must then agree.
+    concurrent : bool or None, optional
+        Run kernels that do not depend on each other (a layer's weight and
+        data gradients) on separate streams, each ordered after what it
+        reads and what used the memory it reuses.  None (the default): only
+        while ``ng.capture`` records the run, where they become parallel
+        branches of the graph at no cost per replay; eagerly, each
+        cross-stream order costs host time.  The CPU factory runs in order.
 
     Raises
     ------
@@ -34,12 +45,13 @@ class Executor:
         The graph has a cycle (named by a node on it).
     """
 
-    def __init__(self, eval_nodes, backend=None, ctx=None, dtype=None):
+    def __init__(self, eval_nodes, backend=None, ctx=None, dtype=None, concurrent=None):
         self.backend = backend if backend is not None else ctx
         if self.backend is None:
             raise TypeError("Executor needs a factory: backend=gpuarray.CPU() or gpuarray.GPU()")
         self.eval_nodes = list(eval_nodes)
         self.dtype = None if dtype is None else np.dtype(dtype)
+        self.concurrent = None if concurrent is None else bool(concurrent)
         self._order = topological_order(self.eval_nodes)
         self._placeholders = [n for n in self._order if n.op.kind == "input"]
         self._plan, self._key = None, None
@@ -95,7 +107,10 @@ class Executor:
             shapes = {n: feeds[n].shape for n in self._placeholders}
             self._plan = Plan(self.backend, self.eval_nodes, self._order, shapes, dtype)
             self._key = key
-        values = self._plan.run(feeds)
+        concurrent = self.concurrent
+        if concurrent is None:
+            concurrent = self._plan.lanes.capturing
+        values = self._plan.run(feeds, concurrent)
         return [v.get() for v in values] if convert_to_numpy_ret_vals else values
 
     def _feeds(self, feed_dict):
@@ -146,7 +161,7 @@ def _check_feed(node, value, dtype, backend, convert_host):
                          f"expected {tuple(declared)}")
 
 
-def sgd_update(params, grads, learning_rate):
+def sgd_update(params, grads, learning_rate, concurrent=None):
     """``param -= learning_rate * grad`` in place, one fused assignment per parameter.
 
     Parameters
@@ -156,6 +171,39 @@ def sgd_update(params, grads, learning_rate):
     grads : list of tensors
         Their gradients, as :meth:`Executor.run` returns them.
     learning_rate : float
+    concurrent : bool or None, optional
+        Run the updates side by side on streams (:mod:`gpuarray.core.lanes`);
+        None (the default): only while ``ng.capture`` records them, where
+        they become parallel branches of the graph.
+
+    Raises
+    ------
+    ValueError
+        ``params`` and ``grads`` differ in length.
     """
-    for param, grad in zip(params, grads, strict=True):
-        param[:] = param - float(learning_rate) * grad
+    pairs = list(zip(params, grads, strict=True))
+    rate = float(learning_rate)
+    ng = getattr(pairs[0][0], "backend", None) if pairs and concurrent is not False else None
+    lanes = _update_lanes(ng, len(pairs)) if ng is not None else None
+    tasks = [functools.partial(_update, param, grad, rate) for param, grad in pairs]
+    if lanes is None or not (concurrent or lanes.capturing):
+        for task in tasks:
+            task()
+    else:
+        run_tasks(lanes, tasks)
+
+
+def _update(param, grad, rate):
+    param[:] = param - rate * grad
+
+
+#: factory -> {number of parameters: lanes of that many independent updates}
+_UPDATE_LANES = weakref.WeakKeyDictionary()
+
+
+def _update_lanes(ng, count):
+    """The (kept) lanes of ``count`` independent updates on factory ``ng``."""
+    known = _UPDATE_LANES.setdefault(ng, {})
+    if count not in known:
+        known[count] = ng._lanes([()] * count)
+    return known[count]

@@ -60,6 +60,7 @@ class Plan:
             for i in node.op.value_inputs(node):
                 self.users[self.args[node][i]].append((node, i))
         self.inline = self._fuse()
+        self.order = self._soonest_first(self.order)
         self.roots = [n for n in self.order if n.op.kind not in ("input", "view")
                       and not self.inline[n]]
         self._allocate()
@@ -139,6 +140,19 @@ class Plan:
             node = self.args[node][0]
         return not inline[node] and len(self.shapes[node]) <= 2
 
+    def _soonest_first(self, order):
+        """``order`` stably sorted by the number of kernels each node follows at
+        least: roots that do not depend on each other (a layer's weight and
+        data gradients) are issued side by side, where lanes overlap them.
+        Still topological: a node follows more kernels than its inputs, or
+        as many and it came after them."""
+        level = {}
+        for node in order:
+            below = max((level[self.args[node][i]] for i in node.op.value_inputs(node)), default=0)
+            runs_kernel = node.op.kind not in ("input", "view") and not self.inline[node]
+            level[node] = below + runs_kernel
+        return sorted(order, key=level.__getitem__)
+
     # -- memory ---------------------------------------------------------
     def _base(self, node):
         """The node whose buffer ``node``'s value lives in (views resolved)."""
@@ -158,7 +172,15 @@ class Plan:
         return reads
 
     def _allocate(self):
-        """One buffer view per root; a buffer is reused once its last reader has run."""
+        """One buffer view per root; a buffer is reused once its last reader has run.
+
+        Also ``self.after``: per root, the earlier roots it must follow --
+        those whose values its tree reads, and those that wrote or read the
+        buffer it reuses -- for the lanes that run independent roots
+        concurrently (:mod:`gpuarray.core.lanes`).  A freed buffer is reused
+        only by a root that follows all of its users anyway (through what it
+        reads): sharing memory never orders independent work.
+        """
         last_use = {}
         step_reads = [self._reads(root) for root in self.roots]
         for step, reads in enumerate(step_reads):
@@ -166,26 +188,48 @@ class Plan:
                 last_use[base] = step
         for node in self.eval_nodes:
             last_use[self._base(node)] = len(self.roots)
-        itemsize = self.dtype.itemsize
         self.buffers, self.out, free, owner = [], {}, [], {}
+        # users: id(flat) -> steps that wrote or read it; ancestors: per step,
+        # the steps it follows through the values it reads
+        users, flat_of, producer, ancestors, self.after = {}, {}, {}, [], []
         for step, root in enumerate(self.roots):
-            size = size_of(self.shapes[root])
-            fits = [k for k, flat in enumerate(free) if flat.size >= max(size, 1)]
-            if fits:
-                flat = free.pop(min(fits, key=lambda k: free[k].size))
-            else:
-                flat = self.ng.empty((max(size, 1),), self.dtype)
-                self.buffers.append(flat)
-            self.out[root], owner[root] = flat[:size].reshape(self.shapes[root]), flat
+            read = [base for base in step_reads[step] if base in flat_of]
+            follows = {producer[base] for base in read}
+            ancestors.append(follows.union(*(ancestors[s] for s in follows)))
+            flat = self._buffer(free, size_of(self.shapes[root]), users, ancestors[step])
+            self.out[root] = flat[:size_of(self.shapes[root])].reshape(self.shapes[root])
+            owner[root] = flat_of[root] = flat
+            self.after.append(sorted(follows | users.get(id(flat), set())))
+            producer[root] = step
+            for f in [flat_of[base] for base in read] + [flat]:
+                users.setdefault(id(f), set()).add(step)
             for base in step_reads[step] | {root}:
                 if base in owner and last_use.get(base, step) == step:
                     free.append(owner.pop(base))
-        self.plan_bytes = sum(flat.size for flat in self.buffers) * itemsize
-        self.naive_bytes = sum(size_of(self.shapes[r]) for r in self.roots) * itemsize
+        self.plan_bytes = sum(flat.size for flat in self.buffers) * self.dtype.itemsize
+        self.naive_bytes = sum(size_of(self.shapes[r]) for r in self.roots) * self.dtype.itemsize
+        self.lanes = self.ng._lanes(self.after)
+
+    def _buffer(self, free, size, users, ancestors):
+        """The smallest freed buffer of ``size`` elements whose users all come
+        before the root (``ancestors``), taken from ``free``; else a new one."""
+        fits = [k for k, flat in enumerate(free)
+                if flat.size >= max(size, 1) and users[id(flat)] <= ancestors]
+        if fits:
+            return free.pop(min(fits, key=lambda k: free[k].size))
+        flat = self.ng.empty((max(size, 1),), self.dtype)
+        self.buffers.append(flat)
+        return flat
 
     # -- running --------------------------------------------------------
-    def run(self, feeds):
-        """Evaluate with ``feeds`` (node -> tensor); the evaluated nodes' tensors."""
+    def run(self, feeds, concurrent=False):
+        """Evaluate with ``feeds`` (node -> tensor); the evaluated nodes' tensors.
+
+        ``concurrent``: run independent roots on the lanes' streams, each
+        after the roots it follows (``self.after``).
+        """
+        if concurrent:
+            return self._run_on_lanes(feeds)
         values = dict(feeds)
         for node in self.order:
             if node.op.kind == "view":
@@ -193,6 +237,24 @@ class Plan:
             elif node in self.out:
                 self.out[node][:] = self._tree(node, values, force=True)
                 values[node] = self.out[node]
+        return [values[n] for n in self.eval_nodes]
+
+    def _run_on_lanes(self, feeds):
+        values, lanes, step = dict(feeds), self.lanes, 0
+        lanes.start()
+        try:
+            for node in self.order:
+                if node.op.kind == "view":
+                    values[node] = self._tree(node, values, force=True)
+                elif node in self.out:
+                    lanes.enter(step)
+                    try:
+                        self.out[node][:] = self._tree(node, values, force=True)
+                    finally:
+                        lanes.leave(step)
+                    values[node], step = self.out[node], step + 1
+        finally:
+            lanes.finish()
         return [values[n] for n in self.eval_nodes]
 
     def _tree(self, node, values, force=False):

@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from . import dtypes, shapes
+from .lanes import DEFAULT_LANES, HostLanes
 
 
 class HostStream:
@@ -142,6 +143,11 @@ class StreamFunctions:
         without staging (page-locked memory on the GPU factory)."""
         shape, dtype = shapes.as_shape(shape), dtypes.as_dtype(dtype)
         return np.empty(shape, dtype)
+
+    def _lanes(self, after, count=DEFAULT_LANES):
+        """A runner spreading tasks that follow ``after`` over streams
+        (:mod:`gpuarray.core.lanes`); on the host, one order."""
+        return HostLanes(after, count)
 
     def _set_async(self, tensor, host, stream):
         host = self._check_async_host(tensor, host)

@@ -2,7 +2,8 @@
 
 In: :func:`using` entered by ``with ng.stream(s):`` (:mod:`gpuarray.cuda.streams`)
 and :func:`capturing_on` entered by :mod:`gpuarray.cuda.capture` around the
-recording of a step; both restore the previous stream on exit.  Out:
+recording of a step; both restore the previous stream on exit
+(:func:`swap` switches without a block, for :mod:`gpuarray.cuda.lanes`).  Out:
 :func:`current` (a pycuda ``Stream`` or None, the legacy default stream)
 and its ``CUstream``, which every launch site passes to the driver --
 :func:`launch_handle` (0 for the default stream) for kernels,
@@ -85,6 +86,15 @@ def capturing_on(stream, what):
         yield
     finally:
         (_local.stream, _local.public), _local.capture = saved, None
+
+
+def swap(stream):
+    """Make the pycuda ``stream`` current for this thread's launches, a capture
+    under way included; returns the stream it replaces.  For
+    :mod:`gpuarray.cuda.lanes`, whose side streams have joined the capture
+    (they waited for an event recorded on it) before any work reaches them."""
+    previous, _local.stream = _local.stream, stream
+    return previous
 
 
 def note_random():

@@ -17,8 +17,9 @@ import contextlib
 import numpy as np
 
 from ..core import dtypes, shapes
+from ..core.lanes import DEFAULT_LANES
 from ..core.streams import StreamFunctions, check_elapsed
-from . import events, pinned, stream
+from . import events, lanes, pinned, stream
 
 
 class Stream:
@@ -128,6 +129,10 @@ class GPUStreamFunctions(StreamFunctions):
 
     def _using_stream(self, s):
         return stream.using(None if s is None else s.pycuda, s)
+
+    def _lanes(self, after, count=DEFAULT_LANES):
+        self._ready()
+        return lanes.Lanes(self, after, count)
 
     def _queue_on(self, stream_):
         """Send the block's work to ``stream_``; None keeps the current stream

@@ -7,14 +7,18 @@ so a network whose shapes do not chain fails at set-up, naming the layer.
 :class:`Concat` gives each branch's last layer a channel slice of its own
 output as the place to write, so branch outputs land in place (no copy);
 in bprop each branch reads its slice of the gradient and the branches'
-input gradients are summed by one fused kernel.  :class:`Model` runs a
+input gradients are summed by one fused kernel.  While a captured step
+records them (``ng.capture``), the branches run side by side on lanes
+(:mod:`gpuarray.core.lanes`): parallel branches of the graph.  :class:`Model` runs a
 list of layers, names them, reports the loss and per-layer times.
 """
+import functools
 import itertools
 
 import numpy as np
 
 from ..core import shapes
+from ..core.lanes import run_tasks
 from .layer import Layer, check_dtype
 from .loss import SoftmaxCrossEntropy
 
@@ -73,15 +77,18 @@ class Concat(Sequential):
     """Branches that all read the same input, concatenated along the channel axis.
 
     Each branch is a layer or a list of layers (made a :class:`Sequential`).
+    ``concurrent``: run the branches side by side on streams; None (the
+    default) only while ``ng.capture`` records them, where it costs no
+    host time per replay.
     """
 
     kind = "concat"
 
-    def __init__(self, branches, name=None):
+    def __init__(self, branches, name=None, concurrent=None):
         branches = [Sequential(b, name=f"b{i + 1}") if isinstance(b, (list, tuple)) else b
                     for i, b in enumerate(_layer_list(branches, "Concat"))]
         super().__init__(branches, name)
-        self.slices = []
+        self.slices, self.concurrent, self.lanes = [], concurrent, None
 
     def configure(self, ng, in_shape, dtype, needs_input_grad=True):
         """Configure the branches on the same input; the output stacks their channels."""
@@ -108,18 +115,22 @@ class Concat(Sequential):
             branch.allocate(self.output[..., c0:c1], rng)
         own_grad = self.needs_input_grad
         self.input_grad = self.ng.empty(self.in_shape, self.dtype) if own_grad else None
+        self.lanes = self.ng._lanes([()] * len(self.layers))
 
     def _fprop(self, x):
-        for branch, (c0, c1) in zip(self.layers, self.slices):
-            y = branch.fprop(x)
-            if y is not branch.output:
-                # a branch that passed its input through (e.g. inference dropout)
-                self.output[..., c0:c1] = y
+        self._run([functools.partial(self._branch_fprop, branch, x, c0, c1)
+                   for branch, (c0, c1) in zip(self.layers, self.slices)])
         return self.output
 
+    def _branch_fprop(self, branch, x, c0, c1):
+        y = branch.fprop(x)
+        if y is not branch.output:
+            # a branch that passed its input through (e.g. inference dropout)
+            self.output[..., c0:c1] = y
+
     def _bprop(self, grad):
-        grads = [branch.bprop(grad[..., c0:c1])
-                 for branch, (c0, c1) in zip(self.layers, self.slices)]
+        grads = self._run([functools.partial(branch.bprop, grad[..., c0:c1])
+                           for branch, (c0, c1) in zip(self.layers, self.slices)])
         if self.input_grad is None:
             return None
         total = grads[0]
@@ -127,6 +138,15 @@ class Concat(Sequential):
             total = total + g
         self.input_grad[:] = total
         return self.input_grad
+
+    def _run(self, tasks):
+        """The branches' calls, on lanes where wanted; their results."""
+        concurrent = self.concurrent
+        if concurrent is None:
+            concurrent = self.lanes.capturing
+        if concurrent:
+            return run_tasks(self.lanes, tasks)
+        return [task() for task in tasks]
 
 
 def _layer_list(layers, what):
