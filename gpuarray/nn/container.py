@@ -18,7 +18,6 @@ import itertools
 import numpy as np
 
 from ..core import shapes
-from ..core.lanes import run_tasks
 from .layer import Layer, check_dtype
 from .loss import SoftmaxCrossEntropy
 
@@ -79,7 +78,7 @@ class Concat(Sequential):
     Each branch is a layer or a list of layers (made a :class:`Sequential`).
     ``concurrent``: run the branches side by side on streams; None (the
     default) only while ``ng.capture`` records them, where it costs no
-    host time per replay.
+    host time per replay (see :mod:`gpuarray.nn.layer`).
     """
 
     kind = "concat"
@@ -88,7 +87,7 @@ class Concat(Sequential):
         branches = [Sequential(b, name=f"b{i + 1}") if isinstance(b, (list, tuple)) else b
                     for i, b in enumerate(_layer_list(branches, "Concat"))]
         super().__init__(branches, name)
-        self.slices, self.concurrent, self.lanes = [], concurrent, None
+        self.slices, self.concurrent = [], concurrent
 
     def configure(self, ng, in_shape, dtype, needs_input_grad=True):
         """Configure the branches on the same input; the output stacks their channels."""
@@ -115,11 +114,10 @@ class Concat(Sequential):
             branch.allocate(self.output[..., c0:c1], rng)
         own_grad = self.needs_input_grad
         self.input_grad = self.ng.empty(self.in_shape, self.dtype) if own_grad else None
-        self.lanes = self.ng._lanes([()] * len(self.layers))
 
     def _fprop(self, x):
-        self._run([functools.partial(self._branch_fprop, branch, x, c0, c1)
-                   for branch, (c0, c1) in zip(self.layers, self.slices)])
+        self._side_by_side([functools.partial(self._branch_fprop, branch, x, c0, c1)
+                            for branch, (c0, c1) in zip(self.layers, self.slices)])
         return self.output
 
     def _branch_fprop(self, branch, x, c0, c1):
@@ -129,8 +127,8 @@ class Concat(Sequential):
             self.output[..., c0:c1] = y
 
     def _bprop(self, grad):
-        grads = self._run([functools.partial(branch.bprop, grad[..., c0:c1])
-                           for branch, (c0, c1) in zip(self.layers, self.slices)])
+        grads = self._side_by_side([functools.partial(branch.bprop, grad[..., c0:c1])
+                                    for branch, (c0, c1) in zip(self.layers, self.slices)])
         if self.input_grad is None:
             return None
         total = grads[0]
@@ -138,15 +136,6 @@ class Concat(Sequential):
             total = total + g
         self.input_grad[:] = total
         return self.input_grad
-
-    def _run(self, tasks):
-        """The branches' calls, on lanes where wanted; their results."""
-        concurrent = self.concurrent
-        if concurrent is None:
-            concurrent = self.lanes.capturing
-        if concurrent:
-            return run_tasks(self.lanes, tasks)
-        return [task() for task in tasks]
 
 
 def _layer_list(layers, what):

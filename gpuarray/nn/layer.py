@@ -11,6 +11,14 @@ Shapes: activations of spatial layers are 5-D tensors in the native layout
 ``(N, features)`` and flatten whatever comes in.  Each pass checks its
 argument's shape and dtype and raises naming the layer.  ``bprop(grad)``
 may overwrite ``grad`` (the next layer's input gradient, dead once read).
+
+Independent calls of one pass -- the branches of an inception module --
+run side by side on lanes (:mod:`gpuarray.core.lanes`) while a captured
+step records them, where they become parallel branches of the graph; a
+layer's ``concurrent`` (True / False / None, the default: only while
+capturing) says when.  A layer's weight and data gradients stay in one
+order: on the H100 their kernels overlapped gained nothing (AlexNet,
+VGG-A) or lost 2% (Overfeat), persistent grids of the whole GPU each.
 """
 import math
 
@@ -18,6 +26,7 @@ import numpy as np
 
 from ..core import dtypes, shapes
 from ..core.array import Tensor
+from ..core.lanes import run_tasks
 
 #: dtypes a network runs in (16-bit layers accumulate in fp32)
 DTYPES = dtypes.KERNEL_FLOATS
@@ -72,6 +81,8 @@ class Layer:
     kind = "layer"
     #: bprop writes the input gradient over ``grad`` (same shape): no buffer of its own
     grad_in_place = False
+    #: run independent calls of a pass side by side: None, only while capturing
+    concurrent = None
 
     def __init__(self, name=None):
         self.name = name
@@ -81,6 +92,7 @@ class Layer:
         #: False in inference mode (dropout passes its input through)
         self.training = True
         self._params = []
+        self._lanes = {}  # number of side-by-side calls -> their lanes, made on first use
 
     # -- set-up --------------------------------------------------------------
     def setup(self, ng, in_shape, dtype, needs_input_grad=True, output=None, rng=None):
@@ -182,6 +194,18 @@ class Layer:
 
     def _bprop(self, grad):
         raise NotImplementedError
+
+    def _side_by_side(self, tasks):
+        """Call ``tasks`` (independent of each other: none reads what another
+        writes) on lanes where :attr:`concurrent` asks for them, else in
+        order; returns their results."""
+        if len(tasks) > 1 and self.concurrent is not False:
+            lanes = self._lanes.get(len(tasks))
+            if lanes is None:
+                lanes = self._lanes[len(tasks)] = self.ng._lanes([()] * len(tasks))
+            if self.concurrent or lanes.capturing:
+                return run_tasks(lanes, tasks)
+        return [task() for task in tasks]
 
     def _check(self, t, shape, what):
         if self.ng is None:
