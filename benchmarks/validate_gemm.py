@@ -2,8 +2,8 @@
 
     python3 benchmarks/validate_gemm.py [--quick]
 
-Shapes: squares 1..8192, ragged sizes (1000x1000x999...), skinny N = 1..128,
-tall-skinny K; every layout (transposed views), float16, bfloat16, float32
+Shapes: squares 1..8192, ragged sizes (1000x1000x999...), small products
+(1000x10x100...), skinny N = 1..128, tall-skinny K; every layout (transposed views), float16, bfloat16, float32
 (exact) and TF32; each with and without the full epilogue (alpha, beta,
 bias, relu).  Operands are made by torch and shared zero-copy (DLPack).
 The reference is cuBLAS's float32 product of the same values (TF32 off;
@@ -33,12 +33,14 @@ RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = {"f16": 7e-3, "bf16": 7e-3, "f32": 5e-5, "tf32": 7e-3}
 SQUARES = (1, 2, 15, 64, 127, 256, 1000, 2048, 4096)
 RAGGED = ((1000, 1000, 999), (999, 1001, 1000), (1, 1000, 1000), (1000, 1, 1000), (333, 77, 5))
+#: products small enough for gemm_small.cu in float32 (MNIST's MLP has these)
+SMALL = ((1000, 10, 100), (1000, 100, 10), (100, 10, 1000), (7, 300, 40))
 SKINNY_N = (1, 8, 16, 32, 64, 96, 128)
 DEEP = ((64, 64, 65536), (128, 128, 32768), (256, 32, 16384))
 
 
 def shapes(quick):
-    out = [(s, s, s) for s in SQUARES] + list(RAGGED)
+    out = [(s, s, s) for s in SQUARES] + list(RAGGED) + list(SMALL)
     out += [(2048, n, 2048) for n in SKINNY_N] + list(DEEP)
     return out[::3] if quick else out
 

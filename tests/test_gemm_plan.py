@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpuarray.cuda import driver
-from gpuarray.gemm import catalogue as gk, tiles
+from gpuarray.gemm import catalogue as gk, plan as gemm_plan, tiles
 from test_dispatch import RecordingGPU
 
 FIELDS = ("tmap_a tmap_b a b c bias partial stats a_m a_k b_k b_n ldc batch_a batch_b "
@@ -60,6 +60,16 @@ class GemmRecordingGPU(RecordingGPU):
         self.memsets = []  # (address, value, 32-bit words) of each memset_d32_async
         self._drv = _Driver(self.memsets)
         self.gemm_library = _Library(self.launches)
+
+
+@pytest.fixture
+def tile_path(monkeypatch):
+    """Products of every size take the tiles (the tests here check their
+    planning; test_gemm_small checks the small products' kernel)."""
+    monkeypatch.setattr(gemm_plan, "SMALL_PRODUCT_FMAS", 0)
+
+
+pytestmark = pytest.mark.usefixtures("tile_path")
 
 
 @pytest.fixture

@@ -9,7 +9,9 @@ pointers, scalars and views change.
 import numpy as np
 import pytest
 from conftest import assert_matches
-from test_gemm_plan import GemmRecordingGPU, tensor_maps  # noqa: F401 - a fixture
+from test_gemm_plan import GemmRecordingGPU, tensor_maps, tile_path  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.usefixtures("tile_path")
 
 F16, F32 = np.float16, np.float32
 

@@ -13,6 +13,8 @@ Families (one ``kernels/gemm_<family>.cu`` each):
 * ``sm80`` / ``sm80u`` -- mma.sync tensor cores, 16-byte aligned operands /
   any alignment (Ampere and later; Hopper's fallback);
 * ``ffma`` / ``ffmau`` -- exact float32 on the FFMA pipes;
+* ``small`` -- exact float32 products too small for tiles, a group of
+  lanes an output (:func:`gpuarray.gemm.plan.is_small`);
 * ``splitk`` -- sums split-K partials and applies the epilogue.
 """
 import struct

@@ -12,7 +12,9 @@ The path reads top to bottom:
    neither axis is contiguous), and batch axes folded into M or K where
    the memory allows it (shared weights, weight-gradient sums).
 3. :func:`choose` -- the kernel family (by dtype, architecture and
-   alignment), then the tile and the K-split with the lowest modelled time.
+   alignment), then the tile and the K-split with the lowest modelled time;
+   an exact fp32 product of at most :data:`SMALL_PRODUCT_FMAS` multiply-adds
+   skips the tiles: ``kernels/gemm_small.cu``, a few lanes an output.
 4. :func:`launch` -- the :class:`~gpuarray.gemm.replay.GemmPlan` (kernels,
    grid, the packed ``GemmArgs`` with holes for pointers and scalars, TMA
    descriptor geometry), run on this call's pointers.  :func:`run` returns
@@ -29,6 +31,16 @@ from .call import GemmCall, epilogue_tree, stats_by_reduction
 from .replay import GemmPlan, TensorMap, scale_pointers
 
 _REDUCE_THREADS = 256
+#: exact fp32 products of at most this many multiply-adds (batches included)
+#: and sums of at most SMALL_PRODUCT_TERMS terms run on gemm_small.cu (no
+#: tiles: a group of lanes an output).  A lone FFMA tile's K-tiles are
+#: latency-bound: on an H100, 1000x10x100 took 8.6 us on 64x64 tiles and
+#: 3.4 here, 1000x100x10 10.3 and 4.2, 100x10x1000 7.5 and 7.6 (2 MFLOP
+#: each).  Longer sums leave a group's 32 lanes too many terms each: the
+#: tiles split K over blocks instead.
+SMALL_PRODUCT_FMAS = 2**21
+SMALL_PRODUCT_TERMS = 1024
+_SMALL_THREADS = 256
 _MAX_CHOICES = 4096
 _choices = {}
 _capacities = {}
@@ -279,6 +291,8 @@ def launch(gpu, prob, swapped=False):
 
 def record(gpu, prob, swapped):
     """The :class:`GemmPlan` of ``prob``: tile, split, grids and the argument template."""
+    if is_small(prob):
+        return _record_small(gpu, prob, swapped)
     cfg, splits, cluster = choose(gpu, prob)
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
     per_split = -(-ktiles // splits)
@@ -305,6 +319,29 @@ def record(gpu, prob, swapped):
     workspace = splits * prob.batch * prob.m * prob.n * 4 if splits > 1 else 0
     tensor_maps = _tensor_maps(cfg, prob) if cfg.tma else None
     return GemmPlan(name, swapped, launches, template, tensor_maps, workspace, splits, cluster)
+
+
+def is_small(prob):
+    """An exact fp32 product too small to fill the tiles (:data:`SMALL_PRODUCT_FMAS`,
+    :data:`SMALL_PRODUCT_TERMS`)."""
+    call = prob.call
+    terms = prob.kbatch * prob.k
+    return (call.precision == "fp32" and prob.dtype == np.float32 and not call.fp8
+            and terms <= SMALL_PRODUCT_TERMS
+            and prob.batch * prob.m * prob.n * terms <= SMALL_PRODUCT_FMAS)
+
+
+def _record_small(gpu, prob, swapped):
+    """The plan of ``prob`` on gemm_small.cu: lanes an output by the terms each sums."""
+    terms = prob.kbatch * prob.k
+    lanes = 1 if terms <= 16 else 8 if terms <= 256 else 32
+    name = f"ga_gemm_small_l{lanes}_f32"
+    template = gk.pack(gk.NO_TMAP, gk.NO_TMAP, (0,) * 6, _strides(prob), gpu.seed,
+                       _integers(prob, 1, 1), 0.0, 0.0, 0)
+    blocks = -(-prob.batch * prob.m * prob.n * lanes // _SMALL_THREADS)
+    kernel = gpu.gemm_library.function("gemm_small", name, 0)
+    launches = [(kernel, (blocks, 1, 1), (_SMALL_THREADS, 1, 1), 0)]
+    return GemmPlan(name, swapped, launches, template, None, 0, 1, 1)
 
 
 def _integers(prob, splits, per_split):
