@@ -34,12 +34,19 @@ class Lanes:
     """
 
     def __init__(self, gpu, after, count=DEFAULT_LANES):
-        self.schedule = plan = schedule(after, count)
-        self._streams = [None] + [gpu._drv.Stream() for _ in range(plan.lanes - 1)]
+        self.schedule = schedule(after, count)
+        # streams and events are made by the first start(); holding the stream
+        # constructor rather than the factory keeps a factory-keyed weak cache
+        # of lanes (ad.sgd_update's) from keeping its factory alive
+        self._new_stream, self._streams = gpu._drv.Stream, None
+        self._origin, self._ran = None, set()
+
+    def _make_streams(self):
+        plan = self.schedule
+        self._streams = [None] + [self._new_stream() for _ in range(plan.lanes - 1)]
         self._events = {task: events.EventHandle(timing=False) for task in plan.records}
         self._fork = events.EventHandle(timing=False) if plan.lanes > 1 else None
         self._joins = [events.EventHandle(timing=False) for _ in self._streams[1:]]
-        self._origin, self._ran = None, set()
 
     @property
     def capturing(self):
@@ -48,6 +55,8 @@ class Lanes:
 
     def start(self):
         """Mark the fork point on the current stream, which becomes lane 0."""
+        if self._streams is None:
+            self._make_streams()
         self._origin, self._ran = stream.current(), set()
         if self._fork is not None:
             self._fork.record(_handle(self._origin))
