@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from ..core.array import Tensor
-from ..core.lanes import run_tasks
+from ..core.lanes import IN_ORDER, run_tasks
 from .graph import topological_order
 from .plan import Plan
 
@@ -185,12 +185,9 @@ def sgd_update(params, grads, learning_rate, concurrent=None):
     rate = float(learning_rate)
     ng = getattr(pairs[0][0], "backend", None) if pairs and concurrent is not False else None
     lanes = _update_lanes(ng, len(pairs)) if ng is not None else None
-    tasks = [functools.partial(_update, param, grad, rate) for param, grad in pairs]
     if lanes is None or not (concurrent or lanes.capturing):
-        for task in tasks:
-            task()
-    else:
-        run_tasks(lanes, tasks)
+        lanes = IN_ORDER
+    run_tasks(lanes, [functools.partial(_update, param, grad, rate) for param, grad in pairs])
 
 
 def _update(param, grad, rate):

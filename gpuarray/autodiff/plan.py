@@ -10,6 +10,7 @@ it as one GEMM with its epilogue.  Every root's buffer is a view of one of
 the plan's flat buffers, allocated when the plan is made; roots whose
 lifetimes do not overlap share a buffer.
 """
+from ..core.lanes import IN_ORDER
 from ..core.shapes import size_of
 from .graph import Op
 from .ops import GEMM_DTYPES, BinaryOp, BroadcastToOp, ConstantOp, UnaryOp
@@ -228,19 +229,7 @@ class Plan:
         ``concurrent``: run independent roots on the lanes' streams, each
         after the roots it follows (``self.after``).
         """
-        if concurrent:
-            return self._run_on_lanes(feeds)
-        values = dict(feeds)
-        for node in self.order:
-            if node.op.kind == "view":
-                values[node] = self._tree(node, values, force=True)
-            elif node in self.out:
-                self.out[node][:] = self._tree(node, values, force=True)
-                values[node] = self.out[node]
-        return [values[n] for n in self.eval_nodes]
-
-    def _run_on_lanes(self, feeds):
-        values, lanes, step = dict(feeds), self.lanes, 0
+        values, lanes, step = dict(feeds), self.lanes if concurrent else IN_ORDER, 0
         lanes.start()
         try:
             for node in self.order:

@@ -163,3 +163,8 @@ class HostLanes:
 
     def finish(self):
         """The join point."""
+
+
+#: runs every task where and when it is issued (what one stream does): the
+#: runner of callers that did not ask for lanes
+IN_ORDER = HostLanes(())

@@ -131,7 +131,6 @@ class GPUStreamFunctions(StreamFunctions):
         return stream.using(None if s is None else s.pycuda, s)
 
     def _lanes(self, after, count=DEFAULT_LANES):
-        self._ready()
         return lanes.Lanes(self, after, count)
 
     def _queue_on(self, stream_):

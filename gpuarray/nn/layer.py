@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core import dtypes, shapes
 from ..core.array import Tensor
-from ..core.lanes import run_tasks
+from ..core.lanes import IN_ORDER, run_tasks
 
 #: dtypes a network runs in (16-bit layers accumulate in fp32)
 DTYPES = dtypes.KERNEL_FLOATS
@@ -199,13 +199,14 @@ class Layer:
         """Call ``tasks`` (independent of each other: none reads what another
         writes) on lanes where :attr:`concurrent` asks for them, else in
         order; returns their results."""
+        lanes = IN_ORDER
         if len(tasks) > 1 and self.concurrent is not False:
             lanes = self._lanes.get(len(tasks))
             if lanes is None:
                 lanes = self._lanes[len(tasks)] = self.ng._lanes([()] * len(tasks))
-            if self.concurrent or lanes.capturing:
-                return run_tasks(lanes, tasks)
-        return [task() for task in tasks]
+            if not (self.concurrent or lanes.capturing):
+                lanes = IN_ORDER
+        return run_tasks(lanes, tasks)
 
     def _check(self, t, shape, what):
         if self.ng is None:
