@@ -36,9 +36,10 @@ from .conv.functions import ConvFunctions
 from .core.array import Tensor
 from .core.backend import Backend
 from .conv import convolution, pooling
-from .cuda import compiler, driver, interop, library, stream
+from .cuda import compiler, driver, interop, library, pinned, stream
 from .cuda.capture import CapturedStep, ReplayCounter
 from .cuda.mempool import DeviceMemoryPool
+from .cuda.semaphores import SemaphorePool
 from .cuda.streams import GPUStreamFunctions
 from .fft import device as fft_device
 from .fft.functions import FFTFunctions
@@ -247,6 +248,10 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         self.smem_optin = device.get_attribute(
             drv.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         self.pool = DeviceMemoryPool()
+        #: counters of kernels whose last block does the final work, zero when idle
+        self.semaphores = SemaphorePool()
+        #: the page-locked block small downloads go through, made on first use
+        self._bounce = pinned.Bounce(lambda nbytes: drv.pagelocked_empty(nbytes, np.uint8))
         self._kernels = {}
         self._calls = 0
         self._use_dispatcher()
@@ -344,11 +349,17 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def _download(self, tensor):
         ptr = tensor.ptr  # first: a freed buffer raises before any device work
         stream.refuse_in_capture("reading a tensor's values on the host (get, item, float...)")
+        nbytes = tensor.nbytes
+        queue = stream.current()
+        if 0 < nbytes <= pinned.BOUNCE_BYTES:
+            return self._bounce.download(
+                tensor.shape, tensor.dtype, nbytes,
+                lambda block: self._drv.memcpy_dtoh_async(block, ptr, queue),
+                self.context.synchronize if queue is None else queue.synchronize)
         host = np.empty(tensor.shape, tensor.dtype)
         if not host.size:
             return host
         target = _copyable(host)
-        queue = stream.current()
         if queue is None:
             self.context.synchronize()
             self._drv.memcpy_dtoh(target, ptr)

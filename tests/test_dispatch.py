@@ -41,6 +41,7 @@ class RecordingGPU(gpu.GPU):
         backend.Backend.__init__(self, seed, False)
         addresses = itertools.count(1 << 32, 1 << 28)  # 256 MiB apart: no accidental overlap
         self.pool = mempool.DeviceMemoryPool(alloc=lambda n: _Raw(next(addresses)))
+        self.semaphores = mempool.DeviceMemoryPool(alloc=lambda n: _Raw(next(addresses)))
         self.sms, self.arch, self.clusters, self.device_id = 132, "sm_90", True, 0
         self._replays = types.SimpleNamespace(address=0)  # no device word: nothing launches
         self._kernels, self._calls, self._conv_plans, self._pool_plans = {}, 0, {}, {}

@@ -71,9 +71,9 @@ class CapturedStep:
     def _record(self, args, kwargs):
         gpu = self.gpu
         capture_stream = gpu._drv.Stream()
-        keeper = Keeper(gpu.pool)
+        keeper = _Keepers(gpu)
         launched = gpu._stats["kernels_launched"]
-        gpu.pool.keep_for(keeper)
+        keeper.keep()
         stream.take_random()
         try:
             with stream.capturing_on(capture_stream, f"step {self.__name__!r}"):
@@ -90,7 +90,7 @@ class CapturedStep:
             keeper.release()
             raise
         finally:
-            gpu.pool.stop_keeping()
+            keeper.stop_keeping()
         kernels = gpu._stats["kernels_launched"] - launched
         gpu._stats["kernels_launched"] = launched  # counted each time the graph runs
         try:
@@ -99,6 +99,28 @@ class CapturedStep:
             keeper.release()
             raise
         return _Recorded(executable, keeper, args, kwargs, result, kernels)
+
+
+class _Keepers:
+    """Keepers of both pools of a factory -- memory and semaphores -- for one graph."""
+
+    def __init__(self, gpu):
+        self.pools = (gpu.pool, gpu.semaphores)
+        self.keepers = [Keeper(pool) for pool in self.pools]
+
+    def keep(self):
+        """Until :meth:`stop_keeping`, this thread's allocations are held for the graph."""
+        for pool, keeper in zip(self.pools, self.keepers):
+            pool.keep_for(keeper)
+
+    def stop_keeping(self):
+        for pool in self.pools:
+            pool.stop_keeping()
+
+    def release(self):
+        """The graph is gone: everything held goes back to its pool."""
+        for keeper in self.keepers:
+            keeper.release()
 
 
 class _Recorded:

@@ -1,8 +1,10 @@
-"""Page-locked host memory: the staging pool of asynchronous uploads, and the test
-that tells whether a host array is already page-locked.
+"""Page-locked host memory: the staging pool of asynchronous uploads, the block
+small downloads bounce through, and the test that tells whether a host
+array is already page-locked.
 
 In: byte counts, and the event after which a lent staging block is free
-again.  Out: page-locked ``uint8`` arrays.  The copy engine reads
+again.  Out: page-locked ``uint8`` arrays, and small downloads as new numpy
+arrays.  The copy engine reads
 page-locked memory directly while the host goes on; from pageable memory
 the driver copies through its own staging first, and the call waits for
 that.  ``cuMemHostAlloc`` costs far more than a copy of a few kilobytes, so
@@ -83,6 +85,45 @@ class StagingPool:
         with self._lock:
             self._collect()
             return {"pinned_bytes_cached": self._cached, "pinned_blocks_busy": len(self._busy)}
+
+
+#: downloads of at most this many bytes bounce through one page-locked block
+BOUNCE_BYTES = 64 << 10
+
+
+class Bounce:
+    """The page-locked block that small downloads (``float(t)``, ``t.get()`` of
+    a few values) go through, made on first use and lent to one call at a time.
+
+    Why: into pageable memory the driver can only start the copy once the
+    host has asked for it after the kernels finished, and then waits for
+    its own staged copy -- two waits on the device.  Into page-locked
+    memory the copy is queued behind the kernels before the host waits, so
+    the host wakes once, with the values there (an H100 host: ~15 -> ~8 us
+    for ``float`` of a 0-d tensor, what torch's ``item()`` costs).
+
+    Parameters
+    ----------
+    allocate : callable
+        ``allocate(nbytes)`` returning a page-locked ``uint8`` array.
+    """
+
+    def __init__(self, allocate):
+        self._allocate = allocate
+        self._block = None
+        self._lock = threading.Lock()
+
+    def download(self, shape, dtype, nbytes, copy, wait):
+        """A new numpy array of ``shape`` and ``dtype`` (``nbytes`` <=
+        :data:`BOUNCE_BYTES`): ``copy(block)`` queues the device-to-host copy
+        into the page-locked ``block``, ``wait()`` waits until it is done."""
+        with self._lock:
+            if self._block is None:
+                self._block = self._allocate(BOUNCE_BYTES)
+            staged = self._block[:nbytes]
+            copy(staged)
+            wait()
+            return staged.view(dtype).reshape(shape).copy()
 
 
 def as_bytes(array):

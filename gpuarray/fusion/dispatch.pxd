@@ -16,6 +16,7 @@ cdef class _Launcher:
 
 cdef class _Recipe:
     cdef public list temp_sizes, launchers
+    cdef public Py_ssize_t counters
 
 @cython.locals(out=Tensor, t=Tensor, slots=list, pattern=list, buffers=list, bases=list,
                group=Py_ssize_t)

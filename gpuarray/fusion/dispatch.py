@@ -65,19 +65,31 @@ class Dispatcher:
     def _record(self, out, tree, leaves):
         steps, temps = plan.plan(self.gpu, out, tree)
         sources = _Sources(out, leaves, temps)
-        kernels = []
+        kernels, counters = [], 0
         for step in steps:
             spec = launch.prepare(step, self.gpu.sms, self.gpu.seed, 0, self.gpu.clusters,
                                   self.gpu._replays.address)
             kernel = self.gpu._kernel(step.program, spec.layout)
-            holes = [(0, *sources.pointer(step.out))]
-            holes += [(1 + k, *sources.pointer(t)) for k, t in enumerate(step.leaves)]
-            holes += _scalar_holes(spec.first_scalar, step, sources)
-            holes.append((spec.call_index, _CALL_SLOT, 0))
-            if step.out.buffer is out.buffer:
-                holes.append((spec.call_index + 1, _ROUNDING_SLOT, 0))
+            holes = _step_holes(step, spec, 0, sources, out)
+            if spec.finish is not None:
+                holes += _step_holes(step.finish, spec.finish, spec.finish_offset, sources, out)
+                # the block counter, a slot after the temporaries' (Recipe.replay)
+                slot = _FIRST_LEAF + len(leaves) + len(temps) + counters
+                holes.append((len(spec.args) - 1, slot, 0))
+                counters += 1
             kernels.append(_Launcher(kernel, spec, holes))
-        return _Recipe([t.nbytes for t in temps], kernels)
+        return _Recipe([t.nbytes for t in temps], kernels, counters)
+
+
+def _step_holes(step, spec, offset, sources, out):
+    """Holes of one step's arguments, which start at argument ``offset``."""
+    holes = [(offset, *sources.pointer(step.out))]
+    holes += [(offset + 1 + k, *sources.pointer(t)) for k, t in enumerate(step.leaves)]
+    holes += _scalar_holes(offset + spec.first_scalar, step, sources)
+    holes.append((offset + spec.call_index, _CALL_SLOT, 0))
+    if step.out.buffer is out.buffer:
+        holes.append((offset + spec.call_index + 1, _ROUNDING_SLOT, 0))
+    return holes
 
 
 def _scalar_holes(position, step, sources):
@@ -273,13 +285,16 @@ def _packs_alike(arg_format, offsets, start, end):
 class _Recipe:
     """Recorded kernels of one situation, with holes for pointers and scalars."""
 
-    def __init__(self, temp_sizes, launchers):
-        self.temp_sizes, self.launchers = temp_sizes, launchers
+    def __init__(self, temp_sizes, launchers, counters=0):
+        self.temp_sizes, self.launchers, self.counters = temp_sizes, launchers, counters
 
     def replay(self, gpu, slots):
         """Launch the recorded kernels with this call's pointers and scalars."""
         handle = stream.launch_handle()
         temps = [gpu.pool.allocate(n) for n in self.temp_sizes] if self.temp_sizes else ()
+        if self.counters:
+            # block counters of kernels whose last block finishes (zero when lent)
+            temps += tuple(gpu.semaphores.allocate(4) for _ in range(self.counters))
         if temps:
             slots.extend([t.ptr for t in temps])
         for launcher in self.launchers:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core import ops
 from .elementwise import ElementwiseWriter
-from .layout import CLUSTER, EW_THREADS, MAX_THREADS, MIN_BLOCKS, PARTIAL_BLOCKS
+from .layout import CLUSTER, EW_THREADS, MAX_THREADS, MIN_BLOCKS, PARTIAL_BLOCKS, LastBlock
 from .reduce import ReductionWriter
 from .writer import KernelWriter
 
@@ -39,6 +39,9 @@ class Source:
     arg_format: str
 
 
+#: the entry point of every generated kernel
+_NAME = "ga_kernel"
+
 #: ops that pass a NaN on with its sign bit (moves, not arithmetic)
 _MOVES = frozenset({"load", "scalar", "astype", "where", "negative", "absolute", "real", "imag",
                     "conjugate"})
@@ -56,25 +59,78 @@ def keeps_nan_sign(program):
 
 def generate(program, layout):
     """Generate the CUDA C source of ``program`` for ``layout``."""
+    if isinstance(layout, LastBlock):
+        return _generate_last_block(program, layout)
     gen = KernelWriter(program, layout)
     params, fmt = gen.params()
-    name = "ga_kernel"
     writer = ElementwiseWriter if program.mode == "ew" else ReductionWriter
     body = writer(gen).body()
     bounds = f"__cluster_dims__({CLUSTER}, 1, 1) " if layout.cluster else ""
     threads = EW_THREADS if program.mode == "ew" else MAX_THREADS
     blocks = PARTIAL_BLOCKS if program.mode == "partial" else MIN_BLOCKS
     bounds += f"__launch_bounds__({threads}, {blocks})"
-    # user functions (ng.ElementwiseKernel, ng.ReductionKernel), each defined once
-    users = dict.fromkeys(ins.arg if ins.op == "user" else ops.USER_REDUCTIONS[ins.op]
-                          for ins in program.instrs
-                          if ins.op == "user" or ins.op in ops.USER_REDUCTIONS)
     text = "\n".join([
-        *(["#define GA_KEEP_NAN_SIGN"] if keeps_nan_sign(program) else []),
-        '#include "prelude.cuh"',
-        *(fn.definition() for fn in users),
-        f"typedef {'long long' if layout.wide else 'int'} ga_idx;",
-        f'extern "C" __global__ void {bounds} {name}(',
+        *_preamble([program], layout.wide),
+        f'extern "C" __global__ void {bounds} {_NAME}(',
         "    " + ",\n    ".join(params) + ") {",
         *body, "}", ""])
-    return Source(text, name, fmt)
+    return Source(text, _NAME, fmt)
+
+
+def _generate_last_block(program, layout):
+    """A partial kernel (``program``) whose last block to finish runs the
+    finishing program ``layout.program`` as that program's one block would.
+
+    The finishing body becomes a device function in which ``blockIdx`` and
+    ``gridDim`` are shadowed by block 0 of a grid of one; its arguments
+    follow the partial kernel's, then the address of the block counter,
+    which reads zero at the start (``gpuarray.cuda.semaphores``) and which
+    the last block resets.  The finishing pointers carry no ``__restrict__``:
+    one of them aliases the partial kernel's ``out``.
+    """
+    partial = KernelWriter(program, layout.partial)
+    params, fmt = partial.params()
+    params[0] = params[0].replace(" __restrict__", "")
+    finish = KernelWriter(layout.program, layout.finish)
+    finish_params, finish_fmt = finish.params()
+    finish_params = [p.replace(" __restrict__", "") for p in finish_params]
+    names = [p.split()[-1] for p in finish_params]
+    kernel_params = params + [f"{p.rsplit(' ', 1)[0]} f_{n}" for p, n in zip(finish_params, names)]
+    kernel_params.append("unsigned int* __restrict__ ga_blocks_done")
+    text = "\n".join([
+        *_preamble([program, layout.program], layout.partial.wide),
+        "__device__ __forceinline__ void ga_finish(",
+        "    " + ",\n    ".join(finish_params) + ") {",
+        "  const uint3 blockIdx = make_uint3(0, 0, 0);",
+        "  const dim3 gridDim(1, 1, 1);",
+        *ReductionWriter(finish).body(), "}",
+        f'extern "C" __global__ void __launch_bounds__({MAX_THREADS}, {PARTIAL_BLOCKS}) {_NAME}(',
+        "    " + ",\n    ".join(kernel_params) + ") {",
+        *ReductionWriter(partial).body(),
+        # every thread's partial stores ordered before the block counts itself done
+        "  __shared__ bool ga_last;",
+        "  __threadfence();",
+        "  __syncthreads();",
+        "  if (threadIdx.x == 0) {",
+        "    ga_last = atomicAdd(ga_blocks_done, 1u) == gridDim.x - 1;",
+        "  }",
+        "  __syncthreads();",
+        "  if (!ga_last) return;",
+        "  __threadfence();",
+        "  ga_finish(" + ", ".join(f"f_{n}" for n in names) + ");",
+        "  if (threadIdx.x == 0) *ga_blocks_done = 0;",
+        "}", ""])
+    return Source(text, _NAME, fmt + finish_fmt + "P")
+
+
+def _preamble(programs, wide):
+    """The lines before the kernel: the NaN-sign switch, the prelude, the
+    users' functions (``ng.ElementwiseKernel``, ``ng.ReductionKernel``), each
+    defined once, and the index type."""
+    users = dict.fromkeys(ins.arg if ins.op == "user" else ops.USER_REDUCTIONS[ins.op]
+                          for program in programs for ins in program.instrs
+                          if ins.op == "user" or ins.op in ops.USER_REDUCTIONS)
+    return [*(["#define GA_KEEP_NAN_SIGN"] if any(map(keeps_nan_sign, programs)) else []),
+            '#include "prelude.cuh"',
+            *(fn.definition() for fn in users),
+            f"typedef {'long long' if wide else 'int'} ga_idx;"]

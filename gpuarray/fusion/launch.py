@@ -11,7 +11,7 @@ see one or two dimensions; contiguous, aligned elementwise operands get
 from dataclasses import dataclass
 
 from ..core.shapes import size_of
-from .layout import CLUSTER, EW_THREADS as _EW_THREADS, MAX_THREADS, Layout
+from .layout import CLUSTER, EW_THREADS as _EW_THREADS, MAX_THREADS, LastBlock, Layout
 
 #: row elements a thread of a reduction kernel aims to handle
 ITEMS_PER_THREAD = 64
@@ -23,18 +23,22 @@ SHORT_ROW_CACHE = 16
 
 @dataclass
 class Launch:
-    """Everything needed to launch one compiled kernel."""
+    """Everything needed to launch one compiled kernel.
 
-    layout: Layout
+    ``call_index`` is the position of the call-counter argument.  A partial
+    kernel whose last block runs a finishing step (``Step.finish``) has that
+    step's arguments after its own, from ``finish_offset`` (``finish`` is
+    their :class:`Launch`), and the address of its block counter last.
+    """
+
+    layout: object
     args: list
     grid: tuple
     block: tuple
     first_scalar: int
-
-    @property
-    def call_index(self):
-        """Position of the call-counter argument (seed, call, nbits, tpr end the list)."""
-        return len(self.args) - 3
+    call_index: int
+    finish: "Launch" = None
+    finish_offset: int = 0
 
 
 def prepare(step, sms, seed, call, clusters=True, replays=0):
@@ -45,6 +49,21 @@ def prepare(step, sms, seed, call, clusters=True, replays=0):
     ``replays`` the address of the factory's replay counter, which random
     numbers mix into their key.
     """
+    spec = _prepare_one(step, sms, seed, call, clusters, replays)
+    if step.finish is None:
+        return spec
+    # the finishing step runs as one block of the partial kernel, in the
+    # plain row loop (no register cache: the partial kernel's launch bounds
+    # leave 32 registers a thread), with the partial kernel's index type
+    finish = _prepare_one(step.finish, sms, seed, call, clusters, replays, spec.layout.wide)
+    layout = LastBlock(spec.layout, step.finish.program, finish.layout)
+    return Launch(layout, spec.args + finish.args + [0], spec.grid, spec.block,
+                  spec.first_scalar, spec.call_index, finish, len(spec.args))
+
+
+def _prepare_one(step, sms, seed, call, clusters, replays, last_block_wide=None):
+    """:func:`prepare` of one step; ``last_block_wide`` (the partial kernel's
+    index width) when it runs as the last block of a partial kernel."""
     program = step.program
     operands = [step.out] + list(step.leaves)
     strides = [_element_strides(t, step.shape) for t in operands]
@@ -59,7 +78,10 @@ def prepare(step, sms, seed, call, clusters=True, replays=0):
     rows = size_of(d for d, _ in outer_dims)
     length = size_of(d for d, _ in inner_dims)
     wide = _needs_wide_index(outer_dims + inner_dims, rows * length)
-    if program.mode == "partial":
+    if last_block_wide is not None:
+        layout = Layout(len(outer_dims), len(inner_dims), wide=last_block_wide)
+        grid, block, tpr = (1, 1, 1), (MAX_THREADS, 1, 1), MAX_THREADS
+    elif program.mode == "partial":
         columns = _columns(step, outer_dims, inner_dims)
         layout = Layout(len(outer_dims), len(inner_dims), wide=wide, columns=columns)
         blocks = -(-rows // 32) if columns else rows
@@ -79,8 +101,9 @@ def prepare(step, sms, seed, call, clusters=True, replays=0):
     first_scalar = len(args)
     for s, t in zip(step.scalars, step.program.scalar_types):
         args += [convert(s.value) for convert in scalar_parts(t)]
+    # seed, call, nbits, tpr end the list
     args += [replays, seed, call, step.out.rounding or 0, tpr]
-    return Launch(layout, args, grid, block, first_scalar)
+    return Launch(layout, args, grid, block, first_scalar, len(args) - 3)
 
 
 def _reduction_launch(step, outer_dims, inner_dims, sms, wide, clusters):

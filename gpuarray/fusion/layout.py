@@ -52,3 +52,17 @@ class Layout:
     cache: int = 0
     wide: bool = False
     columns: bool = False
+
+
+@dataclass(frozen=True)
+class LastBlock:
+    """The layout class of a partial kernel whose last block to finish runs
+    a finishing program (``plan.Step.finish``): part of the kernel cache key.
+
+    ``partial``: the partial kernel's layout; ``program``: the finishing
+    step's program; ``finish``: its layout (a plain row loop).
+    """
+
+    partial: Layout
+    program: object
+    finish: Layout

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import dtypes, ops
+from ..core.shapes import size_of
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, Scalar, operand_type, walk
 from .split import SplitMixin, is_columnar, should_split
@@ -77,6 +78,13 @@ class Step:
     shape: tuple
     axes: tuple
     chunks: int = 0
+    #: a one-block step run by this partial step's last block to finish
+    finish: "Step" = None
+
+    @property
+    def rows(self):
+        """Points of the kept axes: rows the step reduces (or elements it writes)."""
+        return size_of(d for a, d in enumerate(self.shape) if a not in self.axes)
 
 
 def plan(backend, out, tree):
@@ -88,7 +96,30 @@ def plan(backend, out, tree):
         The steps, and the temporaries they use, in allocation order.
     """
     planner = _Planner(backend)
-    return planner.assign(out, tree), planner.temps
+    return _finish_in_last_block(planner.assign(out, tree)), planner.temps
+
+
+def _finish_in_last_block(steps):
+    """Fold each one-row reduction into the partial kernel just before it.
+
+    A long reduction to one value is two kernels (:mod:`~gpuarray.fusion.split`):
+    partials over the whole GPU, then one block combining them.  The partial
+    kernel's last block to finish can run the second program itself
+    (:mod:`~gpuarray.fusion.generate`): one launch fewer on the host, no gap
+    between the kernels on the device.  Not where the second draws random
+    numbers: its draws would change.
+    """
+    merged = []
+    for step in steps:
+        last = merged[-1] if merged else None
+        if (last is not None and last.program.mode == "partial" and last.finish is None
+                and last.rows == 1 and step.program.mode == "reduce" and step.rows == 1
+                and not step.out.rounding
+                and all(ins.op != "rand" for ins in step.program.instrs)):
+            last.finish = step
+        else:
+            merged.append(step)
+    return merged
 
 
 class _Planner(SplitMixin):

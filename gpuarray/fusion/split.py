@@ -1,10 +1,12 @@
-"""Splitting long reductions: few very long rows -> two kernels per reduction.
+"""Splitting long reductions: few very long rows -> two steps per reduction.
 
 In: a planner (:mod:`gpuarray.fusion.plan`) and an op-tree whose reductions run
 over few rows of very many elements -- ``ng.sum(A)`` of 10**8 elements is
 one row.  Out: the same tree with each such reduction replaced by a
 reduction over a small tensor of partial results, plus the ``partial``
-kernels that fill it queued on the planner.
+kernels that fill it queued on the planner.  (Where the reduction over the
+partials has one row, the planner then folds it into the partial kernel,
+which its last block runs: ``plan._finish_in_last_block``.)
 
 A partial kernel gives every row ``chunks`` blocks; each block reduces its
 slice of the row and writes one partial (float32 for float16/bfloat16, so
