@@ -83,7 +83,8 @@ def _prepare_one(step, sms, seed, call, clusters, replays, last_block_wide=None)
         grid, block, tpr = (1, 1, 1), (MAX_THREADS, 1, 1), MAX_THREADS
     elif program.mode == "partial":
         columns = _columns(step, outer_dims, inner_dims)
-        layout = Layout(len(outer_dims), len(inner_dims), wide=wide, columns=columns)
+        vec = 0 if columns else _row_vector_width(step, outer_dims, inner_dims, length)
+        layout = Layout(len(outer_dims), len(inner_dims), vec=vec, wide=wide, columns=columns)
         blocks = -(-rows // 32) if columns else rows
         grid, block, tpr = (blocks * step.chunks, 1, 1), (MAX_THREADS, 1, 1), step.chunks
     elif program.mode == "ew":

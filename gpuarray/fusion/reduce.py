@@ -150,6 +150,28 @@ class ReductionWriter:
         return ["    #pragma unroll 4",
                 "    for (ga_idx i = active ? lane : L; i < L; i += step) {"]
 
+    def vector_row_loop(self):
+        """Opening of a partial kernel's loop over its vectors of the row, and
+        of the loop over one vector's elements (``j``, as the vector scope of
+        the writer reads them).
+
+        Every element leaf is read ``vec`` elements at a time with one
+        16-byte load (rows contiguous, aligned, a multiple of ``vec`` long):
+        a quarter of the index arithmetic and load instructions, which a
+        compute-heavy partial kernel issues beside its math.
+        """
+        vec = self.lay.vec
+        lines = ["    #pragma unroll 2",
+                 f"    for (ga_idx q = active ? lane : L / {vec}; q < L / {vec}; q += step) {{",
+                 f"      const ga_idx i0 = q * {vec};"]
+        for ins in self.p.instrs:
+            if ins.op == "load" and ins.level == "elem":
+                t, k = self.p.leaf_types[ins.arg], ins.arg
+                lines.append(f"      const ga_vec<{t}, {vec}> w{k} = "
+                             f"*(const ga_vec<{t}, {vec}>*)(p{k} + o{k} + i0);")
+        return lines + ["      #pragma unroll", f"      for (int j = 0; j < {vec}; ++j) {{",
+                        "      const ga_idx i = i0 + j;"]
+
     def chunk_loop(self):
         """Opening of a loop over this thread's vector chunks of the row."""
         vec = self.lay.vec
@@ -190,12 +212,20 @@ class ReductionWriter:
             g.lines.append(f"    {self.acc_type(r)} acc{r} = {identity(ins.op, self.acc_type(r))};")
             if ins.op in ("argmax", "argmin"):
                 g.lines.append(f"    long long idx{r} = 0;")
-        g.lines += self.row_loop()
-        if not self.lay.cache:
-            g.lines += self.inner_offsets(False)
+        vectors = self.p.mode == "partial" and self.lay.vec
+        if vectors:
+            g.lines += self.vector_row_loop()
+            g.vector_scope = True
+        else:
+            g.lines += self.row_loop()
+            if not self.lay.cache:
+                g.lines += self.inner_offsets(False)
         g.emit(g.needed_elem([self.p.instrs[r].args[0] for r in members]), "row * L + i", "      ")
         for r in members:
             g.lines.append("      " + self.accumulate(r))
+        if vectors:
+            g.vector_scope = False
+            g.lines.append("      }")
         g.lines.append("    }")
         self.combine_group(members)
         for r in members:
