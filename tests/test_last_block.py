@@ -94,7 +94,7 @@ def test_new_semaphore_blocks_are_zeroed_once_on_the_current_stream():
     pool = semaphores.SemaphorePool(alloc=lambda n: _Raw(next(addresses)),
                                     zero=lambda ptr, n, s: zeroed.append((ptr, n, s)))
     first = pool.allocate(4)
-    assert zeroed == [(first.ptr, 512, None)]
+    assert zeroed == [(first.ptr, semaphores.COUNTER_BYTES, None)]  # the counters only
     ptr = first.ptr
     first.free()
     again = pool.allocate(4)
@@ -102,7 +102,7 @@ def test_new_semaphore_blocks_are_zeroed_once_on_the_current_stream():
     queue = object()
     with stream.using(queue, None):
         second = pool.allocate(4)
-    assert zeroed[-1] == (second.ptr, 512, queue)
+    assert zeroed[-1] == (second.ptr, semaphores.COUNTER_BYTES, queue)
 
 
 # -- on the GPU -------------------------------------------------------------

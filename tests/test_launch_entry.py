@@ -179,7 +179,7 @@ def test_dispatch_through_the_entry_packs_what_python_packs(recorder):
         for ng in (python_ng, entry_ng):
             for out, tree in _assignments(ng, np.random.default_rng(seed)):
                 out[...] = tree
-    assert any(recipe.temp_sizes for recipe in entry_ng._dispatcher.recipes.values())
+    assert any(recipe.temp_bytes for recipe in entry_ng._dispatcher.recipes.values())
     assert entry_ng.launches == [] and len(recorder) == len(python_ng.launches) > 18
     for (grid, block, args), call, arg_format in zip(python_ng.launches, recorder,
                                                      entry_ng.formats):

@@ -97,10 +97,10 @@ class Bounce:
 
     Why: into pageable memory the driver can only start the copy once the
     host has asked for it after the kernels finished, and then waits for
-    its own staged copy -- two waits on the device.  Into page-locked
-    memory the copy is queued behind the kernels before the host waits, so
-    the host wakes once, with the values there (an H100 host: ~15 -> ~8 us
-    for ``float`` of a 0-d tensor, what torch's ``item()`` costs).
+    its own staged copy -- two waits.  Into page-locked memory the copy is
+    queued behind the kernels before the host waits, so the host wakes
+    once, with the values there (an H100's timeline of ``float(ng.sum(...))``:
+    the copy began 11.6 us after the last kernel ended, now 3.8).
 
     Parameters
     ----------

@@ -15,8 +15,8 @@ cdef class _Launcher:
     cdef public list runs
 
 cdef class _Recipe:
-    cdef public list temp_sizes, launchers
-    cdef public Py_ssize_t counters
+    cdef public list launchers, offsets
+    cdef public Py_ssize_t counters, temp_bytes
 
 @cython.locals(out=Tensor, t=Tensor, slots=list, pattern=list, buffers=list, bases=list,
                group=Py_ssize_t)

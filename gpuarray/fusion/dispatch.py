@@ -20,7 +20,7 @@ from operator import add, itemgetter
 
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, Scalar
-from ..cuda import stream
+from ..cuda import semaphores, stream
 from . import launch, plan
 
 
@@ -125,6 +125,8 @@ def _draws_random(out, tree):
 #: slot layout of one assignment: out pointer, rounding bits, call counter,
 #: then the leaves (and after them the temporaries)
 _OUT_SLOT, _ROUNDING_SLOT, _CALL_SLOT, _FIRST_LEAF = 0, 1, 2, 3
+#: alignment of each temporary inside a replay's block (any vector access)
+_TEMP_ALIGN = 256
 
 
 def _slots(out, leaves):
@@ -283,28 +285,41 @@ def _packs_alike(arg_format, offsets, start, end):
 
 
 class _Recipe:
-    """Recorded kernels of one situation, with holes for pointers and scalars."""
+    """Recorded kernels of one situation, with holes for pointers and scalars.
+
+    A replay takes all its temporaries as one block, each at a 256-byte
+    aligned offset (one pool call, not one per temporary); where a kernel's
+    last block finishes the work, the block comes from the semaphore pool
+    and its first bytes are the block counters (``gpuarray.cuda.semaphores``).
+    """
 
     def __init__(self, temp_sizes, launchers, counters=0):
-        self.temp_sizes, self.launchers, self.counters = temp_sizes, launchers, counters
+        self.launchers, self.counters = launchers, counters
+        end = semaphores.COUNTER_BYTES if counters else 0
+        offsets = []
+        for nbytes in temp_sizes:
+            offsets.append(end)
+            end += -(-nbytes // _TEMP_ALIGN) * _TEMP_ALIGN
+        # slots after the leaves: the temporaries, then the counters
+        self.offsets = offsets + [4 * k for k in range(counters)]
+        self.temp_bytes = end
 
     def replay(self, gpu, slots):
         """Launch the recorded kernels with this call's pointers and scalars."""
         handle = stream.launch_handle()
-        temps = [gpu.pool.allocate(n) for n in self.temp_sizes] if self.temp_sizes else ()
-        if self.counters:
-            # block counters of kernels whose last block finishes (zero when lent)
-            temps += tuple(gpu.semaphores.allocate(4) for _ in range(self.counters))
-        if temps:
-            slots.extend([t.ptr for t in temps])
+        block = None
+        if self.temp_bytes:
+            block = (gpu.semaphores if self.counters else gpu.pool).allocate(self.temp_bytes)
+            base = block.ptr
+            slots.extend([base + offset for offset in self.offsets])
         for launcher in self.launchers:
             gpu._calls += 1
             slots[_CALL_SLOT] = gpu._calls
             launcher.run(slots, handle)
         # temporaries go back to the pool now: later work on the same stream
         # runs after these kernels, so reusing the memory is safe
-        for t in temps:
-            t.free()
+        if block is not None:
+            block.free()
         gpu._stats["kernels_launched"] += len(self.launchers)
         gpu.last_kernel = self.launchers[-1].kernel
 

@@ -26,9 +26,15 @@ import numpy as np
 
 from ..core import dtypes, ops
 from ..core.shapes import size_of
+from ..cuda.semaphores import COUNTER_BYTES
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, Scalar, operand_type, walk
 from .split import SplitMixin, is_columnar, should_split
+
+
+#: kernels of one assignment that a last block finishes: one 4-byte block
+#: counter each, in the counter bytes of a semaphore block
+MAX_COUNTERS = COUNTER_BYTES // 4
 
 
 @dataclass(frozen=True)
@@ -109,14 +115,15 @@ def _finish_in_last_block(steps):
     between the kernels on the device.  Not where the second draws random
     numbers: its draws would change.
     """
-    merged = []
+    merged, counters = [], 0
     for step in steps:
         last = merged[-1] if merged else None
         if (last is not None and last.program.mode == "partial" and last.finish is None
                 and last.rows == 1 and step.program.mode == "reduce" and step.rows == 1
-                and not step.out.rounding
+                and not step.out.rounding and counters < MAX_COUNTERS
                 and all(ins.op != "rand" for ins in step.program.instrs)):
             last.finish = step
+            counters += 1
         else:
             merged.append(step)
     return merged
