@@ -32,9 +32,9 @@ def test_a_whole_array_reduction_is_one_partial_step_with_a_finish():
 def test_what_is_not_finished_by_the_last_block(case):
     ng = RecordingGPU()
     x = ng.empty((LONG,), np.float16)
-    if case == "rows":  # three rows: the finishing kernel has three
-        rows = ng.empty((3, LONG), np.float32)
-        out, tree = ng.empty((3, 1), np.float32), ng.sum(rows, axis=1, keepdims=True)
+    if case == "rows":  # 64 rows: more than one block does in two passes
+        rows = ng.empty((64, LONG), np.float32)
+        out, tree = ng.empty((64, 1), np.float32), ng.sum(rows, axis=1, keepdims=True)
     elif case == "random":  # its draws would change
         out, tree = ng.empty((1,), np.float32), ng.sum(x, keepdims=True) + ng.rand()
     else:
@@ -42,6 +42,16 @@ def test_what_is_not_finished_by_the_last_block(case):
         out.rounding = True
     steps = _plan(ng, out, tree)
     assert len(steps) == 2 and all(s.finish is None for s in steps)
+
+
+@pytest.mark.parametrize("rows, threads", [(3, 64), (16, 32)])
+def test_a_few_rows_are_finished_by_the_last_block_a_warp_or_more_each(rows, threads):
+    ng = RecordingGPU()
+    x, out = ng.empty((rows, LONG), np.float16), ng.empty((rows, 1), np.float16)
+    (step,) = _plan(ng, out, ng.max(x, axis=1, keepdims=True) * 2)
+    assert step.finish.rows == rows
+    spec = launch.prepare(step, ng.sms, ng.seed, 0, ng.clusters)
+    assert spec.finish.args[-1] == threads  # threads a row: tpr ends the arguments
 
 
 def test_a_value_broadcast_back_is_finished_then_read_by_the_next_kernel():
@@ -125,6 +135,19 @@ def test_repeated_reductions_reset_the_counter(gpu_ng, name, dtype):
         assert_matches(out.get(), np.asarray(want).astype(out.dtype), out.dtype,
                        scale=np.abs(host.astype(np.float64)).sum() / LONG * 8)
     assert ng.semaphores.stats()["blocks_in_use"] == 0
+
+
+@pytest.mark.parametrize("shape, axis", [((3, LONG), 1), ((16, LONG // 4), 1), ((LONG, 10), 0)])
+@pytest.mark.parametrize("name", ["sum", "max", "var"])
+def test_a_few_rows_finished_by_the_last_block(gpu_ng, shape, axis, name):
+    """Rows along the contiguous axis and along a strided one (columns)."""
+    ng = gpu_ng
+    host = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    x = ng.array(host)
+    for _ in range(3):  # the counter is back at zero for the next call
+        got = getattr(ng, name)(x, axis=axis, keepdims=True).get()
+        want = getattr(np, name)(host.astype(np.float64), axis=axis, keepdims=True)
+        assert_matches(got, want.astype(np.float32), np.float32, scale=shape[axis])
 
 
 def test_one_kernel_per_call_and_the_same_bits_every_time(gpu_ng):

@@ -54,7 +54,8 @@ def prepare(step, sms, seed, call, clusters=True, replays=0):
         return spec
     # the finishing step runs as one block of the partial kernel, in the
     # plain row loop (no register cache: the partial kernel's launch bounds
-    # leave 32 registers a thread), with the partial kernel's index type
+    # leave 32 registers a thread), with the partial kernel's index type:
+    # a warp or more a row, the block's threads over as many rows as fit
     finish = _prepare_one(step.finish, sms, seed, call, clusters, replays, spec.layout.wide)
     layout = LastBlock(spec.layout, step.finish.program, finish.layout)
     return Launch(layout, spec.args + finish.args + [0], spec.grid, spec.block,
@@ -80,7 +81,8 @@ def _prepare_one(step, sms, seed, call, clusters, replays, last_block_wide=None)
     wide = _needs_wide_index(outer_dims + inner_dims, rows * length)
     if last_block_wide is not None:
         layout = Layout(len(outer_dims), len(inner_dims), wide=last_block_wide)
-        grid, block, tpr = (1, 1, 1), (MAX_THREADS, 1, 1), MAX_THREADS
+        tpr = max(32, min(MAX_THREADS, _pow2_ceil(length), MAX_THREADS // _pow2_ceil(rows)))
+        grid, block = (1, 1, 1), (MAX_THREADS, 1, 1)
     elif program.mode == "partial":
         columns = _columns(step, outer_dims, inner_dims)
         vec = 0 if columns else _row_vector_width(step, outer_dims, inner_dims, length)

@@ -35,6 +35,11 @@ from .split import SplitMixin, is_columnar, should_split
 #: kernels of one assignment that a last block finishes: one 4-byte block
 #: counter each, in the counter bytes of a semaphore block
 MAX_COUNTERS = COUNTER_BYTES // 4
+#: the most rows, and row elements in all, a partial kernel's last block
+#: reduces in place of a finishing kernel: at least 32 threads a row and 8
+#: rows a pass over 256 threads, so at most two passes, each a few reads
+LAST_BLOCK_ROWS = 16
+LAST_BLOCK_ELEMENTS = 16384
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,11 @@ class Step:
         """Points of the kept axes: rows the step reduces (or elements it writes)."""
         return size_of(d for a, d in enumerate(self.shape) if a not in self.axes)
 
+    @property
+    def length(self):
+        """Elements of a row: the size of the reduced axes."""
+        return size_of(self.shape[a] for a in self.axes)
+
 
 def plan(backend, out, tree):
     """Cut ``out[...] = tree`` into kernel steps, in launch order.
@@ -106,20 +116,23 @@ def plan(backend, out, tree):
 
 
 def _finish_in_last_block(steps):
-    """Fold each one-row reduction into the partial kernel just before it.
+    """Fold each small reduction into the partial kernel just before it.
 
-    A long reduction to one value is two kernels (:mod:`~gpuarray.fusion.split`):
-    partials over the whole GPU, then one block combining them.  The partial
-    kernel's last block to finish can run the second program itself
-    (:mod:`~gpuarray.fusion.generate`): one launch fewer on the host, no gap
-    between the kernels on the device.  Not where the second draws random
-    numbers: its draws would change.
+    A long reduction is two kernels (:mod:`~gpuarray.fusion.split`): partials
+    over the whole GPU, then a small kernel combining them -- one block for
+    a reduction to one value.  The partial kernel's last block to finish can
+    run the second program itself (:mod:`~gpuarray.fusion.generate`): one
+    launch fewer on the host, no gap between the kernels on the device.
+    Only where one block does the second's work in about two passes over
+    its rows (:data:`LAST_BLOCK_ROWS`, :data:`LAST_BLOCK_ELEMENTS`), and not
+    where it draws random numbers: its draws would change.
     """
     merged, counters = [], 0
     for step in steps:
         last = merged[-1] if merged else None
         if (last is not None and last.program.mode == "partial" and last.finish is None
-                and last.rows == 1 and step.program.mode == "reduce" and step.rows == 1
+                and step.program.mode == "reduce" and step.rows <= LAST_BLOCK_ROWS
+                and step.rows * step.length <= LAST_BLOCK_ELEMENTS
                 and not step.out.rounding and counters < MAX_COUNTERS
                 and all(ins.op != "rand" for ins in step.program.instrs)):
             last.finish = step
