@@ -180,7 +180,7 @@ def test_dispatch_through_the_entry_packs_what_python_packs(recorder):
             for out, tree in _assignments(ng, np.random.default_rng(seed)):
                 out[...] = tree
     assert any(recipe.temp_bytes for recipe in entry_ng._dispatcher.recipes.values())
-    assert entry_ng.launches == [] and len(recorder) == len(python_ng.launches) > 18
+    assert entry_ng.launches == [] and len(recorder) == len(python_ng.launches) >= 18
     for (grid, block, args), call, arg_format in zip(python_ng.launches, recorder,
                                                      entry_ng.formats):
         assert (grid, block) == (call["grid"], call["block"])
