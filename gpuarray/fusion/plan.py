@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import dtypes, ops
-from ..core.shapes import size_of
-from ..cuda.semaphores import COUNTER_BYTES
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, Scalar, operand_type, walk
+from ..core.shapes import size_of
+from ..cuda.semaphores import COUNTER_BYTES
 from .split import SplitMixin, is_columnar, should_split
 
 
