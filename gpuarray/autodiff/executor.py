@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from ..core.array import Tensor
-from ..core.lanes import IN_ORDER, run_tasks
+from ..core.lanes import IN_ORDER, run_independent
 from .graph import topological_order
 from .plan import Plan
 
@@ -183,11 +183,9 @@ def sgd_update(params, grads, learning_rate, concurrent=None):
     """
     pairs = list(zip(params, grads, strict=True))
     rate = float(learning_rate)
-    ng = getattr(pairs[0][0], "backend", None) if pairs and concurrent is not False else None
-    lanes = _update_lanes(ng, len(pairs)) if ng is not None else None
-    if lanes is None or not (concurrent or lanes.capturing):
-        lanes = IN_ORDER
-    run_tasks(lanes, [functools.partial(_update, param, grad, rate) for param, grad in pairs])
+    tasks = [functools.partial(_update, param, grad, rate) for param, grad in pairs]
+    run_independent(tasks, lambda count: _update_lanes(getattr(params[0], "backend", None), count),
+                    concurrent)
 
 
 def _update(param, grad, rate):
@@ -199,7 +197,10 @@ _UPDATE_LANES = weakref.WeakKeyDictionary()
 
 
 def _update_lanes(ng, count):
-    """The (kept) lanes of ``count`` independent updates on factory ``ng``."""
+    """The (kept) lanes of ``count`` independent updates on factory ``ng``
+    (None: parameters of no factory, updated in order)."""
+    if ng is None:
+        return IN_ORDER
     known = _UPDATE_LANES.setdefault(ng, {})
     if count not in known:
         known[count] = ng._lanes([()] * count)

@@ -141,6 +141,23 @@ def run_tasks(lanes, tasks):
     return results
 
 
+def run_independent(tasks, lanes_for, concurrent=None):
+    """Run callables none of which reads what another writes; returns their results.
+
+    They go to ``lanes_for(len(tasks))`` -- lanes of that many independent
+    tasks, kept by the caller -- where ``concurrent`` asks for lanes (None:
+    only while a captured step is recorded, where they become parallel
+    branches of the graph at no host cost per replay), else in order on the
+    current stream.
+    """
+    lanes = IN_ORDER
+    if len(tasks) > 1 and concurrent is not False:
+        lanes = lanes_for(len(tasks))
+        if not (concurrent or lanes.capturing):
+            lanes = IN_ORDER
+    return run_tasks(lanes, tasks)
+
+
 class HostLanes:
     """The CPU factory's lanes: tasks run in issue order, which every schedule allows."""
 

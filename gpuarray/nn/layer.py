@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core import dtypes, shapes
 from ..core.array import Tensor
-from ..core.lanes import IN_ORDER, run_tasks
+from ..core.lanes import run_independent
 
 #: dtypes a network runs in (16-bit layers accumulate in fp32)
 DTYPES = dtypes.KERNEL_FLOATS
@@ -199,14 +199,14 @@ class Layer:
         """Call ``tasks`` (independent of each other: none reads what another
         writes) on lanes where :attr:`concurrent` asks for them, else in
         order; returns their results."""
-        lanes = IN_ORDER
-        if len(tasks) > 1 and self.concurrent is not False:
-            lanes = self._lanes.get(len(tasks))
-            if lanes is None:
-                lanes = self._lanes[len(tasks)] = self.ng._lanes([()] * len(tasks))
-            if not (self.concurrent or lanes.capturing):
-                lanes = IN_ORDER
-        return run_tasks(lanes, tasks)
+        return run_independent(tasks, self._lanes_of, self.concurrent)
+
+    def _lanes_of(self, count):
+        """This layer's (kept) lanes of ``count`` independent calls."""
+        lanes = self._lanes.get(count)
+        if lanes is None:
+            lanes = self._lanes[count] = self.ng._lanes([()] * count)
+        return lanes
 
     def _check(self, t, shape, what):
         if self.ng is None:
