@@ -21,8 +21,9 @@ The Python source is loaded instead of the extension when
   development checkout runs as edited, with a warning to rebuild
   (``make python``), never as the stale compiled copy -- and then every
   module of the list does, since their extension types derive from each
-  other's (``Tensor`` from ``Expression`` from ``ArrayLike``) and a
-  compiled subclass of a class loaded from source does not work.
+  other's (``Tensor`` from ``Expression`` from ``ArrayLike`` from
+  ``Operand``) and a compiled subclass of a class loaded from source does
+  not work.
 
 It sits at the top of the package, not in a subpackage, because it
 covers modules of every subpackage and must act before any of them is
@@ -38,6 +39,7 @@ import warnings
 
 #: modules on the host path of every call, compiled by setup.py
 MODULES = (
+    "gpuarray.core.operand",
     "gpuarray.core.arraylike",
     "gpuarray.core.optree",
     "gpuarray.core.scalars",

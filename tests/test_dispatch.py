@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from gpuarray import gpu
-from gpuarray.core import backend
+from gpuarray.core import array, backend
+from gpuarray.core.scalars import Scalar, python_scalar
 from gpuarray.cuda import mempool
 from gpuarray.fusion import dispatch, generate, launch, plan
 
@@ -119,6 +120,33 @@ def test_new_constant_or_tensors_reuse_the_recipe():
     assert len(ng._dispatcher.recipes) == recipes
     D[:] = A * 2 + C  # an int constant is another situation, but the same kernel
     assert ng.stats()["kernels_compiled"] == 1
+
+
+def test_layouts_name_the_situation_and_their_ids_never_repeat(monkeypatch):
+    ng = RecordingGPU()
+    A, B = ng.empty((8, 32)), ng.empty((8, 32))
+    assert A.sig == B.sig and A.sig != A.T.sig and A.sig != A[:, 1:].sig
+    assert A.sig != ng.empty((8, 32), np.float16).sig
+    # a full table is cleared: a layout met again gets a new id, never an old one
+    monkeypatch.setattr(array, "_MAX_LAYOUTS", 3)
+    seen = {A.sig, A.T.sig}
+    for n in range(2, 8):
+        seen.add(ng.empty((n,)).sig)
+    again = ng.empty((8, 32))
+    assert again.sig not in seen and len(seen) == 8
+    # the old and the new id of one layout: two recipes, one kernel
+    ng.launches.clear()
+    A[:] = B * 2
+    again[:] = B * 2
+    assert len(ng.launches) == 2 and ng.stats()["kernels_compiled"] == 1
+
+
+@pytest.mark.parametrize("value", [2, -7, 2**70, 2.5, True, 1 + 2j])
+def test_a_python_number_operand_is_the_scalar_its_constructor_makes(value):
+    fast, full = python_scalar(value), Scalar(value)
+    for field in ("value", "dtype", "weak_type", "operand_type", "sig", "shape", "backend"):
+        assert getattr(fast, field) == getattr(full, field), field
+    assert fast.sig is full.sig  # one signature per type: keys compare it by identity
 
 
 def test_aliasing_is_part_of_the_situation():

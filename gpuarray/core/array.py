@@ -10,6 +10,8 @@ view and the value to the factory, which evaluates and stores it.  ``repr``,
 convert them as numpy does.
 """
 
+import itertools
+
 import numpy as np
 
 from . import dtypes, shapes
@@ -17,6 +19,27 @@ from .optree import Expression
 
 #: ``t[:]``, the key of a whole-tensor assignment
 _WHOLE = slice(None)
+
+
+#: layout id by (shape, strides, dtype), bounded: cleared when full
+_LAYOUTS = {}
+_MAX_LAYOUTS = 1 << 16
+_layout_ids = itertools.count()
+
+
+def layout_sig(shape, strides, dtype):
+    """A tensor's signature: an int naming its layout, the same for every
+    tensor of that shape, strides and dtype.  An int because each cached
+    assignment hashes its tensors' signatures in its recipe key (a tuple of
+    three would cost three hashes each time).  Ids never repeat, so clearing
+    the table when full only costs a recipe recorded again."""
+    key = (shape, strides, dtype)
+    sig = _LAYOUTS.get(key)
+    if sig is None:
+        if len(_LAYOUTS) >= _MAX_LAYOUTS:
+            _LAYOUTS.clear()
+        sig = _LAYOUTS[key] = next(_layout_ids)
+    return sig
 
 
 def _inplace_method(name):
@@ -59,7 +82,7 @@ class Tensor(Expression):
         self.rounding = rounding
         #: structural signature as an op-tree leaf; a view's layout never
         #: changes, so it is made once
-        self.sig = ("T", self.shape, self.strides, self.dtype)
+        self.sig = layout_sig(self.shape, self.strides, self.dtype)
 
     # -- attributes -----------------------------------------------------
     @property

@@ -15,12 +15,13 @@ import operator
 import numpy as np
 
 from . import shapes
+from .operand import Operand
 
 #: array API standard versions ``__array_namespace__`` accepts (conformance: docs/usage.rst)
 API_VERSIONS = ("2023.12", "2024.12")
 
 
-class ArrayLike:
+class ArrayLike(Operand):
     """Mixin base: numpy's array attributes and conversions, on ``get()`` and indexing."""
 
     @property

@@ -18,6 +18,7 @@ from .creation import CreationFunctions
 from .functions import MathFunctions
 from .manipulation import ManipulationFunctions
 from .optree import PYTHON_SCALARS, Expression, Scalar, settled
+from .scalars import python_scalar
 from .streams import StreamFunctions
 
 
@@ -150,7 +151,7 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         """:meth:`operand` of each value, as a tuple (this factory's own pass
         as they are, Python numbers become scalars at once)."""
         return tuple([v if getattr(v, "backend", None) is self
-                      else Scalar(v) if type(v) in PYTHON_SCALARS else self.operand(v)
+                      else python_scalar(v) if type(v) in PYTHON_SCALARS else self.operand(v)
                       for v in values])
 
     def evaluate(self, expr, out=None):

@@ -205,7 +205,7 @@ def _add_elementwise(name):
     def function(self, *args, out=None):
         if len(args) != spec.arity:
             raise TypeError(f"{name}() takes {spec.arity} operand(s) ({len(args)} given)")
-        node = optree.elementwise(self, name, self.operands(args))
+        node = optree.apply(self, name, args)
         return node if out is None else self._finish(node, out)
 
     function.__name__ = name

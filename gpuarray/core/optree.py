@@ -17,7 +17,8 @@ import numpy as np
 
 from . import dtypes, ops, shapes
 from .arraylike import ArrayLike
-from .scalars import Scalar, check_scalars, float_loop_ints
+from .operand import Operand
+from .scalars import Scalar, check_scalars, float_loop_ints, python_scalar
 
 _rand_serial = itertools.count()
 #: nodes run by hand-written kernels, never fused: matrix products and
@@ -56,9 +57,13 @@ class Expression(ArrayLike):
         # the hot path of expression building: no out=, so straight to the node
         backend = self.backend
         if type(other) in PYTHON_SCALARS:
-            other = Scalar(other)
-        elif getattr(other, "backend", None) is not backend:
+            other = python_scalar(other)
+        elif not isinstance(other, Operand):
             other = backend.operand(other)
+        else:
+            operand = other
+            if operand.backend is not backend:
+                other = backend.operand(other)
         return _binary_node(backend, name, (other, self) if reflected else (self, other))
 
     def __add__(self, other): return self._binary("add", other)
@@ -178,7 +183,10 @@ class OpTreeNode(Expression):
     def __init__(self, backend, op, args, attrs, shape, dtype):
         args = args if type(args) is tuple else tuple(args)
         if len(args) == 2:
-            _fill_binary(self, backend, op, args, attrs, shape, dtype)
+            _fill_binary(self, backend, op, args, attrs, shape, dtype, op in _PRODUCTS)
+            return
+        if len(args) == 1:
+            _fill_unary(self, backend, op, args[0], attrs, shape, dtype)
             return
         self.backend, self.op, self.attrs, self.dtype = backend, op, attrs, dtype
         self.value = None
@@ -193,13 +201,9 @@ class OpTreeNode(Expression):
         # tree needs no extra walk: ``sig`` is the structure with leaf layouts
         # (rand's serial left out), ``leaves`` the tensors and scalars in the
         # order ``sig`` meets them.
-        if len(args) == 1:
-            a = args[0]
-            self.sig, self.leaves, self.has_gemm = (op, attrs, dtype, a.sig), a.leaves, a.has_gemm
-        else:
-            self.sig = (op, attrs if op != "rand" else (), dtype) + tuple(a.sig for a in args)
-            self.leaves = tuple(leaf for a in args for leaf in a.leaves)
-            self.has_gemm = any(a.has_gemm for a in args)
+        self.sig = (op, attrs if op != "rand" else (), dtype) + tuple(a.sig for a in args)
+        self.leaves = tuple(leaf for a in args for leaf in a.leaves)
+        self.has_gemm = any(a.has_gemm for a in args)
 
     @property
     def is_reduction(self):
@@ -273,34 +277,64 @@ class OpTreeNode(Expression):
         return self._evaluated().__cuda_array_interface__
 
 
-def _fill_binary(node, backend, op, args, attrs, shape, dtype):
+def _fill_binary(node, backend, op, args, attrs, shape, dtype, product):
     """The fields of a two-operand node (``OpTreeNode.__init__``'s common
     case, and what :func:`_binary_node` calls on a bare new node: the
-    hottest constructor, spared the generic argument handling)."""
+    hottest constructor, spared the generic argument handling).  ``product``:
+    the op is a matrix product or a convolution."""
     a, b = args
-    if (type(a) is OpTreeNode and a.value is not None) or (
-            type(b) is OpTreeNode and b.value is not None):
-        args = _settled(args)
-        a, b = args
+    if type(a) is OpTreeNode:
+        child = a
+        if child.value is not None:
+            a = child.value
+    if type(b) is OpTreeNode:
+        child = b
+        if child.value is not None:
+            b = child.value
+    if a is not args[0] or b is not args[1]:
+        args = (a, b)
+    x, y = a, b
     node.backend, node.op, node.attrs, node.dtype, node.operand_type = backend, op, attrs, dtype, dtype
     node.value = None
     node.args = args
     node.shape = shape if type(shape) is tuple else tuple(shape)
-    node.sig = (op, attrs, dtype, a.sig, b.sig)
+    node.sig = (op, attrs, dtype, x.sig, y.sig)
     # a tensor's or scalar's leaves (a property: a stored tuple would be a
     # reference cycle) and products are known without asking it
+    has_gemm = product
     if type(a) is OpTreeNode:
         child = a
-        leaves, has_gemm = child.leaves, child.has_gemm
-    else:
-        leaves, has_gemm = (a,), False
-    if type(b) is OpTreeNode:
+        leaves, has_gemm = child.leaves, has_gemm or child.has_gemm
+        if type(b) is OpTreeNode:
+            child = b
+            node.leaves, has_gemm = leaves + child.leaves, has_gemm or child.has_gemm
+        else:
+            node.leaves = leaves + (b,)
+    elif type(b) is OpTreeNode:
         child = b
-        node.leaves = leaves + child.leaves
-        node.has_gemm = has_gemm or child.has_gemm or op in _PRODUCTS
+        node.leaves, has_gemm = (a,) + child.leaves, has_gemm or child.has_gemm
     else:
-        node.leaves = leaves + (b,)
-        node.has_gemm = has_gemm or op in _PRODUCTS
+        node.leaves = args  # two leaves: the operands themselves
+    node.has_gemm = has_gemm
+
+
+def _fill_unary(node, backend, op, a, attrs, shape, dtype):
+    """The fields of a one-operand node (elementwise, reduction, cast)."""
+    if type(a) is OpTreeNode:
+        child = a
+        if child.value is not None:
+            a = child.value
+    x = a
+    node.backend, node.op, node.attrs, node.dtype, node.operand_type = backend, op, attrs, dtype, dtype
+    node.value = None
+    node.args = (a,)
+    node.shape = shape if type(shape) is tuple else tuple(shape)
+    node.sig = (op, attrs, dtype, x.sig)
+    if type(a) is OpTreeNode:
+        child = a
+        node.leaves, node.has_gemm = child.leaves, child.has_gemm
+    else:
+        node.leaves, node.has_gemm = node.args, False
 
 
 def _settled(args):
@@ -326,6 +360,27 @@ def _attrs(attrs):
 def operand_type(arg):
     """Dtype (or weak Python type) that type resolution sees for an operand."""
     return arg.operand_type
+
+
+def apply(backend, name, args):
+    """:func:`elementwise` of a factory function's operands (``ng.sqrt(A)``,
+    ``ng.maximum(A, 0)``): this factory's tensors and trees pass as they
+    are, Python numbers become scalars, anything else goes through
+    ``backend.operand`` (numpy scalars; other factories' arrays refused)."""
+    for v in args:
+        if not _owned(backend, v):
+            args = tuple([v if _owned(backend, v) else python_scalar(v)
+                          if type(v) in PYTHON_SCALARS else backend.operand(v) for v in args])
+            break
+    return elementwise(backend, name, args)
+
+
+def _owned(backend, value):
+    """True for a tensor or tree of ``backend``."""
+    if isinstance(value, Operand):
+        operand = value
+        return operand.backend is backend
+    return False
 
 
 def elementwise(backend, name, args):
@@ -354,32 +409,55 @@ def elementwise(backend, name, args):
 def _binary_node(backend, name, args):
     """:func:`elementwise` of two operands, the hot path of expression building:
     equal shapes and a scalar beside a tensor skip the broadcasting rules."""
-    a, b = args
-    a_scalar, b_scalar = type(a) is Scalar, type(b) is Scalar
-    shape = a.shape
+    x, y = args
+    a_scalar, b_scalar = type(x) is Scalar, type(y) is Scalar
+    shape = x.shape
     if b_scalar:
         pass  # a scalar takes the other operand's shape
     elif a_scalar:
-        shape = b.shape
-    elif b.shape != shape:
-        shape = shapes.broadcast_shapes(shape, b.shape)
-    loop, dtype = ops.resolve(name, (a.operand_type, b.operand_type))
+        shape = y.shape
+    elif y.shape is not shape and y.shape != shape:
+        shape = shapes.broadcast_shapes(shape, y.shape)
+    a_type, b_type = x.operand_type, y.operand_type
+    resolved = _LOOPS.get((name, a_type, b_type))
+    if resolved is None:
+        resolved = _LOOPS[name, a_type, b_type] = _resolve_binary(name, a_type, b_type)
+    loop, dtype, floats = resolved
     # NEP 50's rules concern Python ints and powers only: float scalars skip them
     if (a_scalar or b_scalar) and (name == "power" or (
-            (a.operand_type is int or b.operand_type is int) and not float_loop_ints(args, loop))):
+            (a_type is int or b_type is int) and not float_loop_ints(args, floats))):
         exact = check_scalars(name, args, loop)
         if exact is not None:
             return elementwise(backend, *exact)
     node = OpTreeNode.__new__(OpTreeNode)
-    _fill_binary(node, backend, name, args, (), shape, dtype)
+    _fill_binary(node, backend, name, args, (), shape, dtype, False)
     return node
+
+
+#: :func:`_resolve_binary` by (op, operand types), and the result dtype of a
+#: unary op by (op, operand type): a node's lookup, one dictionary probe
+#: (types that fail to resolve are not kept)
+_LOOPS = {}
+
+
+def _resolve_binary(name, a_type, b_type):
+    """``ops.resolve`` of two operands, and whether each loop dtype is a float
+    or complex one (:func:`float_loop_ints`)."""
+    loop, dtype = ops.resolve(name, (a_type, b_type))
+    return loop, dtype, tuple(t.kind in "fc" for t in loop)
 
 
 def _unary_node(backend, name, args):
     """:func:`elementwise` of one tensor or tree operand (no broadcasting,
     no scalar for NEP 50's rules)."""
-    a = args[0]
-    return OpTreeNode(backend, name, args, (), a.shape, ops.resolve(name, (a.operand_type,))[1])
+    x = args[0]
+    a_type = x.operand_type
+    dtype = _LOOPS.get((name, a_type))
+    if dtype is None:
+        dtype = _LOOPS[name, a_type] = ops.resolve(name, (a_type,))[1]
+    node = OpTreeNode.__new__(OpTreeNode)
+    _fill_unary(node, backend, name, x, (), x.shape, dtype)
+    return node
 
 
 def _common_shape(args):

@@ -13,24 +13,33 @@ import operator
 import numpy as np
 
 from . import dtypes
+from .operand import Operand
 
 _COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
                 "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
 _WEAK = {int: (int, np.dtype(np.int64)), float: (float, np.dtype(np.float64)),
          complex: (complex, np.dtype(np.complex128)), bool: (None, np.dtype(np.bool_))}
+#: structural signature of a scalar of each operand type: the type, never the
+#: value; one tuple per type, so recipe keys compare scalars by identity
+_SIGS = {}
 
 
-class Scalar:
+def _sig_of(operand_type):
+    sig = _SIGS.get(operand_type)
+    if sig is None:
+        sig = _SIGS[operand_type] = ("S", operand_type)
+    return sig
+
+
+class Scalar(Operand):
     """A scalar operand.  Python scalars are weakly typed (numpy 2, NEP 50).
 
     ``dtype`` is the dtype the value has on its own; ``weak_type`` is the
     Python type (``int``, ``float``, ``complex``) for weak scalars, else None.
     """
 
-    __slots__ = ("value", "dtype", "weak_type", "operand_type", "sig")
-    shape = ()
+    __slots__ = ("value", "weak_type", "backend", "shape", "dtype", "operand_type", "sig")
     ndim = 0
-    backend = None
     has_gemm = False
 
     def __init__(self, value):
@@ -46,10 +55,10 @@ class Scalar:
                 self.weak_type, self.dtype = _WEAK[next(
                     t for t in (complex, float, int) if isinstance(value, t))]
         self.value = value
+        self.backend, self.shape = None, ()
         #: what numpy's type resolution sees for this operand
         self.operand_type = self.weak_type or self.dtype
-        #: structural signature: the type, never the value
-        self.sig = ("S", self.operand_type)
+        self.sig = _sig_of(self.operand_type)
 
     @property
     def leaves(self):
@@ -58,6 +67,21 @@ class Scalar:
 
     def __repr__(self):
         return f"Scalar({self.value!r})"
+
+
+#: (weak type, dtype, signature) of a Python scalar of each type
+_PYTHON = {t: (weak, dtype, _sig_of(weak or dtype)) for t, (weak, dtype) in _WEAK.items()}
+
+
+def python_scalar(value):
+    """``Scalar(value)`` for a Python ``int``, ``float``, ``complex`` or
+    ``bool`` (exactly those types): the operand of ``A * 2``, made without
+    the checks a numpy scalar or a subclass needs."""
+    s = Scalar.__new__(Scalar)
+    s.weak_type, s.dtype, s.sig = _PYTHON[type(value)]
+    s.value, s.backend, s.shape = value, None, ()
+    s.operand_type = s.weak_type or s.dtype
+    return s
 
 
 def check_scalars(name, args, loop):
@@ -90,18 +114,21 @@ def check_scalars(name, args, loop):
 
 #: Python ints within this bound convert to every float and complex loop
 _FLOAT_SAFE_INT = 2**1023
+_FLOAT_SAFE_LOW = -_FLOAT_SAFE_INT
 
 
-def float_loop_ints(args, loop):
+def float_loop_ints(args, floats):
     """True when each Python int among two operands meets a float or complex
     loop within :data:`_FLOAT_SAFE_INT`: :func:`check_scalars` has nothing
     to refuse or rewrite then, outside powers (its integer bounds and
     comparisons concern integer loops), so the common ``A * 2`` may skip
-    its call."""
+    its call.  ``floats``: for each operand, whether its loop dtype is a
+    float or complex one."""
     for k in range(2):
-        a = args[k]
-        if type(a) is Scalar and a.weak_type is int:
-            if loop[k].kind not in "fc" or not -_FLOAT_SAFE_INT <= a.value <= _FLOAT_SAFE_INT:
+        if type(args[k]) is Scalar:
+            a = args[k]
+            if a.weak_type is int and not (
+                    floats[k] and _FLOAT_SAFE_LOW <= a.value <= _FLOAT_SAFE_INT):
                 return False
     return True
 

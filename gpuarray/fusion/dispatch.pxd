@@ -4,20 +4,30 @@
 # become extension types whose fields are C slots, and the slot filling
 # works on typed lists.
 
+cimport cython
 from gpuarray.core.array cimport Tensor
-
-cdef class Dispatcher:
-    cdef public object gpu
-    cdef public dict recipes
+from gpuarray.core.scalars cimport Scalar
 
 cdef class _Launcher:
     cdef public object kernel, grid, block, packed, patched
     cdef public list runs
 
+    cpdef run(self, list slots, stream_handle)
+
 cdef class _Recipe:
     cdef public list launchers, offsets
     cdef public Py_ssize_t counters, temp_bytes
 
-@cython.locals(out=Tensor, t=Tensor, slots=list, pattern=list, buffers=list, bases=list,
-               group=Py_ssize_t)
+    @cython.locals(launcher=_Launcher)
+    cpdef replay(self, gpu, list slots)
+
+cdef class Dispatcher:
+    cdef public object gpu
+    cdef public dict recipes
+
+    @cython.locals(recipe=_Recipe, slots=list)
+    cpdef execute(self, out, tree)
+
+@cython.locals(out=Tensor, t=Tensor, s=Scalar, slots=list, pattern=list, buffers=list,
+               bases=list, group=Py_ssize_t)
 cpdef tuple _slots(out, tuple leaves)

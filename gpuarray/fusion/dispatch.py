@@ -19,7 +19,8 @@ import struct
 from operator import add, itemgetter
 
 from ..core.array import Tensor
-from ..core.optree import OpTreeNode, Scalar
+from ..core.optree import OpTreeNode
+from ..core.scalars import Scalar
 from ..cuda import semaphores, stream
 from . import launch, plan
 
@@ -133,20 +134,23 @@ def _slots(out, leaves):
     """The values a replay fills holes from, and the memory-sharing pattern.
 
     Slots: out's address, its rounding bits, the call counter (set by the
-    replay), each leaf's address (tensors) or value (scalars).  Pattern, for
-    ``out`` and each tensor leaf, flat: the index of the first of them with
-    the same buffer, the byte distance from it, and the address modulo 16.
+    replay), each leaf's address (tensors) or value (scalars).  Pattern: for
+    ``out`` and each tensor leaf, its address modulo 16 where its buffer is
+    not met before, else ``(group, distance, address modulo 16)``: the index
+    of the first of them with the same buffer, among the distinct buffers
+    in order, and the byte distance from it.
     """
     buffer = out.buffer
     out_ptr = buffer.ptr + out.offset
-    slots = [out_ptr, out.rounding or 0, 0]
-    pattern = [0, 0, out_ptr & 15]
+    slots = [out_ptr, out._rounding or 0, 0]
+    pattern = [out_ptr & 15]
     # assignments have a few leaves: a list searched by identity is cheaper
     # than a dict of ids
     buffers, bases = [buffer], [out_ptr]
     for leaf in leaves:
         if type(leaf) is Scalar:
-            slots.append(leaf.value)
+            s = leaf
+            slots.append(s.value)
             continue
         t = leaf  # the leaves are scalars and tensors
         buffer = t.buffer
@@ -154,14 +158,12 @@ def _slots(out, leaves):
         slots.append(ptr)
         for group in range(len(buffers)):
             if buffers[group] is buffer:
+                pattern.append((group, ptr - bases[group], ptr & 15))
                 break
         else:
-            group = len(buffers)
             buffers.append(buffer)
             bases.append(ptr)
-        pattern.append(group)
-        pattern.append(ptr - bases[group])
-        pattern.append(ptr & 15)
+            pattern.append(ptr & 15)
     return slots, tuple(pattern)
 
 
@@ -312,16 +314,18 @@ class _Recipe:
             block = (gpu.semaphores if self.counters else gpu.pool).allocate(self.temp_bytes)
             base = block.ptr
             slots.extend([base + offset for offset in self.offsets])
+        calls = gpu._calls
         for launcher in self.launchers:
-            gpu._calls += 1
-            slots[_CALL_SLOT] = gpu._calls
+            calls += 1
+            slots[_CALL_SLOT] = calls
             launcher.run(slots, handle)
+        gpu._calls = calls
         # temporaries go back to the pool now: later work on the same stream
         # runs after these kernels, so reusing the memory is safe
         if block is not None:
             block.free()
         gpu._stats["kernels_launched"] += len(self.launchers)
-        gpu.last_kernel = self.launchers[-1].kernel
+        gpu.last_kernel = launcher.kernel
 
 
 class _Sources:
