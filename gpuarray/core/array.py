@@ -79,7 +79,8 @@ class Tensor(Expression):
             self._contiguous = None
         self.offset = offset
         self._rounding = None
-        self.rounding = rounding
+        if rounding is not None:
+            self.rounding = rounding
         #: structural signature as an op-tree leaf; a view's layout never
         #: changes, so it is made once
         self.sig = layout_sig(self.shape, self.strides, self.dtype)

@@ -78,6 +78,10 @@ def as_dtype(dtype):
         (object, strings, datetimes...).
     """
     try:
+        return _CANONICAL[dtype]  # a dtype, type or name met before: most calls
+    except (KeyError, TypeError):  # new, or unhashable (a structured spec)
+        pass
+    try:
         dt = np.dtype(dtype)
     except TypeError as err:
         raise TypeError(f"data type {dtype!r} not understood") from err
@@ -86,7 +90,17 @@ def as_dtype(dtype):
     if dt not in _C_TYPES:
         names = ", ".join(name(d) for d in SUPPORTED)
         raise TypeError(f"gpuarray does not support dtype {dt}; supported: {names}")
+    if len(_CANONICAL) < _MAX_CANONICAL and (type(dtype) in (str, type) or isinstance(dtype, np.dtype)):
+        # keys equal to each other are equal dtypes (numpy compares through
+        # np.dtype), so a hit is the answer np.dtype would give; other
+        # arguments (objects with a dtype attribute) are not kept alive here
+        _CANONICAL[dtype] = dt
     return dt
+
+
+#: as_dtype's answers by argument (dtypes, scalar types, names), bounded
+_CANONICAL = {}
+_MAX_CANONICAL = 256
 
 
 def name(dtype):

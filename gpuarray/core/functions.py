@@ -18,6 +18,7 @@ last, with one ``squeeze`` view the fusion compiler sees through.
 import numpy as np
 
 from . import dtypes, ops, optree, shapes
+from .optree import apply
 
 
 #: clip's "bound not passed" (None is a bound left open)
@@ -90,7 +91,7 @@ class MathFunctions:
         if dtype is not None and node.dtype != dtypes.as_dtype(dtype):
             # numpy accumulates in dtype; a wider sum cast back wraps alike
             node = optree.astype(self, node, dtypes.as_dtype(dtype))
-        return self._finish(self._keepdims(node, a, axis, keepdims), out, "unsafe")
+        return self._finish(self._drop_axes(node, axes, keepdims), out, "unsafe")
 
     def _reduce_no_axes(self, name, a):
         """A reduction over no axes (``axis=()``, or a 0-d operand or scalar):
@@ -105,10 +106,16 @@ class MathFunctions:
         return optree.astype(self, a, ops.reduction_dtype(name, a.dtype))
 
     def _keepdims(self, node, a, axis, keepdims):
-        axes = shapes.reduction_axes(axis, a.ndim)
+        return self._drop_axes(node, shapes.reduction_axes(axis, a.ndim), keepdims)
+
+    def _drop_axes(self, node, axes, keepdims):
+        """A keepdims reduction result with its reduced ``axes`` dropped, unless ``keepdims``."""
         if keepdims or not axes:
             return node
-        shape = tuple(d for i, d in enumerate(node.shape) if i not in axes)
+        if len(axes) == len(node.shape):
+            shape = ()
+        else:
+            shape = tuple(d for i, d in enumerate(node.shape) if i not in axes)
         return optree.squeeze(self, node, shape)
 
     def sum(self, a, axis=None, keepdims=False, out=None, *, dtype=None):
@@ -199,13 +206,13 @@ class MathFunctions:
 
 
 def _add_elementwise(name):
-    spec = ops.OPS[name]
-    params = ", ".join("abc"[:spec.arity])
+    arity = ops.OPS[name].arity
+    params = ", ".join("abc"[:arity])
 
     def function(self, *args, out=None):
-        if len(args) != spec.arity:
-            raise TypeError(f"{name}() takes {spec.arity} operand(s) ({len(args)} given)")
-        node = optree.apply(self, name, args)
+        if len(args) != arity:
+            raise TypeError(f"{name}() takes {arity} operand(s) ({len(args)} given)")
+        node = apply(self, name, args)
         return node if out is None else self._finish(node, out)
 
     function.__name__ = name

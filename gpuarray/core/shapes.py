@@ -79,11 +79,16 @@ def size_of(shape):
 
 def contiguous_strides(shape, itemsize):
     """Byte strides of a C-contiguous array."""
-    strides, step = [], itemsize
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(d, 1)
-    return tuple(reversed(strides))
+    n = len(shape)
+    if n == 1:  # the common cases without a list
+        return (itemsize,)
+    if n == 0:
+        return ()
+    strides, step = [0] * n, itemsize
+    for k in range(n - 1, -1, -1):
+        strides[k] = step
+        step *= max(shape[k], 1)
+    return tuple(strides)
 
 
 def is_contiguous(shape, strides, itemsize):
