@@ -7,6 +7,7 @@
 cimport cython
 from gpuarray.core.array cimport Tensor
 from gpuarray.core.scalars cimport Scalar
+from gpuarray.cuda.stream cimport capturing, launch_handle
 
 cdef class _Launcher:
     cdef public object kernel, grid, block, packed, patched

@@ -22,6 +22,7 @@ from ..core.array import Tensor
 from ..core.optree import OpTreeNode
 from ..core.scalars import Scalar
 from ..cuda import semaphores, stream
+from ..cuda.stream import capturing, launch_handle
 from . import launch, plan
 
 
@@ -56,7 +57,7 @@ class Dispatcher:
                     # must not grow without bound (compiled kernels are kept)
                     del self.recipes[next(iter(self.recipes))]
                 recipe = self.recipes[key] = self._record(out, tree, leaves)
-            if stream.capturing() is not None and _draws_random(out, tree):
+            if capturing() is not None and _draws_random(out, tree):
                 stream.note_random()
             recipe.replay(gpu, slots)
         except Exception as err:
@@ -308,7 +309,7 @@ class _Recipe:
 
     def replay(self, gpu, slots):
         """Launch the recorded kernels with this call's pointers and scalars."""
-        handle = stream.launch_handle()
+        handle = launch_handle()
         block = None
         if self.temp_bytes:
             block = (gpu.semaphores if self.counters else gpu.pool).allocate(self.temp_bytes)
