@@ -6,6 +6,7 @@
 # calls with the lock held are C methods.
 
 cimport cython
+from gpuarray.cuda.stream cimport current as current_stream
 
 cdef class DeviceMemoryPool:
     cdef public object _alloc, _order, _returns, _lock, _local

@@ -27,6 +27,7 @@ import operator
 import threading
 
 from . import stream as _stream
+from .stream import current as current_stream
 
 __all__ = ["DeviceMemoryPool", "FreedBuffer", "Keeper", "PooledBuffer", "round_size"]
 
@@ -149,7 +150,7 @@ class PooledBuffer:
     def _give_back(self):
         raw, self._raw = self._raw, None
         if raw is not None:
-            busy_on = _streams_of(self.stream, _stream.current())
+            busy_on = _streams_of(self.stream, current_stream())
             self._returns.append((self.capacity, raw, busy_on))
 
     def __del__(self):
@@ -261,7 +262,7 @@ class DeviceMemoryPool:
             # the driver's size argument would overflow: no device holds this
             raise MemoryError(f"out of device memory allocating {nbytes} bytes: "
                               f"more than any device holds")
-        current = _stream.current()
+        current = current_stream()
         with self._lock:
             self._drain_returns()
             raw = self._reuse(capacity, current)
@@ -449,7 +450,7 @@ class Keeper:
 
     def release(self):
         self._released = True
-        replayed_on = _stream.current()
+        replayed_on = current_stream()
         while self._held:
             capacity, raw, busy_on = self._held.pop()
             if replayed_on is not None and replayed_on not in busy_on:
