@@ -352,9 +352,10 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         nbytes = tensor.nbytes
         queue = stream.current()
         if 0 < nbytes <= pinned.BOUNCE_BYTES:
+            handle = stream.launch_handle()
             return self._bounce.download(
                 tensor.shape, tensor.dtype, nbytes,
-                lambda block: self._drv.memcpy_dtoh_async(block, ptr, queue),
+                lambda address: driver.copy_to_host_async(address, ptr, nbytes, handle),
                 self.context.synchronize if queue is None else queue.synchronize)
         host = np.empty(tensor.shape, tensor.dtype)
         if not host.size:

@@ -221,7 +221,7 @@ def _run_kernels(ng, rng):
 def test_compiled_and_ctypes_entries_agree(gpu_ng):
     ng = gpu_ng
     first = _run_kernels(ng, np.random.default_rng(0))
-    driver._entries[:] = [(driver._ctypes_packed, driver._ctypes_struct, driver._ctypes_cluster)]
+    driver._entries[:] = [driver.CTYPES_ENTRY]  # launches and small downloads
     ng._dispatcher.recipes.clear()  # recorded replays keep the entry they were made with
     try:
         assert driver.entry_name() == "ctypes"
@@ -256,8 +256,7 @@ def test_cluster_launch_through_ctypes(monkeypatch):
             return 0
 
     monkeypatch.setattr(driver, "_libcuda", lambda: _Cuda())
-    monkeypatch.setattr(driver, "_entries",
-                        [(driver._ctypes_packed, driver._ctypes_struct, driver._ctypes_cluster)])
+    monkeypatch.setattr(driver, "_entries", [driver.CTYPES_ENTRY])
     kernel = type("K", (), {"name": "k", "address": 1234})()
     clustered = driver.ClusterKernel(kernel, 4)
     data = bytes(k % 251 for k in range(512))

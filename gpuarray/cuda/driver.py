@@ -76,6 +76,8 @@ def _libcuda():
         lib.cuOccupancyMaxActiveClusters.argtypes = [ctypes.c_void_p] * 3
         lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, ctypes.c_uint, ctypes.c_size_t,
                                          ctypes.c_void_p]
+        lib.cuMemcpyDtoHAsync_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t,
+                                             ctypes.c_void_p]
         lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
         lib.cuTensorMapEncodeTiled.argtypes = [
             ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
@@ -385,8 +387,22 @@ def _entry():
     """(launch_packed, launch_struct, launch_struct_cluster): the compiled
     entry's, or ctypes' where it is not built."""
     if not _entries:
-        _entries.append(_compiled_entry() or (_ctypes_packed, _ctypes_struct, _ctypes_cluster))
+        _entries.append(_compiled_entry() or CTYPES_ENTRY)
     return _entries[0]
+
+
+def copy_to_host_async(dst, src, nbytes, stream_handle):
+    """Queue a copy of ``nbytes`` from device address ``src`` to host address
+    ``dst`` on the ``CUstream`` ``stream_handle`` (0: the legacy default
+    stream), through the compiled entry where it is built.  Asynchronous
+    only into page-locked memory; the caller waits before reading.
+
+    Raises
+    ------
+    DriverError
+        The driver refused the copy.
+    """
+    _check(_entry()[3](dst, src, nbytes, stream_handle), "copying device memory to the host")
 
 
 def _compiled_entry():
@@ -396,12 +412,18 @@ def _compiled_entry():
         return None
     launch_entry.bind(ctypes.cast(_libcuda().cuLaunchKernel, ctypes.c_void_p).value)
     launch_entry.bind_ex(ctypes.cast(_libcuda().cuLaunchKernelEx, ctypes.c_void_p).value)
-    return launch_entry.launch_packed, launch_entry.launch_struct, launch_entry.launch_struct_cluster
+    launch_entry.bind_copy(ctypes.cast(_libcuda().cuMemcpyDtoHAsync_v2, ctypes.c_void_p).value)
+    return (launch_entry.launch_packed, launch_entry.launch_struct, launch_entry.launch_struct_cluster,
+            launch_entry.copy_to_host)
 
 
 def entry_name():
     """Which launch entry kernels go through: "compiled" or "ctypes"."""
     return "ctypes" if _entry()[0] is _ctypes_packed else "compiled"
+
+
+def _ctypes_copy(dst, src, nbytes, stream_handle):
+    return _libcuda().cuMemcpyDtoHAsync_v2(dst, src, nbytes, stream_handle or None)
 
 
 def _ctypes_packed(function, grid, block, data, smem, stream_handle):
@@ -428,6 +450,10 @@ def _ctypes_cluster(function, grid, block, data, smem, stream_handle, cluster):
     config = _LaunchConfig(grid, block, smem, stream_handle or None, _cluster_attribute(cluster), 1)
     params, _keep = _parameter_block(data)
     return _libcuda().cuLaunchKernelEx(ctypes.byref(config), function, params, None)
+
+
+#: the entry points where the compiled entry is not built (or a test asks for them)
+CTYPES_ENTRY = (_ctypes_packed, _ctypes_struct, _ctypes_cluster, _ctypes_copy)
 
 
 def _parameter_block(data):

@@ -27,6 +27,11 @@ Arguments reach the kernel in one of the driver's two ways:
   size given per launch, through ``cuLaunchKernelEx`` (:func:`bind_ex`)
   with a cluster-dimension attribute (the GEMM's cluster K-split).
 
+:func:`copy_to_host` queues ``cuMemcpyDtoHAsync`` (:func:`bind_copy`) the
+same way: a small download's copy (``float(t)``, ``t.get()`` of a few
+values) through pycuda's wrapper took 3.1 µs of host time on the H100's
+host, and the wait for the values starts only after it returns.
+
 A :class:`PatchedLaunch` is a packed launch recorded once, whose
 arguments that change between calls (pointers, scalars, counters) are
 *holes* filled from a list of values on each call: the replay of a fused
@@ -79,6 +84,10 @@ cdef int _CLUSTER_DIMENSION = 4
 
 cdef LaunchExFn _launch_ex = NULL
 
+ctypedef int (*CopyFn)(void* dst, unsigned long long src, size_t nbytes, void* stream) nogil
+
+cdef CopyFn _copy_to_host = NULL
+
 
 cdef int _no_op(void* f, unsigned int gx, unsigned int gy, unsigned int gz,
                 unsigned int bx, unsigned int by, unsigned int bz,
@@ -100,6 +109,21 @@ def bind_ex(uintptr_t address):
     """Use the ``cuLaunchKernelEx`` at ``address`` for every cluster launch."""
     global _launch_ex
     _launch_ex = <LaunchExFn>address
+
+
+def bind_copy(uintptr_t address):
+    """Use the ``cuMemcpyDtoHAsync_v2`` at ``address`` for :func:`copy_to_host`."""
+    global _copy_to_host
+    _copy_to_host = <CopyFn>address
+
+
+def copy_to_host(uintptr_t dst, uintptr_t src, size_t nbytes, uintptr_t stream):
+    """Queue a copy of ``nbytes`` from device address ``src`` to host address
+    ``dst`` (page-locked, for it to run asynchronously) on the ``CUstream``
+    ``stream`` (0: the legacy default stream); returns the CUresult."""
+    if _copy_to_host == NULL:
+        raise RuntimeError("the copy entry is not bound to cuMemcpyDtoHAsync (call bind_copy first)")
+    return _copy_to_host(<void*>dst, src, nbytes, <void*>stream)
 
 
 cdef int _bytes_of(object data, char** start, Py_ssize_t* size) except -1:

@@ -111,19 +111,21 @@ class Bounce:
     def __init__(self, allocate):
         self._allocate = allocate
         self._block = None
+        self._address = 0
         self._lock = threading.Lock()
 
     def download(self, shape, dtype, nbytes, copy, wait):
         """A new numpy array of ``shape`` and ``dtype`` (``nbytes`` <=
-        :data:`BOUNCE_BYTES`): ``copy(block)`` queues the device-to-host copy
-        into the page-locked ``block``, ``wait()`` waits until it is done."""
+        :data:`BOUNCE_BYTES`): ``copy(address)`` queues the device-to-host
+        copy into the page-locked block at host ``address``, ``wait()``
+        waits until it is done."""
         with self._lock:
             if self._block is None:
                 self._block = self._allocate(BOUNCE_BYTES)
-            staged = self._block[:nbytes]
-            copy(staged)
+                self._address = self._block.ctypes.data
+            copy(self._address)
             wait()
-            return staged.view(dtype).reshape(shape).copy()
+            return self._block[:nbytes].view(dtype).reshape(shape).copy()
 
 
 def as_bytes(array):
