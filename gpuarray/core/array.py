@@ -21,9 +21,10 @@ from .optree import Expression
 _WHOLE = slice(None)
 
 
-#: layout id by (shape, strides, dtype), bounded: cleared when full
+#: layout id by (shape, strides, dtype), bounded (a few MB at most): cleared
+#: when full, beyond the recipes a factory keeps (dispatch.MAX_RECIPES)
 _LAYOUTS = {}
-_MAX_LAYOUTS = 1 << 16
+_MAX_LAYOUTS = 1 << 14
 _layout_ids = itertools.count()
 
 
