@@ -25,6 +25,7 @@ _SIGS = {}
 
 
 def _sig_of(operand_type):
+    """The one signature tuple of scalars of ``operand_type``."""
     sig = _SIGS.get(operand_type)
     if sig is None:
         sig = _SIGS[operand_type] = ("S", operand_type)

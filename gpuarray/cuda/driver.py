@@ -384,8 +384,8 @@ _entries = []
 
 
 def _entry():
-    """(launch_packed, launch_struct, launch_struct_cluster): the compiled
-    entry's, or ctypes' where it is not built."""
+    """(launch_packed, launch_struct, launch_struct_cluster, copy_to_host):
+    the compiled entry's, or ctypes' where it is not built."""
     if not _entries:
         _entries.append(_compiled_entry() or CTYPES_ENTRY)
     return _entries[0]
