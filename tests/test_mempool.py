@@ -381,3 +381,14 @@ def test_request_beyond_the_address_space_raises_memory_error(pool, fake):
     with pytest.raises(MemoryError, match=str(1 << 70)):
         pool.allocate(1 << 70)
     assert fake.calls == []
+
+
+def test_request_beyond_a_c_integer_reaches_the_allocator(fake):
+    """2**63 bytes and more (below 2**64) is the driver's to refuse: out of
+    memory, as any request too large for the device."""
+    fake.capacity = 1 << 40
+    pool = mempool.DeviceMemoryPool(alloc=fake)
+    for nbytes in (1 << 63, (1 << 64) - 1):
+        with pytest.raises(MemoryError, match=str(nbytes)):
+            pool.allocate(nbytes)
+    assert pool.stats()["bytes_in_use"] == 0

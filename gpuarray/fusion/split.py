@@ -5,8 +5,8 @@ over few rows of very many elements -- ``ng.sum(A)`` of 10**8 elements is
 one row.  Out: the same tree with each such reduction replaced by a
 reduction over a small tensor of partial results, plus the ``partial``
 kernels that fill it queued on the planner.  (Where the reduction over the
-partials has one row, the planner then folds it into the partial kernel,
-which its last block runs: ``plan._finish_in_last_block``.)
+partials is small -- a few rows -- the planner then folds it into the
+partial kernel, which its last block runs: ``plan._finish_in_last_block``.)
 
 A partial kernel gives every row ``chunks`` blocks; each block reduces its
 slice of the row and writes one partial (float32 for float16/bfloat16, so
