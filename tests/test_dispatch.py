@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gpuarray import gpu
-from gpuarray.core import array, backend
+from gpuarray.core import array, backend, optree
 from gpuarray.core.scalars import Scalar, python_scalar
 from gpuarray.cuda import mempool
 from gpuarray.fusion import dispatch, generate, launch, plan
@@ -140,6 +140,34 @@ def test_layouts_name_the_situation_and_their_ids_never_repeat(monkeypatch):
     A[:] = B * 2
     again[:] = B * 2
     assert len(ng.launches) == 2 and ng.stats()["kernels_compiled"] == 1
+
+
+def test_structures_name_the_tree_and_their_ids_never_repeat(monkeypatch):
+    ng = RecordingGPU()
+    A, B, C = (ng.empty((8, 32)) for _ in range(3))
+    assert (A + B * 2).sig == (B + C * 3).sig == (A + A * 5).sig  # values and aliasing: not here
+    assert (A + B * 2).sig != (A + B * 2.0).sig  # an int scalar is another structure
+    assert len({(A + B).sig, (A * B).sig, (B[:, 1:] + A[:, :-1]).sig, ng.sqrt(A).sig}) == 4
+    # nodes and tensors never share an id, even where both are small ints
+    assert (A + B).sig < 0 <= A.sig
+    # a lazy array evaluated already is a leaf of the trees built on it
+    lazy = A + B
+    C[:] = lazy
+    lazy.value = C
+    assert (lazy * 2).sig == (B * 2).sig
+    # a tree holding a matrix product is not dispatched as one: no id
+    E, F = ng.empty((8, 32), np.float32), ng.empty((32, 8), np.float32)
+    assert (ng.dot(E, F) + 1).sig is None and ng.sqrt(ng.dot(E, F)).sig is None
+    # a full table is cleared: a structure met again gets a new id, never an
+    # old one; the old and the new id give two recipes, one kernel
+    monkeypatch.setattr(optree, "_MAX_STRUCTURES", 1)
+    seen = {(A - B).sig, (A - B * 2).sig, ng.exp(A).sig}
+    ng.launches.clear()
+    kernels = len(ng._kernels)
+    C[:] = A - B * 2
+    assert (A - B * 2).sig not in seen
+    C[:] = A - B * 2
+    assert len(ng.launches) == 2 and len(ng._kernels) == kernels + 1
 
 
 @pytest.mark.parametrize("value", [2, -7, 2**70, 2.5, True, 1 + 2j])

@@ -181,7 +181,6 @@ def test_out_of_range_comparisons_share_a_kernel(sym):
     above = {op(t, v).sig for v in (128, 1000, 2**63, 2**70)}
     below = {op(t, v).sig for v in (-129, -1000, -2**63 - 1, -2**70)}
     assert len(above) == 1 and len(below) == 1
-    assert "S" in str(above) and "1000" not in str(above)
 
 
 def test_strong_numpy_scalars_follow_promotion(ng):

@@ -87,12 +87,6 @@ class Tensor(Expression):
         self.sig = layout_sig(self.shape, self.strides, self.dtype)
 
     # -- attributes -----------------------------------------------------
-    @property
-    def leaves(self):
-        """This tensor, as the only leaf of itself (a property: stored, the
-        tuple would make a reference cycle and delay freeing the memory)."""
-        return (self,)
-
     def buffer_ptr(self):
         """Address of the start of the underlying allocation (device or host)."""
         ptr = getattr(self.buffer, "ptr", None)

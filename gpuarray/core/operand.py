@@ -27,10 +27,12 @@ class Operand:
     operand_type : numpy.dtype or type
         What numpy's type resolution sees: the dtype, or a weakly typed
         scalar's Python type (``int``, ``float``, ``complex``).
-    sig : tuple
+    sig : int, tuple or None
         Structural signature: what the operand contributes to an
         assignment's recipe key (:mod:`gpuarray.fusion.dispatch`); layout
-        and dtype, never an address or a scalar's value.
+        and dtype, never an address or a scalar's value.  An int naming a
+        tensor's layout or a node's structure, a tuple for a scalar, None
+        for a tree holding a matrix product or a convolution.
     """
 
     __slots__ = ()

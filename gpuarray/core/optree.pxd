@@ -15,20 +15,26 @@ cdef class Expression(ArrayLike):
     cdef _binary(self, name, other, bint reflected=*)
 
 cdef class OpTreeNode(Expression):
-    cdef public object op, args, attrs, leaves, has_gemm, value
+    cdef public object op, args, attrs, has_gemm, value
 
-cdef dict _LOOPS
+cdef dict _NODES, _STRUCTURES
+
+cdef _structure(tuple key)
+cdef _keep(dict table, key, value)
 
 cpdef apply(backend, name, tuple args)
 @cython.locals(operand=Operand)
 cdef bint _owned(backend, value)
 cpdef elementwise(backend, name, tuple args)
 
-@cython.locals(x=Operand, y=Operand)
+@cython.locals(node=OpTreeNode)
+cdef OpTreeNode _new_node(backend, op, tuple args, shape, dtype, sig)
+@cython.locals(node=OpTreeNode)
+cpdef bint _unsettled(value)
+cpdef settled(value)
+cdef tuple _settled(tuple args)
+
+@cython.locals(x=Operand, y=Operand, entry=tuple, floats=tuple)
 cpdef _binary_node(backend, name, tuple args)
 @cython.locals(x=Operand)
 cdef _unary_node(backend, name, tuple args)
-@cython.locals(child=OpTreeNode, x=Operand, y=Operand, has_gemm=bint)
-cdef _fill_binary(OpTreeNode node, backend, op, tuple args, attrs, shape, dtype, bint product)
-@cython.locals(child=OpTreeNode, x=Operand)
-cdef _fill_unary(OpTreeNode node, backend, op, a, attrs, shape, dtype)

@@ -177,33 +177,21 @@ class OpTreeNode(Expression):
         afterwards reads the value instead of running the tree again.
     """
 
-    __slots__ = ("op", "args", "attrs", "shape", "dtype", "backend", "sig", "leaves",
+    __slots__ = ("op", "args", "attrs", "shape", "dtype", "backend", "sig",
                  "operand_type", "has_gemm", "value")
 
     def __init__(self, backend, op, args, attrs, shape, dtype):
         args = args if type(args) is tuple else tuple(args)
-        if len(args) == 2:
-            _fill_binary(self, backend, op, args, attrs, shape, dtype, op in _PRODUCTS)
-            return
-        if len(args) == 1:
-            _fill_unary(self, backend, op, args[0], attrs, shape, dtype)
-            return
-        self.backend, self.op, self.attrs, self.dtype = backend, op, attrs, dtype
-        self.value = None
         for a in args:
-            if type(a) is OpTreeNode and a.value is not None:
+            if _unsettled(a):
                 args = _settled(args)
                 break
-        self.args = args
+        self.backend, self.op, self.attrs, self.dtype = backend, op, attrs, dtype
+        self.operand_type, self.value, self.args = dtype, None, args
         self.shape = shape if type(shape) is tuple else tuple(shape)
-        self.operand_type = dtype
-        # Built here, once per node and from the children's, so dispatching a
-        # tree needs no extra walk: ``sig`` is the structure with leaf layouts
-        # (rand's serial left out), ``leaves`` the tensors and scalars in the
-        # order ``sig`` meets them.
-        self.sig = (op, attrs if op != "rand" else (), dtype) + tuple(a.sig for a in args)
-        self.leaves = tuple(leaf for a in args for leaf in a.leaves)
-        self.has_gemm = any(a.has_gemm for a in args)
+        self.has_gemm = op in _PRODUCTS or any(a.has_gemm for a in args)
+        self.sig = None if self.has_gemm else _structure(
+            (op, attrs if op != "rand" else (), dtype) + tuple(a.sig for a in args))
 
     @property
     def is_reduction(self):
@@ -277,74 +265,64 @@ class OpTreeNode(Expression):
         return self._evaluated().__cuda_array_interface__
 
 
-def _fill_binary(node, backend, op, args, attrs, shape, dtype, product):
-    """The fields of a two-operand node (``OpTreeNode.__init__``'s common
-    case, and what :func:`_binary_node` calls on a bare new node: the
-    hottest constructor, spared the generic argument handling).  ``product``:
-    the op is a matrix product or a convolution."""
-    a, b = args
-    if type(a) is OpTreeNode:
-        child = a
-        if child.value is not None:
-            a = child.value
-    if type(b) is OpTreeNode:
-        child = b
-        if child.value is not None:
-            b = child.value
-    if a is not args[0] or b is not args[1]:
-        args = (a, b)
-    x, y = a, b
-    node.backend, node.op, node.attrs, node.dtype, node.operand_type = backend, op, attrs, dtype, dtype
-    node.value = None
-    node.args = args
-    node.shape = shape if type(shape) is tuple else tuple(shape)
-    node.sig = (op, attrs, dtype, x.sig, y.sig)
-    # a tensor's or scalar's leaves (a property: a stored tuple would be a
-    # reference cycle) and products are known without asking it
-    has_gemm = product
-    if type(a) is OpTreeNode:
-        child = a
-        leaves, has_gemm = child.leaves, has_gemm or child.has_gemm
-        if type(b) is OpTreeNode:
-            child = b
-            node.leaves, has_gemm = leaves + child.leaves, has_gemm or child.has_gemm
-        else:
-            node.leaves = leaves + (b,)
-    elif type(b) is OpTreeNode:
-        child = b
-        node.leaves, has_gemm = (a,) + child.leaves, has_gemm or child.has_gemm
-    else:
-        node.leaves = args  # two leaves: the operands themselves
-    node.has_gemm = has_gemm
+def _new_node(backend, op, args, shape, dtype, sig):
+    """A node of the fast paths (:func:`_binary_node`, :func:`_unary_node`):
+    no attributes, no product below it, its operands settled already."""
+    node = OpTreeNode.__new__(OpTreeNode)
+    node.backend, node.op, node.attrs, node.dtype, node.operand_type = backend, op, (), dtype, dtype
+    node.args, node.shape, node.sig, node.value, node.has_gemm = args, shape, sig, None, False
+    return node
 
 
-def _fill_unary(node, backend, op, a, attrs, shape, dtype):
-    """The fields of a one-operand node (elementwise, reduction, cast)."""
-    if type(a) is OpTreeNode:
-        child = a
-        if child.value is not None:
-            a = child.value
-    x = a
-    node.backend, node.op, node.attrs, node.dtype, node.operand_type = backend, op, attrs, dtype, dtype
-    node.value = None
-    node.args = (a,)
-    node.shape = shape if type(shape) is tuple else tuple(shape)
-    node.sig = (op, attrs, dtype, x.sig)
-    if type(a) is OpTreeNode:
-        child = a
-        node.leaves, node.has_gemm = child.leaves, child.has_gemm
-    else:
-        node.leaves, node.has_gemm = node.args, False
+#: A node's ``sig`` is an int naming its structure, so a cached
+#: assignment's recipe key hashes and compares one int for the whole tree
+#: where it walked a nested tuple.  Two tables give them: ``_NODES`` for the
+#: fast paths (an operator or an elementwise function: the op's name and its
+#: operands' signatures, which fix the result's shape and dtype, kept beside
+#: the id), ``_STRUCTURES`` for any other node (``(op, attrs, dtype)`` and the
+#: operands' signatures).  Ids are negative (a tensor's layout ids are not)
+#: and never repeat: clearing a bounded table makes later trees miss a recipe
+#: once, never match a wrong one.  Trees holding a matrix product or a
+#: convolution are not dispatched as one and have none (their attributes may
+#: hold a layer, which a table would keep alive).
+_NODES = {}
+_STRUCTURES = {}
+_MAX_STRUCTURES = 1 << 14
+_structure_ids = itertools.count(-1, -1)
+
+
+def _structure(key):
+    """The int naming the structure ``key`` in ``_STRUCTURES``."""
+    sig = _STRUCTURES.get(key)
+    if sig is None:
+        sig = next(_structure_ids)
+        _keep(_STRUCTURES, key, sig)
+    return sig
+
+
+def _keep(table, key, value):
+    """``table[key] = value``, emptying the table first where it is full."""
+    if len(table) >= _MAX_STRUCTURES:
+        table.clear()
+    table[key] = value
 
 
 def _settled(args):
     """Operands with each evaluated lazy array replaced by its kept value."""
-    return tuple(a.value if type(a) is OpTreeNode and a.value is not None else a for a in args)
+    return tuple([settled(a) for a in args])
 
 
 def settled(value):
     """An operand as a tree reads it: an evaluated lazy array's kept value, else itself."""
-    return value.value if type(value) is OpTreeNode and value.value is not None else value
+    return value.value if _unsettled(value) else value
+
+
+def _unsettled(value):
+    """True for an evaluated lazy array (a tree reads its kept value instead)."""
+    if type(value) is OpTreeNode:
+        node = value
+        return node.value is not None
+    return False
 
 
 def _short(arg):
@@ -407,57 +385,64 @@ def elementwise(backend, name, args):
 
 
 def _binary_node(backend, name, args):
-    """:func:`elementwise` of two operands, the hot path of expression building:
-    equal shapes and a scalar beside a tensor skip the broadcasting rules."""
+    """:func:`elementwise` of two operands, the hot path of expression
+    building: one dictionary probe by the operands' signatures gives the
+    node's id, shape and dtype; broadcasting and type resolution run once
+    per structure (:func:`_binary_entry`)."""
+    if _unsettled(args[0]) or _unsettled(args[1]):
+        args = _settled(args)
     x, y = args
-    a_scalar, b_scalar = type(x) is Scalar, type(y) is Scalar
-    shape = x.shape
-    if b_scalar:
-        pass  # a scalar takes the other operand's shape
-    elif a_scalar:
-        shape = y.shape
-    elif y.shape is not shape and y.shape != shape:
-        shape = shapes.broadcast_shapes(shape, y.shape)
-    a_type, b_type = x.operand_type, y.operand_type
-    resolved = _LOOPS.get((name, a_type, b_type))
-    if resolved is None:
-        resolved = _LOOPS[name, a_type, b_type] = _resolve_binary(name, a_type, b_type)
-    loop, dtype, floats = resolved
+    entry = None
+    if x.sig is not None and y.sig is not None:
+        entry = _NODES.get((name, x.sig, y.sig))
+    if entry is None:
+        entry = _binary_entry(name, x, y)
+    sig, shape, dtype, loop, floats = entry
     # NEP 50's rules concern Python ints and powers only: float scalars skip them
-    if (a_scalar or b_scalar) and (name == "power" or (
-            (a_type is int or b_type is int) and not float_loop_ints(args, floats))):
+    if floats is not None and (name == "power" or not float_loop_ints(args, floats)):
         exact = check_scalars(name, args, loop)
         if exact is not None:
             return elementwise(backend, *exact)
-    node = OpTreeNode.__new__(OpTreeNode)
-    _fill_binary(node, backend, name, args, (), shape, dtype, False)
-    return node
+    if sig is None:
+        return OpTreeNode(backend, name, args, (), shape, dtype)
+    return _new_node(backend, name, args, shape, dtype, sig)
 
 
-#: :func:`_resolve_binary` by (op, operand types), and the result dtype of a
-#: unary op by (op, operand type): a node's lookup, one dictionary probe
-#: (types that fail to resolve are not kept)
-_LOOPS = {}
-
-
-def _resolve_binary(name, a_type, b_type):
-    """``ops.resolve`` of two operands, and whether each loop dtype is a float
-    or complex one (:func:`float_loop_ints`)."""
+def _binary_entry(name, x, y):
+    """What :func:`_binary_node` keeps for two operands' structure: ``(sig,
+    shape, dtype, loop, floats)``.  ``floats`` is None where NEP 50's scalar
+    rules have nothing to check (no Python int or power beside a scalar),
+    else whether each loop dtype is a float or complex one
+    (:func:`float_loop_ints`).  Raises numpy's errors (shapes that do not
+    broadcast, types with no loop); those are not kept."""
+    shape = _common_shape((x, y))
+    a_type, b_type = x.operand_type, y.operand_type
     loop, dtype = ops.resolve(name, (a_type, b_type))
-    return loop, dtype, tuple(t.kind in "fc" for t in loop)
+    floats = None
+    if (type(x) is Scalar or type(y) is Scalar) and (
+            name == "power" or a_type is int or b_type is int):
+        floats = tuple([t.kind in "fc" for t in loop])
+    if x.sig is None or y.sig is None:
+        return None, shape, dtype, loop, floats
+    entry = (next(_structure_ids), shape, dtype, loop, floats)
+    _keep(_NODES, (name, x.sig, y.sig), entry)
+    return entry
 
 
 def _unary_node(backend, name, args):
     """:func:`elementwise` of one tensor or tree operand (no broadcasting,
-    no scalar for NEP 50's rules)."""
-    x = args[0]
-    a_type = x.operand_type
-    dtype = _LOOPS.get((name, a_type))
-    if dtype is None:
-        dtype = _LOOPS[name, a_type] = ops.resolve(name, (a_type,))[1]
-    node = OpTreeNode.__new__(OpTreeNode)
-    _fill_unary(node, backend, name, x, (), x.shape, dtype)
-    return node
+    no scalar for NEP 50's rules): one probe as :func:`_binary_node`'s."""
+    x = settled(args[0])
+    entry = None
+    if x.sig is not None:
+        entry = _NODES.get((name, x.sig))
+    if entry is None:
+        dtype = ops.resolve(name, (x.operand_type,))[1]
+        if x.sig is None:
+            return OpTreeNode(backend, name, (x,), (), x.shape, dtype)
+        entry = (next(_structure_ids), dtype)
+        _keep(_NODES, (name, x.sig), entry)
+    return _new_node(backend, name, (x,), x.shape, entry[1], entry[0])
 
 
 def _common_shape(args):
@@ -501,6 +486,19 @@ def squeeze(backend, arg, shape):
 def rand(backend):
     """A uniform [0, 1) float32 draw, broadcast over whatever it meets."""
     return OpTreeNode(backend, "rand", (), (next(_rand_serial),), (), np.dtype(np.float32))
+
+
+def leaves(tree):
+    """The tensors and scalars of a tree (a leaf: itself), in the order
+    dispatch meets them: depth first, operands left to right."""
+    found, pending = [], [tree]
+    while pending:
+        node = pending.pop()
+        if type(node) is OpTreeNode:
+            pending.extend(reversed(node.args))
+        else:
+            found.append(node)
+    return found
 
 
 def walk(node, seen=None):

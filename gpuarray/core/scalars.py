@@ -61,11 +61,6 @@ class Scalar(Operand):
         self.operand_type = self.weak_type or self.dtype
         self.sig = _sig_of(self.operand_type)
 
-    @property
-    def leaves(self):
-        """This scalar, as the only leaf of itself."""
-        return (self,)
-
     def __repr__(self):
         return f"Scalar({self.value!r})"
 

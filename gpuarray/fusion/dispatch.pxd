@@ -6,6 +6,7 @@
 
 cimport cython
 from gpuarray.core.array cimport Tensor
+from gpuarray.core.optree cimport OpTreeNode
 from gpuarray.core.scalars cimport Scalar
 from gpuarray.cuda.stream cimport capturing, launch_handle
 
@@ -29,6 +30,6 @@ cdef class Dispatcher:
     @cython.locals(recipe=_Recipe, slots=list)
     cpdef execute(self, out, tree)
 
-@cython.locals(out=Tensor, t=Tensor, s=Scalar, slots=list, pattern=list, buffers=list,
-               bases=list, group=Py_ssize_t)
-cpdef tuple _slots(out, tuple leaves)
+@cython.locals(out=Tensor, t=Tensor, s=Scalar, node=OpTreeNode, args=tuple, k=Py_ssize_t,
+               slots=list, pattern=list, pending=list, buffers=list, bases=list, group=Py_ssize_t)
+cpdef tuple _slots(out, tree)

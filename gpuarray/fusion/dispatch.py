@@ -19,7 +19,7 @@ import struct
 from operator import add, itemgetter
 
 from ..core.array import Tensor
-from ..core.optree import OpTreeNode
+from ..core.optree import OpTreeNode, leaves
 from ..core.scalars import Scalar
 from ..cuda import semaphores, stream
 from ..cuda.stream import capturing, launch_handle
@@ -47,8 +47,7 @@ class Dispatcher:
         if not gpu._attached.ready:
             gpu._attach()
         try:
-            leaves = tree.leaves
-            slots, pattern = _slots(out, leaves)
+            slots, pattern = _slots(out, tree)
             key = (tree.sig, out.sig, pattern)
             recipe = self.recipes.get(key)
             if recipe is None:
@@ -56,7 +55,7 @@ class Dispatcher:
                     # forget the oldest: a program cycling through many shapes
                     # must not grow without bound (compiled kernels are kept)
                     del self.recipes[next(iter(self.recipes))]
-                recipe = self.recipes[key] = self._record(out, tree, leaves)
+                recipe = self.recipes[key] = self._record(out, tree, leaves(tree))
             if capturing() is not None and _draws_random(out, tree):
                 stream.note_random()
             recipe.replay(gpu, slots)
@@ -131,11 +130,13 @@ _OUT_SLOT, _ROUNDING_SLOT, _CALL_SLOT, _FIRST_LEAF = 0, 1, 2, 3
 _TEMP_ALIGN = 256
 
 
-def _slots(out, leaves):
+def _slots(out, tree):
     """The values a replay fills holes from, and the memory-sharing pattern.
 
     Slots: out's address, its rounding bits, the call counter (set by the
-    replay), each leaf's address (tensors) or value (scalars).  Pattern: for
+    replay), each leaf's address (tensors) or value (scalars), the leaves
+    in :func:`~gpuarray.core.optree.leaves`' order (walked here, so building
+    a node does not collect them).  Pattern: for
     ``out`` and each tensor leaf, its address modulo 16 where its buffer is
     not met before, else ``(group, distance, address modulo 16)``: the index
     of the first of them with the same buffer, among the distinct buffers
@@ -148,7 +149,15 @@ def _slots(out, leaves):
     # assignments have a few leaves: a list searched by identity is cheaper
     # than a dict of ids
     buffers, bases = [buffer], [out_ptr]
-    for leaf in leaves:
+    pending = [tree]
+    while pending:
+        leaf = pending.pop()
+        if type(leaf) is OpTreeNode:
+            node = leaf
+            args = node.args
+            for k in range(len(args) - 1, -1, -1):
+                pending.append(args[k])
+            continue
         if type(leaf) is Scalar:
             s = leaf
             slots.append(s.value)
