@@ -253,7 +253,6 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         #: the page-locked block small downloads go through, made on first use
         self._bounce = pinned.Bounce(lambda nbytes: drv.pagelocked_empty(nbytes, np.uint8))
         self._kernels = {}
-        self._calls = 0
         self._use_dispatcher()
         #: the hand-written GEMM kernels, loaded on first use
         self.gemm_library = catalogue.Library()
@@ -308,6 +307,26 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         if self._drv.Context.get_current() != self.context:
             _push(self.context)
         self._attached.ready = True
+
+    @property
+    def _calls(self):
+        """The Philox call counter: each kernel launch takes the next value,
+        so its random numbers differ from every other launch's (kept by the
+        dispatcher, whose replays advance it)."""
+        return self._dispatcher.calls
+
+    @_calls.setter
+    def _calls(self, value):
+        self._dispatcher.calls = value
+
+    @property
+    def last_kernel(self):
+        """The kernel launched or compiled last (kept by the dispatcher)."""
+        return self._dispatcher.last_kernel
+
+    @last_kernel.setter
+    def last_kernel(self, kernel):
+        self._dispatcher.last_kernel = kernel
 
     def _use_dispatcher(self):
         """Send assignments straight to a new dispatcher: its ``execute`` is

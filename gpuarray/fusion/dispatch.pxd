@@ -16,19 +16,21 @@ cdef class _Launcher:
 
     cpdef run(self, list slots, stream_handle)
 
+cdef class _Recipe
+
+cdef class Dispatcher:
+    cdef public object gpu, calls, last_kernel
+    cdef public dict recipes, stats
+
+    @cython.locals(recipe=_Recipe, slots=list)
+    cpdef execute(self, out, tree)
+
 cdef class _Recipe:
     cdef public list launchers, offsets
     cdef public Py_ssize_t counters, temp_bytes
 
     @cython.locals(launcher=_Launcher)
-    cpdef replay(self, gpu, list slots)
-
-cdef class Dispatcher:
-    cdef public object gpu
-    cdef public dict recipes
-
-    @cython.locals(recipe=_Recipe, slots=list)
-    cpdef execute(self, out, tree)
+    cpdef replay(self, Dispatcher dispatcher, list slots)
 
 @cython.locals(out=Tensor, t=Tensor, s=Scalar, node=OpTreeNode, args=tuple, k=Py_ssize_t,
                slots=list, pattern=list, pending=list, buffers=list, bases=list, group=Py_ssize_t)

@@ -31,11 +31,30 @@ MAX_RECIPES = 4096
 
 
 class Dispatcher:
-    """Per-factory cache of recorded assignment recipes."""
+    """Per-factory cache of recorded assignment recipes, and the counters
+    each launch moves (held here, where a replay reads them as C fields: the
+    factory's class, with its many mixins, makes each of its own attribute
+    lookups dearer than the launch's other host work).
+
+    Attributes
+    ----------
+    recipes : dict
+        Recipe by situation.
+    calls : int
+        The factory's Philox call counter (``gpu._calls``), advanced once per
+        kernel so each launch draws its own random numbers.
+    stats : dict
+        The factory's counters (``gpu._stats``).
+    last_kernel : Kernel or None
+        The kernel launched or compiled last (``gpu.last_kernel``).
+    """
 
     def __init__(self, gpu):
         self.gpu = gpu
         self.recipes = {}
+        self.calls = 0
+        self.stats = gpu._stats
+        self.last_kernel = None
 
     def execute(self, out, tree):
         """Queue the kernels computing ``out[...] = tree``.
@@ -58,7 +77,7 @@ class Dispatcher:
                 recipe = self.recipes[key] = self._record(out, tree, leaves(tree))
             if capturing() is not None and _draws_random(out, tree):
                 stream.note_random()
-            recipe.replay(gpu, slots)
+            recipe.replay(self, slots)
         except Exception as err:
             gpu._device_error(err)
             raise
@@ -316,26 +335,27 @@ class _Recipe:
         self.offsets = offsets + [4 * k for k in range(counters)]
         self.temp_bytes = end
 
-    def replay(self, gpu, slots):
+    def replay(self, dispatcher, slots):
         """Launch the recorded kernels with this call's pointers and scalars."""
         handle = launch_handle()
         block = None
         if self.temp_bytes:
+            gpu = dispatcher.gpu
             block = (gpu.semaphores if self.counters else gpu.pool).allocate(self.temp_bytes)
             base = block.ptr
             slots.extend([base + offset for offset in self.offsets])
-        calls = gpu._calls
+        calls = dispatcher.calls
         for launcher in self.launchers:
             calls += 1
             slots[_CALL_SLOT] = calls
             launcher.run(slots, handle)
-        gpu._calls = calls
+        dispatcher.calls = calls
         # temporaries go back to the pool now: later work on the same stream
         # runs after these kernels, so reusing the memory is safe
         if block is not None:
             block.free()
-        gpu._stats["kernels_launched"] += len(self.launchers)
-        gpu.last_kernel = launcher.kernel
+        dispatcher.stats["kernels_launched"] += len(self.launchers)
+        dispatcher.last_kernel = launcher.kernel
 
 
 class _Sources:
