@@ -170,6 +170,21 @@ def test_structures_name_the_tree_and_their_ids_never_repeat(monkeypatch):
     assert len(ng.launches) == 2 and len(ng._kernels) == kernels + 1
 
 
+@pytest.mark.parametrize("depth", [1, 63, 64, 65, 300])
+def test_slots_meet_the_leaves_in_tree_order_at_any_depth(depth):
+    """The slot walk recurses to a depth, then goes on with a list: the
+    leaves' order is the same either way, and on both sides of a tree."""
+    ng = RecordingGPU()
+    A, B, C = (ng.empty((8,)) for _ in range(3))
+    tree = A
+    for k in range(depth):
+        tree = (tree + B[k % 8]) * (k + 0.5) if k % 2 else (C * k) - tree
+    leaves = optree.leaves(tree)
+    slots, pattern = dispatch._slots(C, tree)
+    want = [leaf.value if isinstance(leaf, Scalar) else leaf.ptr for leaf in leaves]
+    assert slots[3:] == want and len(pattern) == 1 + sum(not isinstance(x, Scalar) for x in leaves)
+
+
 @pytest.mark.parametrize("value", [2, -7, 2**70, 2.5, True, 1 + 2j])
 def test_a_python_number_operand_is_the_scalar_its_constructor_makes(value):
     fast, full = python_scalar(value), Scalar(value)

@@ -25,6 +25,7 @@ cdef _keep(dict table, key, value)
 cpdef apply(backend, name, tuple args)
 @cython.locals(operand=Operand)
 cdef bint _owned(backend, value)
+cdef _operand(backend, value)
 cpdef elementwise(backend, name, tuple args)
 
 @cython.locals(node=OpTreeNode)

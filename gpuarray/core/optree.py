@@ -345,10 +345,14 @@ def apply(backend, name, args):
     ``ng.maximum(A, 0)``): this factory's tensors and trees pass as they
     are, Python numbers become scalars, anything else goes through
     ``backend.operand`` (numpy scalars; other factories' arrays refused)."""
+    if len(args) == 2:  # the common case, without the generic tuple rebuilding
+        a, b = args
+        if not _owned(backend, a) or not _owned(backend, b):
+            args = (_operand(backend, a), _operand(backend, b))
+        return _binary_node(backend, name, args)
     for v in args:
         if not _owned(backend, v):
-            args = tuple([v if _owned(backend, v) else python_scalar(v)
-                          if type(v) in PYTHON_SCALARS else backend.operand(v) for v in args])
+            args = tuple([_operand(backend, v) for v in args])
             break
     return elementwise(backend, name, args)
 
@@ -359,6 +363,15 @@ def _owned(backend, value):
         operand = value
         return operand.backend is backend
     return False
+
+
+def _operand(backend, value):
+    """``value`` as an operand of ``backend``'s trees (see :func:`apply`)."""
+    if _owned(backend, value):
+        return value
+    if type(value) in PYTHON_SCALARS:
+        return python_scalar(value)
+    return backend.operand(value)
 
 
 def elementwise(backend, name, args):

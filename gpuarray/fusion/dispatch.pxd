@@ -32,6 +32,11 @@ cdef class _Recipe:
     @cython.locals(launcher=_Launcher)
     cpdef replay(self, Dispatcher dispatcher, list slots)
 
-@cython.locals(out=Tensor, t=Tensor, s=Scalar, node=OpTreeNode, args=tuple, k=Py_ssize_t,
-               slots=list, pattern=list, pending=list, buffers=list, bases=list, group=Py_ssize_t)
+@cython.locals(out=Tensor, slots=list, pattern=list, buffers=list, bases=list)
 cpdef tuple _slots(out, tree)
+@cython.locals(arg=object)
+cdef _walk(OpTreeNode node, list slots, list pattern, list buffers, list bases, Py_ssize_t depth)
+@cython.locals(node=OpTreeNode, pending=list)
+cdef _walk_deep(tree, list slots, list pattern, list buffers, list bases)
+@cython.locals(t=Tensor, s=Scalar, group=Py_ssize_t)
+cdef _leaf(leaf, list slots, list pattern, list buffers, list bases)

@@ -168,32 +168,60 @@ def _slots(out, tree):
     # assignments have a few leaves: a list searched by identity is cheaper
     # than a dict of ids
     buffers, bases = [buffer], [out_ptr]
+    if type(tree) is OpTreeNode:
+        _walk(tree, slots, pattern, buffers, bases, 0)
+    else:
+        _leaf(tree, slots, pattern, buffers, bases)
+    return slots, tuple(pattern)
+
+
+#: how deep :func:`_walk` recurses before walking the rest with a list of
+#: pending nodes: the C stack stays small for any tree, and the common
+#: shallow tree is walked without building that list
+_NESTING = 64
+
+
+def _walk(node, slots, pattern, buffers, bases, depth):
+    """:func:`_slots`' work for the leaves of a tree, operands left to right."""
+    if depth == _NESTING:
+        _walk_deep(node, slots, pattern, buffers, bases)
+        return
+    for arg in node.args:
+        if type(arg) is OpTreeNode:
+            _walk(arg, slots, pattern, buffers, bases, depth + 1)
+        else:
+            _leaf(arg, slots, pattern, buffers, bases)
+
+
+def _walk_deep(tree, slots, pattern, buffers, bases):
+    """:func:`_walk` without recursion, for trees nested deeper than ``_NESTING``."""
     pending = [tree]
     while pending:
-        leaf = pending.pop()
-        if type(leaf) is OpTreeNode:
-            node = leaf
-            args = node.args
-            for k in range(len(args) - 1, -1, -1):
-                pending.append(args[k])
-            continue
-        if type(leaf) is Scalar:
-            s = leaf
-            slots.append(s.value)
-            continue
-        t = leaf  # the leaves are scalars and tensors
-        buffer = t.buffer
-        ptr = buffer.ptr + t.offset
-        slots.append(ptr)
-        for group in range(len(buffers)):
-            if buffers[group] is buffer:
-                pattern.append((group, ptr - bases[group], ptr & 15))
-                break
+        item = pending.pop()
+        if type(item) is OpTreeNode:
+            node = item
+            pending.extend(reversed(node.args))
         else:
-            buffers.append(buffer)
-            bases.append(ptr)
-            pattern.append(ptr & 15)
-    return slots, tuple(pattern)
+            _leaf(item, slots, pattern, buffers, bases)
+
+
+def _leaf(leaf, slots, pattern, buffers, bases):
+    """:func:`_slots`' work for one leaf, a scalar or a tensor."""
+    if type(leaf) is Scalar:
+        s = leaf
+        slots.append(s.value)
+        return
+    t = leaf
+    buffer = t.buffer
+    ptr = buffer.ptr + t.offset
+    slots.append(ptr)
+    for group in range(len(buffers)):
+        if buffers[group] is buffer:
+            pattern.append((group, ptr - bases[group], ptr & 15))
+            return
+    buffers.append(buffer)
+    bases.append(ptr)
+    pattern.append(ptr & 15)
 
 
 class _Launcher:
