@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gpuarray import gpu
-from gpuarray.core import array, backend, optree
+from gpuarray.core import array, backend, operand, optree
 from gpuarray.core.scalars import Scalar, python_scalar
 from gpuarray.cuda import mempool
 from gpuarray.fusion import dispatch, generate, launch, plan
@@ -161,13 +161,28 @@ def test_structures_name_the_tree_and_their_ids_never_repeat(monkeypatch):
     # a full table is cleared: a structure met again gets a new id, never an
     # old one; the old and the new id give two recipes, one kernel
     monkeypatch.setattr(optree, "_MAX_STRUCTURES", 1)
-    seen = {(A - B).sig, (A - B * 2).sig, ng.exp(A).sig}
     ng.launches.clear()
     kernels = len(ng._kernels)
     C[:] = A - B * 2
-    assert (A - B * 2).sig not in seen
+    first = (A - B * 2).sig
+    (B * 3 - A).sig  # each table holds one structure now: these push out the first's
+    again = (A - B * 2).sig
+    assert again != first and again < first  # ids count down and never repeat
     C[:] = A - B * 2
     assert len(ng.launches) == 2 and len(ng._kernels) == kernels + 1
+
+
+@pytest.mark.parametrize("start", [-(2**31) + 3, -(2**40)])
+def test_structures_keep_their_ids_beyond_32_bits(monkeypatch, start):
+    """Operand ids pair into one int key while they fit 32 bits, into a tuple
+    beyond: on both sides of the bound one structure keeps one id."""
+    monkeypatch.setattr(operand, "_structure_ids", itertools.count(start, -1))
+    ng = RecordingGPU()
+    # a layout no other test makes: every structure below is new to the tables
+    A, B = ng.empty((3, 7, 11, abs(start) % 97)), ng.empty((3, 7, 11, abs(start) % 97))
+    sigs = [((A + B) * (B - A)).sig for _ in range(3)] + [((A / B) - A * B).sig for _ in range(2)]
+    assert sigs[0] == sigs[1] == sigs[2] == start - 2
+    assert sigs[3] == sigs[4] == start - 5 < -(2**31)
 
 
 @pytest.mark.parametrize("depth", [1, 63, 64, 65, 300])

@@ -13,6 +13,18 @@ at one place in every operand's struct, so that code reads them without an
 attribute lookup once it knows it holds an Operand.
 """
 
+import itertools
+
+#: ids of the structures of op-tree nodes and of scalar types (negative; a
+#: tensor's layout ids, :func:`gpuarray.core.array.layout_sig`, are not):
+#: one counter, so no two structures ever share an id
+_structure_ids = itertools.count(-1, -1)
+
+
+def new_structure_sig():
+    """A signature no operand has had before (see :attr:`Operand.sig`)."""
+    return next(_structure_ids)
+
 
 class Operand:
     """Base of tensors, op-tree nodes and scalars.
@@ -27,12 +39,12 @@ class Operand:
     operand_type : numpy.dtype or type
         What numpy's type resolution sees: the dtype, or a weakly typed
         scalar's Python type (``int``, ``float``, ``complex``).
-    sig : int, tuple or None
+    sig : int or None
         Structural signature: what the operand contributes to an
         assignment's recipe key (:mod:`gpuarray.fusion.dispatch`); layout
         and dtype, never an address or a scalar's value.  An int naming a
-        tensor's layout or a node's structure, a tuple for a scalar, None
-        for a tree holding a matrix product or a convolution.
+        tensor's layout, a scalar's type or a node's structure; None for a
+        tree holding a matrix product or a convolution.
     """
 
     __slots__ = ()

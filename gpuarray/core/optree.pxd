@@ -17,10 +17,13 @@ cdef class Expression(ArrayLike):
 cdef class OpTreeNode(Expression):
     cdef public object op, args, attrs, has_gemm, value
 
-cdef dict _NODES, _STRUCTURES
+cdef dict _BINARY, _UNARY, _STRUCTURES
 
 cdef _structure(tuple key)
 cdef _keep(dict table, key, value)
+cdef dict _table(dict tables, name)
+@cython.locals(high=cython.longlong, low=cython.longlong, mask=cython.longlong, key=cython.longlong)
+cdef _pair(a, b)
 
 cpdef apply(backend, name, tuple args)
 @cython.locals(operand=Operand)

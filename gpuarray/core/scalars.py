@@ -13,22 +13,22 @@ import operator
 import numpy as np
 
 from . import dtypes
-from .operand import Operand
+from .operand import Operand, new_structure_sig
 
 _COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
                 "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
 _WEAK = {int: (int, np.dtype(np.int64)), float: (float, np.dtype(np.float64)),
          complex: (complex, np.dtype(np.complex128)), bool: (None, np.dtype(np.bool_))}
 #: structural signature of a scalar of each operand type: the type, never the
-#: value; one tuple per type, so recipe keys compare scalars by identity
+#: value, as an int (:func:`~gpuarray.core.operand.new_structure_sig`)
 _SIGS = {}
 
 
 def _sig_of(operand_type):
-    """The one signature tuple of scalars of ``operand_type``."""
+    """The signature of scalars of ``operand_type``."""
     sig = _SIGS.get(operand_type)
     if sig is None:
-        sig = _SIGS[operand_type] = ("S", operand_type)
+        sig = _SIGS[operand_type] = new_structure_sig()
     return sig
 
 
