@@ -29,7 +29,7 @@ import threading
 from . import stream as _stream
 from .stream import current as current_stream
 
-__all__ = ["DeviceMemoryPool", "FreedBuffer", "Keeper", "PooledBuffer", "round_size"]
+__all__ = ["DeviceMemoryPool", "Keeper", "PooledBuffer", "round_size"]
 
 #: Small requests round up to a multiple of this many bytes.
 GRANULE = 512
@@ -104,40 +104,59 @@ class PooledBuffer:
     Attributes
     ----------
     ptr : int
-        Device pointer (0 for a zero-byte buffer).
+        Device pointer (0 for a zero-byte buffer); raises ``ValueError``
+        once the buffer is freed.
     nbytes : int
         The size that was requested.
     capacity : int
         The size of the underlying block (the request's rounded bin).
     stream : pycuda.driver.Stream or None
         The stream current when it was allocated (None: the default stream).
+    freed : bool
+        True once ``free()`` was called.
 
     Notes
     -----
     ``free()`` (or garbage collection) hands the block back to the pool's
     cache.  Returning only appends to a deque (atomic, no lock), so it is
     safe from ``__del__``, from any thread and during interpreter shutdown.
-    ``free()`` also turns the object into a :class:`FreedBuffer`, whose
-    ``ptr`` raises: the block may already be lent to another tensor, so a
-    use after free must fail rather than read or write someone else's data.
-    A live buffer's ``ptr`` stays a plain slot read, so the check costs the
-    dispatch path nothing.
+    After ``free()``, ``ptr`` raises: the block may already be lent to
+    another tensor, so a use after free must fail rather than read or write
+    someone else's data.  Compiled (``gpuarray/compiled.py``), the class is
+    an extension type: made, read (:meth:`pointer`, a C call for compiled
+    callers such as the dispatcher) and finalized without Python frames --
+    every tensor and every replay's temporaries pay for it.
     """
 
-    __slots__ = ("ptr", "nbytes", "capacity", "stream", "_raw", "_returns", "__weakref__")
+    __slots__ = ("address", "nbytes", "capacity", "stream", "freed", "_raw", "_returns",
+                 "__weakref__")
 
     def __init__(self, raw, ptr, nbytes, capacity, returns, stream=None):
         self._raw = raw
-        self.ptr = ptr
+        self.address = ptr
         self.nbytes = nbytes
         self.capacity = capacity
         self.stream = stream
+        self.freed = False
         self._returns = returns
 
-    def __int__(self):
-        return self.ptr
+    def pointer(self):
+        """The device pointer; ``ValueError`` once the buffer is freed."""
+        if self.freed:
+            raise ValueError("tensor's device memory was freed (its buffer's free() was "
+                             "called); it can no longer be read, written or computed with")
+        return self.address
 
-    __index__ = __int__
+    @property
+    def ptr(self):
+        """The device pointer (:meth:`pointer`)."""
+        return self.pointer()
+
+    def __int__(self):
+        return self.pointer()
+
+    def __index__(self):
+        return self.pointer()
 
     def free(self):
         """Return the block to the pool's cache; later calls do nothing.
@@ -145,7 +164,7 @@ class PooledBuffer:
         Afterwards ``ptr`` and ``int()`` raise ``ValueError``.
         """
         self._give_back()
-        self.__class__ = FreedBuffer
+        self.freed = True
 
     def _give_back(self):
         raw, self._raw = self._raw, None
@@ -162,30 +181,9 @@ class PooledBuffer:
             pass
 
     def __repr__(self):
-        return (f"<{type(self).__name__} ptr=0x{_SLOT_PTR.__get__(self):x} "
-                f"nbytes={self.nbytes} capacity={self.capacity}>")
-
-
-#: the slot behind ``PooledBuffer.ptr``, readable even once the buffer is freed
-_SLOT_PTR = PooledBuffer.ptr
-
-
-class FreedBuffer(PooledBuffer):
-    """A :class:`PooledBuffer` after ``free()``: taking its pointer raises.
-
-    Raises
-    ------
-    ValueError
-        On ``ptr``, ``int()`` or ``operator.index()``.
-    """
-
-    __slots__ = ()
-
-    @property
-    def ptr(self):
-        """Always raises: the block went back to the pool."""
-        raise ValueError("tensor's device memory was freed (its buffer's free() was "
-                         "called); it can no longer be read, written or computed with")
+        state = " freed" if self.freed else ""
+        return (f"<PooledBuffer ptr=0x{self.address:x} nbytes={self.nbytes} "
+                f"capacity={self.capacity}{state}>")
 
 
 class DeviceMemoryPool:

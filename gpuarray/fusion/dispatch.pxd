@@ -8,6 +8,7 @@ cimport cython
 from gpuarray.core.array cimport Tensor
 from gpuarray.core.optree cimport OpTreeNode
 from gpuarray.core.scalars cimport Scalar
+from gpuarray.cuda.mempool cimport PooledBuffer
 from gpuarray.cuda.stream cimport capturing, launch_handle
 
 cdef class _Launcher:
@@ -40,3 +41,5 @@ cdef _walk(OpTreeNode node, list slots, list pattern, list buffers, list bases, 
 cdef _walk_deep(tree, list slots, list pattern, list buffers, list bases)
 @cython.locals(t=Tensor, s=Scalar, group=Py_ssize_t)
 cdef _leaf(leaf, list slots, list pattern, list buffers, list bases)
+@cython.locals(block=PooledBuffer)
+cdef _address(buffer)

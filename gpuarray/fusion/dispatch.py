@@ -22,6 +22,7 @@ from ..core.array import Tensor
 from ..core.optree import OpTreeNode, leaves
 from ..core.scalars import Scalar
 from ..cuda import semaphores, stream
+from ..cuda.mempool import PooledBuffer
 from ..cuda.stream import capturing, launch_handle
 from . import launch, plan
 
@@ -162,7 +163,7 @@ def _slots(out, tree):
     in order, and the byte distance from it.
     """
     buffer = out.buffer
-    out_ptr = buffer.ptr + out.offset
+    out_ptr = _address(buffer) + out.offset
     slots = [out_ptr, out._rounding or 0, 0]
     pattern = [out_ptr & 15]
     # assignments have a few leaves: a list searched by identity is cheaper
@@ -213,7 +214,7 @@ def _leaf(leaf, slots, pattern, buffers, bases):
         return
     t = leaf
     buffer = t.buffer
-    ptr = buffer.ptr + t.offset
+    ptr = _address(buffer) + t.offset
     slots.append(ptr)
     for group in range(len(buffers)):
         if buffers[group] is buffer:
@@ -222,6 +223,14 @@ def _leaf(leaf, slots, pattern, buffers, bases):
     buffers.append(buffer)
     bases.append(ptr)
     pattern.append(ptr & 15)
+
+
+def _address(buffer):
+    """A tensor buffer's device pointer (raises for a freed pool buffer)."""
+    if type(buffer) is PooledBuffer:
+        block = buffer
+        return block.pointer()
+    return buffer.ptr  # memory another library lent (interop)
 
 
 class _Launcher:
