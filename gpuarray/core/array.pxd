@@ -3,9 +3,13 @@
 # fields (and Operand's) are C slots: every operator and assignment reads
 # them.  The factories' subclasses (GPUTensor, CPUTensor) are Python classes.
 
+cimport cython
 from gpuarray.core.optree cimport Expression
 
 cdef class Tensor(Expression):
     cdef public object buffer, strides, offset, _rounding, _contiguous
 
 cdef dict _LAYOUTS
+
+@cython.locals(whole=slice)
+cdef bint _whole(key)

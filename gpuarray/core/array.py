@@ -17,8 +17,13 @@ import numpy as np
 from . import dtypes, shapes
 from .optree import Expression
 
-#: ``t[:]``, the key of a whole-tensor assignment
-_WHOLE = slice(None)
+def _whole(key):
+    """True for the key ``[:]``, the common assignment's (fields compared
+    one by one: ``key == slice(None)`` builds two tuples)."""
+    if type(key) is not slice:
+        return False
+    whole = key
+    return whole.start is None and whole.stop is None and whole.step is None
 
 
 #: layout id by (shape, strides, dtype), bounded (a few MB at most): cleared
@@ -179,7 +184,7 @@ class Tensor(Expression):
         return self._view(shape, strides, offset)
 
     def __setitem__(self, key, value):
-        if key is Ellipsis or (type(key) is slice and key == _WHOLE):
+        if key is Ellipsis or _whole(key):
             target = self
         elif _check_index_types(key):
             self.backend._assign_with_array(self, key, value)
