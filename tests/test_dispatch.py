@@ -218,6 +218,21 @@ def test_aliasing_is_part_of_the_situation():
     assert one == 1 and len(ng.launches) == 2
 
 
+def test_the_pattern_names_each_distance_between_views_of_one_buffer():
+    ng = RecordingGPU()
+    C = ng.empty((63,))
+
+    def pattern(A, first, second):
+        return dispatch._slots(C, A[first:first + 63] + A[second:second + 63])[1]
+
+    A, A2 = ng.empty((64,)), ng.empty((64,))
+    views = [(0, 1), (1, 0), (0, 0), (1, 1)]
+    patterns = [pattern(A, *v) for v in views]
+    assert len(set(patterns)) == 4  # forward, backward, none: each its own situation
+    assert patterns == [pattern(A2, *v) for v in views]  # the same for another buffer
+    assert all(type(entry) is int for p in patterns for entry in p)
+
+
 def test_rounding_bits_follow_the_output_tensor():
     ng = RecordingGPU()
     A = ng.empty((16,))

@@ -35,6 +35,8 @@ cdef class _Recipe:
 
 @cython.locals(out=Tensor, slots=list, pattern=list, buffers=list, bases=list)
 cpdef tuple _slots(out, tree)
+cdef Py_ssize_t _NESTING
+
 @cython.locals(arg=object)
 cdef _walk(OpTreeNode node, list slots, list pattern, list buffers, list bases, Py_ssize_t depth)
 @cython.locals(node=OpTreeNode, pending=list)
@@ -43,3 +45,4 @@ cdef _walk_deep(tree, list slots, list pattern, list buffers, list bases)
 cdef _leaf(leaf, list slots, list pattern, list buffers, list bases)
 @cython.locals(block=PooledBuffer)
 cdef _address(buffer)
+cdef _shared(Py_ssize_t group, delta, align)

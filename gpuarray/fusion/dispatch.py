@@ -156,11 +156,12 @@ def _slots(out, tree):
     Slots: out's address, its rounding bits, the call counter (set by the
     replay), each leaf's address (tensors) or value (scalars), the leaves
     in :func:`~gpuarray.core.optree.leaves`' order (walked here, so building
-    a node does not collect them).  Pattern: for
-    ``out`` and each tensor leaf, its address modulo 16 where its buffer is
-    not met before, else ``(group, distance, address modulo 16)``: the index
-    of the first of them with the same buffer, among the distinct buffers
-    in order, and the byte distance from it.
+    a node does not collect them).  Pattern: for ``out`` and each tensor
+    leaf, its address modulo 16 where its buffer is not met before, else
+    :func:`_shared` of the index of the first of them with the same buffer
+    (among the distinct buffers in order), the byte distance from it and
+    the address modulo 16.  Ints, so the recipe key hashes and compares
+    without walking nested tuples.
     """
     buffer = out.buffer
     out_ptr = _address(buffer) + out.offset
@@ -218,11 +219,23 @@ def _leaf(leaf, slots, pattern, buffers, bases):
     slots.append(ptr)
     for group in range(len(buffers)):
         if buffers[group] is buffer:
-            pattern.append((group, ptr - bases[group], ptr & 15))
+            pattern.append(_shared(group, ptr - bases[group], ptr & 15))
             return
     buffers.append(buffer)
     bases.append(ptr)
     pattern.append(ptr & 15)
+
+
+def _shared(group, delta, align):
+    """The pattern entry of a tensor sharing the ``group``-th buffer met, at
+    ``delta`` bytes from its first tensor, with address modulo 16 ``align``:
+    a negative int (a new buffer's entry is its alignment, 0 to 15), one per
+    triple (the distance zigzag-coded to be non-negative); the triple itself
+    past 2**16 buffers (no int equals a tuple)."""
+    if group >= 1 << 16:
+        return group, delta, align
+    zigzag = 2 * delta if delta >= 0 else -2 * delta - 1
+    return -1 - ((zigzag << 20) | (group << 4) | align)
 
 
 def _address(buffer):
