@@ -15,7 +15,26 @@ import itertools
 import numpy as np
 
 from . import dtypes, shapes
-from .optree import Expression
+from .optree import Expression, settled
+
+def assign_owned(target, tree):
+    """``target[...] = tree`` for a settled tensor or tree of target's factory
+    (``Backend.assign`` after its conversions; ``t[:] = expr`` directly)."""
+    if tree.shape is not target.shape and tree.shape != target.shape:
+        shapes.check_assignable(tree.shape, target.shape)
+    if 0 in target.shape:
+        return
+    if tree.has_gemm:
+        target.backend._assign_products(target, tree)
+    else:
+        target.backend._execute(target, tree)
+
+
+def _owned(backend, value):
+    """True for an operand of ``backend`` (a C field read where compiled)."""
+    operand = value
+    return operand.backend is backend
+
 
 def _whole(key):
     """True for the key ``[:]``, the common assignment's (fields compared
@@ -193,6 +212,9 @@ class Tensor(Expression):
             target = self._view(*shapes.index_view(self.shape, self.strides, self.offset, key))
         if not isinstance(value, Expression):  # tensors and trees pass unconverted
             value = dtypes.assigned_scalar(value, self.dtype)
+        elif _owned(self.backend, value):  # the common case, straight to the kernels
+            assign_owned(target, settled(value))
+            return
         self.backend.assign(target, value)
 
     def transpose(self, *axes):

@@ -12,7 +12,7 @@ lives here once.
 import numpy as np
 
 from . import dtypes, shapes
-from .array import Tensor
+from .array import Tensor, assign_owned
 from .array_api import ArrayAPIFunctions
 from .creation import CreationFunctions
 from .functions import MathFunctions
@@ -176,14 +176,7 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
             tree = self.array(host)
         else:
             tree = self.operand(value)
-        if tree.shape != target.shape:
-            shapes.check_assignable(tree.shape, target.shape)
-        if 0 in target.shape:
-            return
-        if tree.has_gemm:
-            self._assign_products(target, tree)
-        else:
-            self._execute(target, tree)
+        assign_owned(target, tree)
 
     def _index_with_array(self, tensor, key, value=None):
         """``tensor[key]`` (or ``tensor[key] = value``) for keys holding integer or
