@@ -17,6 +17,7 @@ import numpy as np
 from . import dtypes, shapes
 from .optree import Expression, settled
 
+
 def assign_owned(target, tree):
     """``target[...] = tree`` for a settled tensor or tree of target's factory
     (``Backend.assign`` after its conversions; ``t[:] = expr`` directly)."""
