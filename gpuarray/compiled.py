@@ -49,6 +49,7 @@ MODULES = (
     "gpuarray.core.dtypes",
     "gpuarray.core.shapes",
     "gpuarray.fusion.dispatch",
+    "gpuarray.gpu",
     "gpuarray.gemm.functions",
     "gpuarray.gemm.call",
     "gpuarray.gemm.fuse",

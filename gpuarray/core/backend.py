@@ -73,7 +73,8 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         shape, dtype = shapes.as_shape(shape), dtypes.as_dtype(dtype)
         buffer = self._allocate(shapes.nbytes_of(shape, dtype.itemsize))
         rounding = True if self.stochastic_round and dtypes.is_low_precision(dtype) else None
-        return self.tensor_class(self, buffer, shape, dtype, rounding=rounding)
+        # positional: a keyword costs a Python subclass's constructor ~150 ns
+        return self.tensor_class(self, buffer, shape, dtype, None, 0, rounding)
 
     def zeros(self, shape, dtype=np.float64, *, device=None):
         """New tensor of zeros (float64 by default, as numpy's)."""
