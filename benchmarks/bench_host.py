@@ -16,7 +16,10 @@ and, if matplotlib imports, host.png (else: benchmarks/plot.py JSON).
 
 Host time (cases 1-4): each call timed alone with perf_counter_ns, the queue
 drained between batches (so a full launch queue never blocks a call);
-median and p90 over all calls.  Beside it, the device time per call of the
+median and p90 over all calls.  In cases 1 and 2 ours and the eager peers
+take their batches in turn (common.interleaved_call_times): the GPU
+machines' hosts drift in speed by a third over seconds, which decided the
+verdicts when each implementation was timed in one stretch.  Beside it, the device time per call of the
 same calls issued back to back (CUDA events, common.device_timer) and the
 kernel alone (host hidden behind a spin kernel): host-bound when the host
 time is above the kernel time.  Case 5 is the end-to-end figure users see:
@@ -47,9 +50,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_elementwise  # noqa: E402
 import gpuarray  # noqa: E402
-from common import (check_close, device_timer, device_times, free_memory,  # noqa: E402
-                    host_call_times, measure, new_row, print_table, set_target, table_cells,
-                    write_results)
+from common import (check_close, device_timer, device_times, failed, free_memory,  # noqa: E402
+                    host_call_times, interleaved_call_times, measure, new_row, print_table, put,
+                    set_target, table_cells, write_results)
 
 LAUNCH_IMPLS = ("launch entry", "pycuda packed", "pycuda launch", "ctypes launch",
                 "cuda.bindings")
@@ -77,6 +80,18 @@ class Ctx(bench_elementwise.Ctx):
     def host(self, fn, row, impl):
         """Host seconds per call (median); p90 and the device times go to ``row["extra"]``."""
         times = host_call_times(fn, self.sync, self.calls, self.batches, self.warmup)
+        return self._summary(fn, row, impl, times)
+
+    def host_interleaved(self, fns, row):
+        """:meth:`host` of several implementations (``{impl: fn}``), their
+        batches taken in turn (``common.interleaved_call_times``); stores
+        each median in ``row``."""
+        times = interleaved_call_times(fns, self.sync, self.calls, self.batches, self.warmup)
+        for impl, fn in fns.items():
+            put(row, impl, self._summary(fn, row, impl, times[impl]))
+
+    def _summary(self, fn, row, impl, times):
+        """The median of ``times``; their p90 and ``fn``'s device times go to ``row["extra"]``."""
         extra = row["extra"]
         extra.setdefault("host_p90_us", {})[impl] = times[int(0.9 * len(times))] * 1e6
         try:
@@ -181,8 +196,9 @@ def _launch_entries(ng, kernel, grid, block, buffer):
             "cuda.bindings": bindings_launch}
 
 
-def _add_peers(ctx, row, t, a64, b64):
-    """torch.add and cupy.add with out=, validated, then timed (one eager op)."""
+def _add_peers(ctx, row, t, a64, b64, calls):
+    """torch.add and cupy.add with out= (one eager op), validated and put in
+    ``calls`` to be timed with ours."""
     ref = a64 + b64
     for lib, impl in (("torch", "torch eager"), ("cupy", "cupy")):
         def peer(lib=lib, impl=impl):
@@ -191,8 +207,17 @@ def _add_peers(ctx, row, t, a64, b64):
             add = ctx.libs[lib].add
             add(x, y, out=z)
             check_close(z, ref, 1e-6, 1e-6, impl)
-            return ctx.host(lambda: add(x, y, out=z), row, impl)
-        measure(row, impl, peer)
+            return lambda: add(x, y, out=z)
+        _validated(row, impl, peer, calls)
+
+
+def _validated(row, impl, prepare, calls):
+    """``calls[impl] = prepare()``, a validated callable timed later; where
+    it fails, n/a and the reason in ``row`` (``common.failed``)."""
+    try:
+        calls[impl] = prepare()
+    except Exception as e:
+        failed(row, impl, e)
 
 
 def case_elementwise(ctx, case, ten_ops):
@@ -223,17 +248,20 @@ def case_elementwise(ctx, case, ten_ops):
         run()
         ng.synchronize()
         check(C, "gpuarray")
-        seconds = ctx.host(run, row, "gpuarray")
+        return run
+
+    calls = {}
+    _validated(row, "gpuarray", ours, calls)
+    _add_peers(ctx, row, t, a64, b64, calls)
+    # ours and the peers in alternating batches: the host's speed drifts
+    ctx.host_interleaved(calls, row)
+    if "gpuarray" in calls:
         try:
-            _launch_rows(ctx, row, run, C, check)
+            _launch_rows(ctx, row, calls["gpuarray"], t["ng"][2], check)
         except Exception as e:  # the gpuarray cell stands without them
             traceback.print_exc()
             for impl in LAUNCH_IMPLS:
                 row["errors"].setdefault(impl, f"{type(e).__name__}: {e}")
-        return seconds
-
-    measure(row, "gpuarray", ours)
-    _add_peers(ctx, row, t, a64, b64)
     eager = row["values"]["torch eager"]
     if ten_ops:
         set_target(row, None if eager is None else 1.5 * eager, "<= 1.5x one torch eager op")

@@ -203,6 +203,27 @@ def host_call_times(fn, sync, calls=50, batches=3, warmup=3):
     return sorted(t / 1e9 for t in times)
 
 
+def interleaved_call_times(fns, sync, calls=50, batches=3, warmup=3):
+    """:func:`host_call_times` of several implementations (``{name: fn}``),
+    their batches taken in turn: a host whose speed drifts over seconds
+    (the GPU machines' does, by a third) then moves every implementation's
+    figure alike, where timing one after the other would favour whichever
+    ran in a fast spell.  Returns ``{name: sorted seconds}``."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in fns}
+    for _ in range(batches):
+        for name, fn in fns.items():
+            sync()
+            for _ in range(calls):
+                t0 = time.perf_counter_ns()
+                fn()
+                times[name].append(time.perf_counter_ns() - t0)
+    sync()
+    return {name: sorted(t / 1e9 for t in ts) for name, ts in times.items()}
+
+
 def host_per_call(fn, sync, calls=50, batches=3, warmup=3):
     """Median of :func:`host_call_times`: host seconds of one ``fn()`` call."""
     return statistics.median(host_call_times(fn, sync, calls, batches, warmup))
@@ -318,16 +339,23 @@ def measure(row, impl, fn, to_value=None):
     """Store ``fn()`` (seconds per call) in ``row``; on failure n/a and the reason."""
     try:
         seconds = fn()
-    except Unavailable as e:
+    except Exception as e:
+        failed(row, impl, e)
+        return
+    put(row, impl, seconds, to_value(seconds) if to_value else None)
+
+
+def failed(row, impl, e):
+    """Record in ``row`` that ``impl`` is n/a because of ``e`` (call it in
+    the ``except`` clause: a failure, not a missing library, prints its
+    traceback)."""
+    if isinstance(e, Unavailable):
         row["errors"][impl] = f"unavailable: {e}"
         print(f"  {impl:<14} n/a ({e})")
         return
-    except Exception as e:
-        traceback.print_exc()
-        row["errors"][impl] = f"{type(e).__name__}: {e}"
-        print(f"  {impl:<14} n/a (failed: {type(e).__name__})")
-        return
-    put(row, impl, seconds, to_value(seconds) if to_value else None)
+    traceback.print_exc()
+    row["errors"][impl] = f"{type(e).__name__}: {e}"
+    print(f"  {impl:<14} n/a (failed: {type(e).__name__})")
 
 
 def set_target(row, value, text, target_us=None, ours="gpuarray"):
