@@ -31,6 +31,8 @@ cdef bint _owned(backend, value)
 cdef _operand(backend, value)
 cpdef elementwise(backend, name, tuple args)
 
+@cython.locals(operand=Operand, key=list, has_gemm=bint)
+cdef _fill(OpTreeNode node, backend, op, tuple args, attrs, tuple shape, dtype)
 @cython.locals(node=OpTreeNode)
 cdef OpTreeNode _new_node(backend, op, tuple args, shape, dtype, sig)
 @cython.locals(node=OpTreeNode)

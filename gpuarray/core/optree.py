@@ -181,17 +181,8 @@ class OpTreeNode(Expression):
                  "operand_type", "has_gemm", "value")
 
     def __init__(self, backend, op, args, attrs, shape, dtype):
-        args = args if type(args) is tuple else tuple(args)
-        for a in args:
-            if _unsettled(a):
-                args = _settled(args)
-                break
-        self.backend, self.op, self.attrs, self.dtype = backend, op, attrs, dtype
-        self.operand_type, self.value, self.args = dtype, None, args
-        self.shape = shape if type(shape) is tuple else tuple(shape)
-        self.has_gemm = op in _PRODUCTS or any(a.has_gemm for a in args)
-        self.sig = None if self.has_gemm else _structure(
-            (op, attrs if op != "rand" else (), dtype) + tuple(a.sig for a in args))
+        _fill(self, backend, op, args if type(args) is tuple else tuple(args), attrs,
+              shape if type(shape) is tuple else tuple(shape), dtype)
 
     @property
     def is_reduction(self):
@@ -263,6 +254,27 @@ class OpTreeNode(Expression):
     @property
     def __cuda_array_interface__(self):
         return self._evaluated().__cuda_array_interface__
+
+
+def _fill(node, backend, op, args, attrs, shape, dtype):
+    """``OpTreeNode.__init__``: the fields of any node.  A tree holds a matrix
+    product or a convolution where an operand has no signature, so one look
+    at each operand's ``sig`` gives both."""
+    for a in args:
+        if _unsettled(a):
+            args = _settled(args)
+            break
+    node.backend, node.op, node.attrs, node.dtype = backend, op, attrs, dtype
+    node.operand_type, node.value, node.args, node.shape = dtype, None, args, shape
+    has_gemm = op in _PRODUCTS
+    key = [op, attrs if op != "rand" else (), dtype]
+    for a in args:
+        operand = a
+        if operand.sig is None:
+            has_gemm = True
+        key.append(operand.sig)
+    node.has_gemm = has_gemm
+    node.sig = None if has_gemm else _structure(tuple(key))
 
 
 def _new_node(backend, op, args, shape, dtype, sig):
