@@ -103,9 +103,9 @@ class PooledBuffer:
 
     Attributes
     ----------
-    ptr : int
-        Device pointer (0 for a zero-byte buffer); raises ``ValueError``
-        once the buffer is freed.
+    address : int
+        Device pointer (0 for a zero-byte buffer), kept after ``free()``
+        for reports; code that uses the memory reads ``ptr``.
     nbytes : int
         The size that was requested.
     capacity : int
@@ -149,7 +149,8 @@ class PooledBuffer:
 
     @property
     def ptr(self):
-        """The device pointer (:meth:`pointer`)."""
+        """The device pointer (0 for a zero-byte buffer); ``ValueError`` once
+        the buffer is freed (:meth:`pointer`)."""
         return self.pointer()
 
     def __int__(self):
