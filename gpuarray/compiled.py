@@ -48,6 +48,7 @@ MODULES = (
     "gpuarray.core.functions",
     "gpuarray.core.dtypes",
     "gpuarray.core.shapes",
+    "gpuarray.fusion.slots",
     "gpuarray.fusion.dispatch",
     "gpuarray.gpu",
     "gpuarray.gemm.functions",

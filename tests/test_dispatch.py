@@ -16,7 +16,7 @@ from gpuarray import gpu
 from gpuarray.core import array, backend, operand, optree
 from gpuarray.core.scalars import Scalar, python_scalar
 from gpuarray.cuda import mempool
-from gpuarray.fusion import dispatch, generate, launch, plan
+from gpuarray.fusion import dispatch, generate, launch, plan, slots
 
 
 class _Raw(int):
@@ -195,9 +195,9 @@ def test_slots_meet_the_leaves_in_tree_order_at_any_depth(depth):
     for k in range(depth):
         tree = (tree + B[k % 8]) * (k + 0.5) if k % 2 else (C * k) - tree
     leaves = optree.leaves(tree)
-    slots, pattern = dispatch._slots(C, tree)
+    values, pattern = slots.slots_of(C, tree)
     want = [leaf.value if isinstance(leaf, Scalar) else leaf.ptr for leaf in leaves]
-    assert slots[3:] == want and len(pattern) == 1 + sum(not isinstance(x, Scalar) for x in leaves)
+    assert values[3:] == want and len(pattern) == 1 + sum(not isinstance(x, Scalar) for x in leaves)
 
 
 @pytest.mark.parametrize("value", [2, -7, 2**70, 2.5, True, 1 + 2j])
@@ -223,7 +223,7 @@ def test_the_pattern_names_each_distance_between_views_of_one_buffer():
     C = ng.empty((63,))
 
     def pattern(A, first, second):
-        return dispatch._slots(C, A[first:first + 63] + A[second:second + 63])[1]
+        return slots.slots_of(C, A[first:first + 63] + A[second:second + 63])[1]
 
     A, A2 = ng.empty((64,)), ng.empty((64,))
     views = [(0, 1), (1, 0), (0, 0), (1, 1)]

@@ -1,15 +1,12 @@
 # Cython declarations for dispatch.py, read only when setup.py compiles it
-# (gpuarray/compiled.py).  The replay path -- the recipe cache, the slots,
-# each recorded launch -- runs on every cached assignment: its classes
-# become extension types whose fields are C slots, and the slot filling
-# works on typed lists.
+# (gpuarray/compiled.py).  The replay path -- the recipe cache, each
+# recorded launch -- runs on every cached assignment: its classes become
+# extension types whose fields are C slots; the slots come from slots.pxd's
+# C function.
 
 cimport cython
-from gpuarray.core.array cimport Tensor
-from gpuarray.core.optree cimport OpTreeNode
-from gpuarray.core.scalars cimport Scalar
-from gpuarray.cuda.mempool cimport PooledBuffer
 from gpuarray.cuda.stream cimport capturing, launch_handle
+from gpuarray.fusion.slots cimport slots_of
 
 cdef class _Launcher:
     cdef public object kernel, grid, block, packed, patched
@@ -32,17 +29,3 @@ cdef class _Recipe:
 
     @cython.locals(launcher=_Launcher)
     cpdef replay(self, Dispatcher dispatcher, list slots)
-
-@cython.locals(out=Tensor, slots=list, pattern=list, buffers=list, bases=list)
-cpdef tuple _slots(out, tree)
-cdef Py_ssize_t _NESTING
-
-@cython.locals(arg=object)
-cdef _walk(OpTreeNode node, list slots, list pattern, list buffers, list bases, Py_ssize_t depth)
-@cython.locals(node=OpTreeNode, pending=list)
-cdef _walk_deep(tree, list slots, list pattern, list buffers, list bases)
-@cython.locals(t=Tensor, s=Scalar, group=Py_ssize_t)
-cdef _leaf(leaf, list slots, list pattern, list buffers, list bases)
-@cython.locals(block=PooledBuffer)
-cdef _address(buffer)
-cdef _shared(Py_ssize_t group, delta, align)

@@ -22,9 +22,9 @@ from ..core.array import Tensor
 from ..core.optree import OpTreeNode, leaves
 from ..core.scalars import Scalar
 from ..cuda import semaphores, stream
-from ..cuda.mempool import PooledBuffer
 from ..cuda.stream import capturing, launch_handle
 from . import launch, plan
+from .slots import CALL_SLOT, FIRST_LEAF, OUT_SLOT, ROUNDING_SLOT, slots_of
 
 
 #: recorded situations kept per factory
@@ -67,7 +67,7 @@ class Dispatcher:
         if not gpu._attached.ready:
             gpu._attach()
         try:
-            slots, pattern = _slots(out, tree)
+            slots, pattern = slots_of(out, tree)
             key = (tree.sig, out.sig, pattern)
             recipe = self.recipes.get(key)
             if recipe is None:
@@ -95,7 +95,7 @@ class Dispatcher:
             if spec.finish is not None:
                 holes += _step_holes(step.finish, spec.finish, spec.finish_offset, sources, out)
                 # the block counter, a slot after the temporaries' (Recipe.replay)
-                slot = _FIRST_LEAF + len(leaves) + len(temps) + counters
+                slot = FIRST_LEAF + len(leaves) + len(temps) + counters
                 holes.append((len(spec.args) - 1, slot, 0))
                 counters += 1
             kernels.append(_Launcher(kernel, spec, holes))
@@ -107,9 +107,9 @@ def _step_holes(step, spec, offset, sources, out):
     holes = [(offset, *sources.pointer(step.out))]
     holes += [(offset + 1 + k, *sources.pointer(t)) for k, t in enumerate(step.leaves)]
     holes += _scalar_holes(offset + spec.first_scalar, step, sources)
-    holes.append((offset + spec.call_index, _CALL_SLOT, 0))
+    holes.append((offset + spec.call_index, CALL_SLOT, 0))
     if step.out.buffer is out.buffer:
-        holes.append((offset + spec.call_index + 1, _ROUNDING_SLOT, 0))
+        holes.append((offset + spec.call_index + 1, ROUNDING_SLOT, 0))
     return holes
 
 
@@ -143,107 +143,8 @@ def _draws_random(out, tree):
     return False
 
 
-#: slot layout of one assignment: out pointer, rounding bits, call counter,
-#: then the leaves (and after them the temporaries)
-_OUT_SLOT, _ROUNDING_SLOT, _CALL_SLOT, _FIRST_LEAF = 0, 1, 2, 3
 #: alignment of each temporary inside a replay's block (any vector access)
 _TEMP_ALIGN = 256
-
-
-def _slots(out, tree):
-    """The values a replay fills holes from, and the memory-sharing pattern.
-
-    Slots: out's address, its rounding bits, the call counter (set by the
-    replay), each leaf's address (tensors) or value (scalars), the leaves
-    in :func:`~gpuarray.core.optree.leaves`' order (walked here, so building
-    a node does not collect them).  Pattern: for ``out`` and each tensor
-    leaf, its address modulo 16 where its buffer is not met before, else
-    :func:`_shared` of the index of the first of them with the same buffer
-    (among the distinct buffers in order), the byte distance from it and
-    the address modulo 16.  Ints, so the recipe key hashes and compares
-    without walking nested tuples.
-    """
-    buffer = out.buffer
-    out_ptr = _address(buffer) + out.offset
-    slots = [out_ptr, out._rounding or 0, 0]
-    pattern = [out_ptr & 15]
-    # assignments have a few leaves: a list searched by identity is cheaper
-    # than a dict of ids
-    buffers, bases = [buffer], [out_ptr]
-    if type(tree) is OpTreeNode:
-        _walk(tree, slots, pattern, buffers, bases, 0)
-    else:
-        _leaf(tree, slots, pattern, buffers, bases)
-    return slots, tuple(pattern)
-
-
-#: how deep :func:`_walk` recurses before walking the rest with a list of
-#: pending nodes: the C stack stays small for any tree, and the common
-#: shallow tree is walked without building that list
-_NESTING = 64
-
-
-def _walk(node, slots, pattern, buffers, bases, depth):
-    """:func:`_slots`' work for the leaves of a tree, operands left to right."""
-    if depth == _NESTING:
-        _walk_deep(node, slots, pattern, buffers, bases)
-        return
-    for arg in node.args:
-        if type(arg) is OpTreeNode:
-            _walk(arg, slots, pattern, buffers, bases, depth + 1)
-        else:
-            _leaf(arg, slots, pattern, buffers, bases)
-
-
-def _walk_deep(tree, slots, pattern, buffers, bases):
-    """:func:`_walk` without recursion, for trees nested deeper than ``_NESTING``."""
-    pending = [tree]
-    while pending:
-        item = pending.pop()
-        if type(item) is OpTreeNode:
-            node = item
-            pending.extend(reversed(node.args))
-        else:
-            _leaf(item, slots, pattern, buffers, bases)
-
-
-def _leaf(leaf, slots, pattern, buffers, bases):
-    """:func:`_slots`' work for one leaf, a scalar or a tensor."""
-    if type(leaf) is Scalar:
-        s = leaf
-        slots.append(s.value)
-        return
-    t = leaf
-    buffer = t.buffer
-    ptr = _address(buffer) + t.offset
-    slots.append(ptr)
-    for group in range(len(buffers)):
-        if buffers[group] is buffer:
-            pattern.append(_shared(group, ptr - bases[group], ptr & 15))
-            return
-    buffers.append(buffer)
-    bases.append(ptr)
-    pattern.append(ptr & 15)
-
-
-def _shared(group, delta, align):
-    """The pattern entry of a tensor sharing the ``group``-th buffer met, at
-    ``delta`` bytes from its first tensor, with address modulo 16 ``align``:
-    a negative int (a new buffer's entry is its alignment, 0 to 15), one per
-    triple (the distance zigzag-coded to be non-negative); the triple itself
-    past 2**16 buffers (no int equals a tuple)."""
-    if group >= 1 << 16:
-        return group, delta, align
-    zigzag = 2 * delta if delta >= 0 else -2 * delta - 1
-    return -1 - ((zigzag << 20) | (group << 4) | align)
-
-
-def _address(buffer):
-    """A tensor buffer's device pointer (raises for a freed pool buffer)."""
-    if type(buffer) is PooledBuffer:
-        block = buffer
-        return block.pointer()
-    return buffer.ptr  # memory another library lent (interop)
 
 
 class _Launcher:
@@ -397,7 +298,7 @@ class _Recipe:
         calls = dispatcher.calls
         for launcher in self.launchers:
             calls += 1
-            slots[_CALL_SLOT] = calls
+            slots[CALL_SLOT] = calls
             launcher.run(slots, handle)
         dispatcher.calls = calls
         # temporaries go back to the pool now: later work on the same stream
@@ -412,15 +313,15 @@ class _Sources:
     """Maps a step's tensors and scalars back to slots of the assignment."""
 
     def __init__(self, out, leaves, temps):
-        self.scalars = {id(x): _FIRST_LEAF + k for k, x in enumerate(leaves)
+        self.scalars = {id(x): FIRST_LEAF + k for k, x in enumerate(leaves)
                         if isinstance(x, Scalar)}
         self.buffers = {}
         for k, t in reversed(list(enumerate(leaves))):
             if isinstance(t, Tensor):
-                self.buffers[id(t.buffer)] = (_FIRST_LEAF + k, t)
+                self.buffers[id(t.buffer)] = (FIRST_LEAF + k, t)
         for k, t in enumerate(temps):
-            self.buffers[id(t.buffer)] = (_FIRST_LEAF + len(leaves) + k, t)
-        self.buffers[id(out.buffer)] = (_OUT_SLOT, out)
+            self.buffers[id(t.buffer)] = (FIRST_LEAF + len(leaves) + k, t)
+        self.buffers[id(out.buffer)] = (OUT_SLOT, out)
 
     def pointer(self, t):
         """(slot, byte delta) giving the address of tensor ``t``."""
