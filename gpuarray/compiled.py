@@ -40,6 +40,7 @@ import warnings
 #: modules on the host path of every call, compiled by setup.py
 MODULES = (
     "gpuarray.core.operand",
+    "gpuarray.core.signatures",
     "gpuarray.core.arraylike",
     "gpuarray.core.optree",
     "gpuarray.core.scalars",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gpuarray import gpu
-from gpuarray.core import array, backend, operand, optree
+from gpuarray.core import array, backend, optree, signatures
 from gpuarray.core.scalars import Scalar, python_scalar
 from gpuarray.cuda import mempool
 from gpuarray.fusion import dispatch, generate, launch, plan, slots
@@ -160,7 +160,7 @@ def test_structures_name_the_tree_and_their_ids_never_repeat(monkeypatch):
     assert (ng.dot(E, F) + 1).sig is None and ng.sqrt(ng.dot(E, F)).sig is None
     # a full table is cleared: a structure met again gets a new id, never an
     # old one; the old and the new id give two recipes, one kernel
-    monkeypatch.setattr(optree, "_MAX_STRUCTURES", 1)
+    monkeypatch.setattr(signatures, "_MAX_STRUCTURES", 1)
     ng.launches.clear()
     kernels = len(ng._kernels)
     C[:] = A - B * 2
@@ -176,7 +176,7 @@ def test_structures_name_the_tree_and_their_ids_never_repeat(monkeypatch):
 def test_structures_keep_their_ids_beyond_32_bits(monkeypatch, start):
     """Operand ids pair into one int key while they fit 32 bits, into a tuple
     beyond: on both sides of the bound one structure keeps one id."""
-    monkeypatch.setattr(operand, "_structure_ids", itertools.count(start, -1))
+    monkeypatch.setattr(signatures, "_structure_ids", itertools.count(start, -1))
     ng = RecordingGPU()
     # a layout no other test makes: every structure below is new to the tables
     A, B = ng.empty((3, 7, 11, abs(start) % 97)), ng.empty((3, 7, 11, abs(start) % 97))

@@ -13,18 +13,6 @@ at one place in every operand's struct, so that code reads them without an
 attribute lookup once it knows it holds an Operand.
 """
 
-import itertools
-
-#: ids of the structures of op-tree nodes and of scalar types (negative; a
-#: tensor's layout ids, :func:`gpuarray.core.array.layout_sig`, are not):
-#: one counter, so no two structures ever share an id
-_structure_ids = itertools.count(-1, -1)
-
-
-def new_structure_sig():
-    """A signature no operand has had before (see :attr:`Operand.sig`)."""
-    return next(_structure_ids)
-
 
 class Operand:
     """Base of tensors, op-tree nodes and scalars.
@@ -43,8 +31,9 @@ class Operand:
         Structural signature: what the operand contributes to an
         assignment's recipe key (:mod:`gpuarray.fusion.dispatch`); layout
         and dtype, never an address or a scalar's value.  An int naming a
-        tensor's layout, a scalar's type or a node's structure; None for a
-        tree holding a matrix product or a convolution.
+        tensor's layout, a scalar's type or a node's structure
+        (:mod:`~gpuarray.core.signatures`); None for a tree holding a matrix
+        product or a convolution.
     """
 
     __slots__ = ()

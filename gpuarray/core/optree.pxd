@@ -9,6 +9,8 @@ cimport cython
 from gpuarray.core.arraylike cimport ArrayLike
 from gpuarray.core.operand cimport Operand
 from gpuarray.core.scalars cimport float_loop_ints, python_scalar
+from gpuarray.core.signatures cimport (binary_table, keep, new_structure_sig, pair, structure,
+                                       unary_table)
 
 cdef class Expression(ArrayLike):
     @cython.locals(operand=Operand)
@@ -17,13 +19,6 @@ cdef class Expression(ArrayLike):
 cdef class OpTreeNode(Expression):
     cdef public object op, args, attrs, has_gemm, value
 
-cdef dict _BINARY, _UNARY, _STRUCTURES
-
-cdef _structure(tuple key)
-cdef _keep(dict table, key, value)
-cdef dict _table(dict tables, name)
-@cython.locals(high=cython.longlong, low=cython.longlong, mask=cython.longlong, key=cython.longlong)
-cdef _pair(a, b)
 
 cpdef apply(backend, name, tuple args)
 @cython.locals(operand=Operand)

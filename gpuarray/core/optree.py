@@ -17,8 +17,9 @@ import numpy as np
 
 from . import dtypes, ops, shapes
 from .arraylike import ArrayLike
-from .operand import Operand, new_structure_sig
+from .operand import Operand
 from .scalars import Scalar, check_scalars, float_loop_ints, python_scalar
+from .signatures import binary_table, keep, new_structure_sig, pair, structure, unary_table
 
 _rand_serial = itertools.count()
 #: nodes run by hand-written kernels, never fused: matrix products and
@@ -274,7 +275,7 @@ def _fill(node, backend, op, args, attrs, shape, dtype):
             has_gemm = True
         key.append(operand.sig)
     node.has_gemm = has_gemm
-    node.sig = None if has_gemm else _structure(tuple(key))
+    node.sig = None if has_gemm else structure(tuple(key))
 
 
 def _new_node(backend, op, args, shape, dtype, sig):
@@ -284,61 +285,6 @@ def _new_node(backend, op, args, shape, dtype, sig):
     node.backend, node.op, node.attrs, node.dtype, node.operand_type = backend, op, (), dtype, dtype
     node.args, node.shape, node.sig, node.value, node.has_gemm = args, shape, sig, None, False
     return node
-
-
-#: A node's ``sig`` is an int naming its structure, so a cached
-#: assignment's recipe key hashes and compares one int for the whole tree
-#: where it walked a nested tuple.  The fast paths (an operator or an
-#: elementwise function) find it in ``_BINARY[op]`` / ``_UNARY[op]``, keyed
-#: by the operands' signatures (one int, :func:`_pair`), which fix the
-#: result's shape and dtype, kept beside the id; any other node in
-#: ``_STRUCTURES``, keyed by ``(op, attrs, dtype)`` and the operands'
-#: signatures.  Ids come from :func:`~gpuarray.core.operand.new_structure_sig`
-#: and never repeat: clearing a bounded table makes later trees miss a recipe
-#: once, never match a wrong one.  Trees holding a matrix product or a
-#: convolution are not dispatched as one and have none (their attributes may
-#: hold a layer, which a table would keep alive).
-_BINARY = {}
-_UNARY = {}
-_STRUCTURES = {}
-_MAX_STRUCTURES = 1 << 14
-
-
-def _structure(key):
-    """The int naming the structure ``key`` in ``_STRUCTURES``."""
-    sig = _STRUCTURES.get(key)
-    if sig is None:
-        sig = new_structure_sig()
-        _keep(_STRUCTURES, key, sig)
-    return sig
-
-
-def _keep(table, key, value):
-    """``table[key] = value``, emptying the table first where it is full."""
-    if len(table) >= _MAX_STRUCTURES:
-        table.clear()
-    table[key] = value
-
-
-def _table(tables, name):
-    """The fast path's table of op ``name`` (made on first use)."""
-    table = tables.get(name)
-    if table is None:
-        table = tables[name] = {}
-    return table
-
-
-def _pair(a, b):
-    """One key for two operand signatures: an int where both lie within 32
-    bits, else the tuple (no int equals a tuple, so the two kinds never
-    meet).  The int holds ``a`` in its high half and ``a ^ b`` in its low
-    half: no two pairs share it, and a dict, which indexes by the low bits,
-    spreads the pairs of one operand as well as those of the other."""
-    high, low, mask = a, b, 0xFFFFFFFF  # C integers where compiled: ids stay far below 2**63
-    if -0x80000000 <= high <= 0x7FFFFFFF and -0x80000000 <= low <= 0x7FFFFFFF:
-        key = high * 65536 * 65536 + ((high ^ low) & mask)  # no overflow: |high| < 2**31
-        return key
-    return a, b
 
 
 def _settled(args):
@@ -441,7 +387,7 @@ def _binary_node(backend, name, args):
     x, y = args
     entry = None
     if x.sig is not None and y.sig is not None:
-        entry = _table(_BINARY, name).get(_pair(x.sig, y.sig))
+        entry = binary_table(name).get(pair(x.sig, y.sig))
     if entry is None:
         entry = _binary_entry(name, x, y)
     sig, shape, dtype, loop, floats = entry
@@ -472,7 +418,7 @@ def _binary_entry(name, x, y):
     if x.sig is None or y.sig is None:
         return None, shape, dtype, loop, floats
     entry = (new_structure_sig(), shape, dtype, loop, floats)
-    _keep(_table(_BINARY, name), _pair(x.sig, y.sig), entry)
+    keep(binary_table(name), pair(x.sig, y.sig), entry)
     return entry
 
 
@@ -482,13 +428,13 @@ def _unary_node(backend, name, args):
     x = settled(args[0])
     entry = None
     if x.sig is not None:
-        entry = _table(_UNARY, name).get(x.sig)
+        entry = unary_table(name).get(x.sig)
     if entry is None:
         dtype = ops.resolve(name, (x.operand_type,))[1]
         if x.sig is None:
             return OpTreeNode(backend, name, (x,), (), x.shape, dtype)
         entry = (new_structure_sig(), dtype)
-        _keep(_table(_UNARY, name), x.sig, entry)
+        keep(unary_table(name), x.sig, entry)
     return _new_node(backend, name, (x,), x.shape, entry[1], entry[0])
 
 

@@ -13,14 +13,15 @@ import operator
 import numpy as np
 
 from . import dtypes
-from .operand import Operand, new_structure_sig
+from .operand import Operand
+from .signatures import new_structure_sig
 
 _COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
                 "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
 _WEAK = {int: (int, np.dtype(np.int64)), float: (float, np.dtype(np.float64)),
          complex: (complex, np.dtype(np.complex128)), bool: (None, np.dtype(np.bool_))}
 #: structural signature of a scalar of each operand type: the type, never the
-#: value, as an int (:func:`~gpuarray.core.operand.new_structure_sig`)
+#: value, as an int (:func:`~gpuarray.core.signatures.new_structure_sig`)
 _SIGS = {}
 
 
