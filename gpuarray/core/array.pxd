@@ -4,8 +4,7 @@
 # them.  The factories' subclasses (GPUTensor, CPUTensor) are Python classes.
 
 cimport cython
-from gpuarray.core.operand cimport Operand
-from gpuarray.core.optree cimport Expression, settled
+from gpuarray.core.optree cimport Expression, owned, settled
 
 cdef class Tensor(Expression):
     cdef public object buffer, strides, offset, _rounding, _contiguous
@@ -14,6 +13,3 @@ cdef dict _LAYOUTS
 
 @cython.locals(whole=slice)
 cdef bint _whole(key)
-
-@cython.locals(operand=Operand)
-cdef bint _owned(backend, Expression value)

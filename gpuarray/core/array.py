@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 
 from . import dtypes, shapes
-from .optree import Expression, settled
+from .optree import Expression, owned, settled
 
 
 def assign_owned(target, tree):
@@ -29,12 +29,6 @@ def assign_owned(target, tree):
         target.backend._assign_products(target, tree)
     else:
         target.backend._execute(target, tree)
-
-
-def _owned(backend, value):
-    """True for an operand of ``backend`` (a C field read where compiled)."""
-    operand = value
-    return operand.backend is backend
 
 
 def _whole(key):
@@ -213,7 +207,7 @@ class Tensor(Expression):
             target = self._view(*shapes.index_view(self.shape, self.strides, self.offset, key))
         if not isinstance(value, Expression):  # tensors and trees pass unconverted
             value = dtypes.assigned_scalar(value, self.dtype)
-        elif _owned(self.backend, value):  # the common case, straight to the kernels
+        elif owned(self.backend, value):  # the common case, straight to the kernels
             assign_owned(target, settled(value))
             return
         self.backend.assign(target, value)

@@ -22,7 +22,7 @@ cdef class OpTreeNode(Expression):
 
 cpdef apply(backend, name, tuple args)
 @cython.locals(operand=Operand)
-cdef bint _owned(backend, value)
+cpdef bint owned(backend, value)
 cdef _operand(backend, value)
 cpdef elementwise(backend, name, tuple args)
 

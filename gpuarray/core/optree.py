@@ -327,18 +327,18 @@ def apply(backend, name, args):
     ``backend.operand`` (numpy scalars; other factories' arrays refused)."""
     if len(args) == 2:  # the common case, without the generic tuple rebuilding
         a, b = args
-        if not _owned(backend, a) or not _owned(backend, b):
+        if not owned(backend, a) or not owned(backend, b):
             args = (_operand(backend, a), _operand(backend, b))
         return _binary_node(backend, name, args)
     for v in args:
-        if not _owned(backend, v):
+        if not owned(backend, v):
             args = tuple([_operand(backend, v) for v in args])
             break
     return elementwise(backend, name, args)
 
 
-def _owned(backend, value):
-    """True for a tensor or tree of ``backend``."""
+def owned(backend, value):
+    """True for a tensor or tree of ``backend`` (a C field read where compiled)."""
     if isinstance(value, Operand):
         operand = value
         return operand.backend is backend
@@ -347,7 +347,7 @@ def _owned(backend, value):
 
 def _operand(backend, value):
     """``value`` as an operand of ``backend``'s trees (see :func:`apply`)."""
-    if _owned(backend, value):
+    if owned(backend, value):
         return value
     if type(value) in PYTHON_SCALARS:
         return python_scalar(value)
