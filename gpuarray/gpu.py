@@ -414,8 +414,14 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def stats(self):
         """Kernel and memory counters (``device_allocations`` from the pool)."""
         counters = dict(self._stats)
+        counters["kernels_launched"] = self._kernels_launched()
         counters.update(self.pool.stats())
         return counters
+
+    def _kernels_launched(self):
+        """Kernels launched so far: those the factory counts in ``_stats`` and
+        the dispatcher's replays (a C counter of its own)."""
+        return self._stats["kernels_launched"] + self._dispatcher.launched
 
     # -- evaluation ---------------------------------------------------------
     @_device_call

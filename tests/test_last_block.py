@@ -4,6 +4,8 @@ block to finish combines the partials (gpuarray.fusion.plan, generate).
 The recording tests run everywhere (the driver replaced by a recorder);
 the GPU tests check values, the block counter's reset and capture.
 """
+import types
+
 import numpy as np
 import pytest
 
@@ -109,7 +111,7 @@ def test_new_semaphore_blocks_are_zeroed_once_on_the_current_stream():
     first.free()
     again = pool.allocate(4)
     assert again.ptr == ptr and len(zeroed) == 1  # reused: already zero
-    queue = object()
+    queue = types.SimpleNamespace(handle=0x5)  # a pycuda stream stand-in
     with stream.using(queue, None):
         second = pool.allocate(4)
     assert zeroed[-1] == (second.ptr, semaphores.COUNTER_BYTES, queue)

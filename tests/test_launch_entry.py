@@ -90,11 +90,11 @@ def test_patched_launch_fills_every_hole_kind(recorder):
              (32, 3, "int", 0), (40, 4, "bool", 0), (48, 5, "real", 0), (56, 5, "imag", 0)]
     launch = launch_entry.PatchedLaunch(0x99, (4, 1, 1), (256, 1, 1), template, holes, 64)
     values = [1 << 40, 3, -5, 2**64 - 1, np.float32(0.0), 1.5 - 2j]
-    assert launch(values, 0x77) == 0
+    assert launch.launch(values, 0x77) == 0
     want = struct.pack("<QQdqQQdd", (1 << 40) + 16, (1 << 40) - 8, 3.0, -5, 2**64 - 1, 0, 1.5, -2.0)
     assert recorder == [{"function": 0x99, "grid": (4, 1, 1), "block": (256, 1, 1), "smem": 64,
                          "stream": 0x77, "packed": want + template[64:]}]
-    assert launch([1 << 41, True, np.int8(-3), 7, "x", 2.0], 0) == 0  # the template is untouched
+    assert launch.launch([1 << 41, True, np.int8(-3), 7, "x", 2.0], 0) == 0  # the template is untouched
     assert recorder[1]["packed"][:16] == struct.pack("<QQ", (1 << 41) + 16, (1 << 41) - 8)
     assert recorder[1]["packed"][16:48] == struct.pack("<dqQQ", 1.0, -3, 7, 1)
 
@@ -104,7 +104,7 @@ def test_patched_launch_of_a_large_template(recorder):
     """Arguments beyond the stack buffer (4 KB) are patched in allocated memory."""
     template = bytes(k % 256 for k in range(6000))
     launch = launch_entry.PatchedLaunch(1, (1, 1, 1), (1, 1, 1), template, [(5984, 0, "add", 1)])
-    launch([41], 0)
+    launch.launch([41], 0)
     assert recorder[0]["packed"] == template[:5984] + struct.pack("<Q", 42) + template[5992:]
 
 
@@ -116,10 +116,19 @@ def test_patched_launch_refuses_what_it_cannot_fill(recorder):
         launch_entry.PatchedLaunch(1, (1, 1, 1), (1, 1, 1), bytes(8), [(0, 0, "float", 0)])
     launch = launch_entry.PatchedLaunch(1, (1, 1, 1), (1, 1, 1), bytes(16), [(8, 2, "int", 0)])
     with pytest.raises(IndexError, match="holes up to slot 2 got 2 values"):
-        launch([1, 2], 0)
+        launch.launch([1, 2], 0)
     with pytest.raises(TypeError):
-        launch([1, 2, None], 0)
+        launch.launch([1, 2, None], 0)
     assert recorder == []
+
+
+if launch_entry is not None:
+    class _LoggedLaunch(launch_entry.PatchedLaunch):
+        """The compiled entry's launch, its argument format logged first."""
+
+        def launch(self, values, stream_handle):
+            self.formats.append(self.arg_format)
+            return super().launch(values, stream_handle)
 
 
 class _EntryKernel(_Kernel):
@@ -131,12 +140,9 @@ class _EntryKernel(_Kernel):
         self.formats = formats
 
     def patched_launch(self, grid, block, template, holes, smem=0):
-        launch = launch_entry.PatchedLaunch(0x1000, grid, block, template, holes, smem)
-
-        def logged(values, stream_handle):
-            self.formats.append(self.arg_format)
-            return launch(values, stream_handle)
-        return logged
+        launch = _LoggedLaunch(0x1000, grid, block, template, holes, smem)
+        launch.formats, launch.arg_format = self.formats, self.arg_format
+        return launch
 
     def check_launch(self, result):
         raise AssertionError(f"the stand-in driver returned {result}")

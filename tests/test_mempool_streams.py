@@ -14,6 +14,7 @@ from test_mempool import FakeAllocator
 class FakeStream:
     def __init__(self, name):
         self.name = name
+        self.handle = id(self)  # a CUstream stand-in: stream.using keeps it
 
     def __repr__(self):
         return self.name

@@ -182,7 +182,7 @@ class PoolPlan:
         """Launch on ``tensors`` (the call's ``(I, out, E, argmax)``)."""
         pointers = [tensors[k].ptr for _, k in self.holes]
         if self.patched is not None:
-            result = self.patched(pointers, stream.launch_handle())
+            result = self.patched.launch(pointers, stream.launch_handle())
             if result:
                 self.kernel.check_launch(result)
         else:

@@ -307,7 +307,7 @@ class SmallCPlan:
         handle = stream.launch_handle()
         for kernel, grid, block, smem, patched in self.launches:
             if patched is not None:
-                result = patched(values, handle)
+                result = patched.launch(values, handle)
                 if result:
                     kernel.check_launch(result)
             else:

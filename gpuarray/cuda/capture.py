@@ -72,7 +72,7 @@ class CapturedStep:
         gpu = self.gpu
         capture_stream = gpu._drv.Stream()
         keeper = _Keepers(gpu)
-        launched = gpu._stats["kernels_launched"]
+        launched = gpu._kernels_launched()
         keeper.keep()
         stream.take_random()
         try:
@@ -91,8 +91,8 @@ class CapturedStep:
             raise
         finally:
             keeper.stop_keeping()
-        kernels = gpu._stats["kernels_launched"] - launched
-        gpu._stats["kernels_launched"] = launched  # counted each time the graph runs
+        kernels = gpu._kernels_launched() - launched
+        gpu._stats["kernels_launched"] -= kernels  # counted each time the graph runs
         try:
             executable = graph.Graph(captured)
         except BaseException:

@@ -211,18 +211,7 @@ def launch_struct_cluster(uintptr_t function, tuple grid, tuple block, object da
     return _launch_ex(&config, <void*>function, params, NULL)
 
 
-# what a hole holds, each written as 8 bytes at its offset: an address or
-# counter (the value plus a byte delta), a float64, an integer's 64-bit
-# pattern, a bool as 0/1, a complex value's real or imaginary part
-cdef enum HoleKind:
-    ADD, DOUBLE, INT, BOOL, REAL, IMAG
-
 HOLE_KINDS = {"add": ADD, "double": DOUBLE, "int": INT, "bool": BOOL, "real": REAL, "imag": IMAG}
-
-cdef struct Hole:
-    Py_ssize_t offset, slot
-    int kind
-    int64_t delta
 
 # arguments up to this size are patched on the stack; larger ones in memory
 # allocated per call (the driver takes at most 32 KB of parameters)
@@ -260,14 +249,6 @@ cdef class PatchedLaunch:
         Dynamic shared memory bytes.
     """
 
-    cdef uintptr_t function
-    cdef unsigned int grid[3]
-    cdef unsigned int block[3]
-    cdef unsigned int smem
-    cdef bytes template
-    cdef Hole* holes
-    cdef Py_ssize_t nholes, top_slot
-
     def __init__(self, uintptr_t function, tuple grid, tuple block, bytes template, holes,
                  unsigned int smem=0):
         cdef Py_ssize_t k
@@ -290,7 +271,10 @@ cdef class PatchedLaunch:
     def __dealloc__(self):
         free(self.holes)
 
-    def __call__(self, list values, uintptr_t stream):
+    cpdef int launch(self, list values, uintptr_t stream) except? -1:
+        """Patch a copy of the template from ``values`` and launch it on
+        ``stream``; returns the ``CUresult``.  A C call from compiled
+        callers (the dispatcher's replay cimports this class)."""
         cdef char stack[STACK_BYTES]
         cdef char* buf = stack
         cdef Py_ssize_t size = len(self.template)

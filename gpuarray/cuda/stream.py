@@ -11,7 +11,9 @@ and its ``CUstream``, which every launch site passes to the driver --
 :func:`capturing`, which the operations that cannot be captured (host
 reads and writes, synchronisation) check to raise clearly;
 :func:`note_random` / :func:`take_random` tell the capture that the step
-drew random numbers.
+drew random numbers.  All of it is one :class:`LaunchState` per thread
+(:func:`launch_state`): a cached assignment reads the stream and the capture
+with one thread-local lookup.
 
 Thread-local: one thread may record a step while others launch as usual.
 """
@@ -19,73 +21,109 @@ import contextlib
 import threading
 
 
-class _State(threading.local):
-    """Per-thread state; class attributes are every new thread's defaults, so
-    reading them needs no ``getattr`` fallback (launches read them per call)."""
+class LaunchState:
+    """One thread's launch state, read by every launch site.
 
-    stream = None
-    public = None
-    capture = None
-    random = False
+    Attributes
+    ----------
+    stream : pycuda Stream or None
+        Where launches, copies and allocations go (None: the legacy default stream).
+    public : Stream or None
+        The user's object for ``stream``.
+    handle : int
+        ``stream``'s ``CUstream`` as the launch entry takes it (0 for the
+        default stream), kept beside it: pycuda reads it through a property.
+    capture : str or None
+        What this thread is capturing (a description), or None.
+    random : bool
+        Whether the step being captured drew random numbers.
+    """
+
+    __slots__ = ("stream", "public", "handle", "capture", "random")
+
+    def __init__(self):
+        self.stream = self.public = self.capture = None
+        self.handle, self.random = 0, False
+
+    def point(self, stream, public):
+        """Send launches to the pycuda ``stream`` (None: the default stream)."""
+        handle = 0 if stream is None else stream.handle  # first: may raise
+        self.stream, self.public, self.handle = stream, public, handle
 
 
-_local = _State()
+class _Local(threading.local):
+    """Per thread: its :class:`LaunchState`, one thread-local read away (a
+    replay asks for the stream and the capture at once)."""
+
+    def __init__(self):
+        self.state = LaunchState()
+
+
+_local = _Local()
+
+
+def launch_state():
+    """This thread's :class:`LaunchState`."""
+    return _local.state
 
 
 def current():
     """The pycuda stream launches go to on this thread (None: the default stream)."""
-    return _local.stream
+    return _local.state.stream
 
 
 def current_public():
     """The user's ``Stream`` object launches go to (None: the default stream)."""
-    return _local.public
+    return _local.state.public
 
 
 def current_handle():
     """``CUstream`` of :func:`current` (None: the default stream)."""
-    stream = _local.stream
-    return None if stream is None else stream.handle
+    handle = _local.state.handle
+    return None if handle == 0 else handle
 
 
 def launch_handle():
     """``CUstream`` of :func:`current` as an int, 0 for the default stream
     (the form :mod:`gpuarray.cuda.launch_entry` takes)."""
-    stream = _local.stream
-    return 0 if stream is None else stream.handle
+    return _local.state.handle
 
 
 def capturing():
     """What this thread is capturing (a description), or None."""
-    return _local.capture
+    return _local.state.capture
 
 
 @contextlib.contextmanager
 def using(stream, public):
     """Send this thread's launches, copies and allocations to the pycuda
     ``stream`` (None: the default stream) whose user object is ``public``."""
-    if capturing() is not None:
-        raise RuntimeError(f"cannot switch streams inside a captured step ({capturing()}): "
+    current = _local.state
+    if current.capture is not None:
+        raise RuntimeError(f"cannot switch streams inside a captured step ({current.capture}): "
                            "the graph records the work of its capture stream only")
-    saved = _local.stream, _local.public
-    _local.stream, _local.public = stream, public
+    saved = current.stream, current.public
+    current.point(stream, public)
     try:
         yield
     finally:
-        _local.stream, _local.public = saved
+        current.point(*saved)
 
 
 @contextlib.contextmanager
 def capturing_on(stream, what):
     """Send this thread's launches to ``stream`` while ``what`` is captured."""
-    if capturing() is not None:
-        raise RuntimeError(f"cannot capture {what} inside the capture of {capturing()}")
-    saved = _local.stream, _local.public
-    _local.stream, _local.capture = stream, what
+    current = _local.state
+    if current.capture is not None:
+        raise RuntimeError(f"cannot capture {what} inside the capture of {current.capture}")
+    saved = current.stream, current.public
+    current.point(stream, current.public)
+    current.capture = what
     try:
         yield
     finally:
-        (_local.stream, _local.public), _local.capture = saved, None
+        current.point(*saved)
+        current.capture = None
 
 
 def swap(stream):
@@ -93,19 +131,22 @@ def swap(stream):
     under way included; returns the stream it replaces.  For
     :mod:`gpuarray.cuda.lanes`, whose side streams have joined the capture
     (they waited for an event recorded on it) before any work reaches them."""
-    previous, _local.stream = _local.stream, stream
+    current = _local.state
+    previous = current.stream
+    current.point(stream, current.public)
     return previous
 
 
 def note_random():
     """The step being captured draws random numbers: its graph must advance
     the replay counter (see :mod:`gpuarray.cuda.capture`)."""
-    _local.random = True
+    _local.state.random = True
 
 
 def take_random():
     """Whether :func:`note_random` was called since the last call; resets it."""
-    drew, _local.random = _local.random, False
+    current = _local.state
+    drew, current.random = current.random, False
     return drew
 
 

@@ -5,11 +5,13 @@
 # C function.
 
 cimport cython
-from gpuarray.cuda.stream cimport capturing, launch_handle
+from gpuarray.cuda.launch_entry cimport PatchedLaunch
+from gpuarray.cuda.stream cimport LaunchState, launch_state
 from gpuarray.fusion.slots cimport slots_of
 
 cdef class _Launcher:
-    cdef public object kernel, grid, block, packed, patched
+    cdef public object kernel, grid, block, packed
+    cdef public PatchedLaunch patched
     cdef public list runs
 
     cpdef run(self, list slots, stream_handle)
@@ -18,9 +20,10 @@ cdef class _Recipe
 
 cdef class Dispatcher:
     cdef public object gpu, calls, last_kernel
-    cdef public dict recipes, stats
+    cdef public dict recipes
+    cdef public Py_ssize_t launched
 
-    @cython.locals(recipe=_Recipe, slots=list)
+    @cython.locals(recipe=_Recipe, slots=list, launching=LaunchState)
     cpdef execute(self, out, tree)
 
 cdef class _Recipe:
@@ -28,4 +31,4 @@ cdef class _Recipe:
     cdef public Py_ssize_t counters, temp_bytes
 
     @cython.locals(launcher=_Launcher)
-    cpdef replay(self, Dispatcher dispatcher, list slots)
+    cpdef replay(self, Dispatcher dispatcher, list slots, handle)

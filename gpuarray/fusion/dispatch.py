@@ -22,7 +22,7 @@ from ..core.array import Tensor
 from ..core.optree import OpTreeNode, leaves
 from ..core.scalars import Scalar
 from ..cuda import semaphores, stream
-from ..cuda.stream import capturing, launch_handle
+from ..cuda.stream import launch_state
 from . import launch, plan
 from .slots import CALL_SLOT, FIRST_LEAF, OUT_SLOT, ROUNDING_SLOT, slots_of
 
@@ -44,8 +44,10 @@ class Dispatcher:
     calls : int
         The factory's Philox call counter (``gpu._calls``), advanced once per
         kernel so each launch draws its own random numbers.
-    stats : dict
-        The factory's counters (``gpu._stats``).
+    launched : int
+        Kernels the replays launched, a C counter the factory adds to its
+        ``kernels_launched`` (``GPU._kernels_launched``): a dictionary
+        update per replay costs more than the counter.
     last_kernel : Kernel or None
         The kernel launched or compiled last (``gpu.last_kernel``).
     """
@@ -54,7 +56,7 @@ class Dispatcher:
         self.gpu = gpu
         self.recipes = {}
         self.calls = 0
-        self.stats = gpu._stats
+        self.launched = 0
         self.last_kernel = None
 
     def execute(self, out, tree):
@@ -76,9 +78,10 @@ class Dispatcher:
                     # must not grow without bound (compiled kernels are kept)
                     del self.recipes[next(iter(self.recipes))]
                 recipe = self.recipes[key] = self._record(out, tree, leaves(tree))
-            if capturing() is not None and _draws_random(out, tree):
+            launching = launch_state()
+            if launching.capture is not None and _draws_random(out, tree):
                 stream.note_random()
-            recipe.replay(self, slots)
+            recipe.replay(self, slots, launching.handle)
         except Exception as err:
             gpu._device_error(err)
             raise
@@ -168,7 +171,7 @@ class _Launcher:
     def run(self, slots, stream_handle):
         """Launch with the holes filled from ``slots``."""
         if self.patched is not None:
-            result = self.patched(slots, stream_handle)
+            result = self.patched.launch(slots, stream_handle)
             if result:
                 self.kernel.check_launch(result)
             return
@@ -286,9 +289,9 @@ class _Recipe:
         self.offsets = offsets + [4 * k for k in range(counters)]
         self.temp_bytes = end
 
-    def replay(self, dispatcher, slots):
-        """Launch the recorded kernels with this call's pointers and scalars."""
-        handle = launch_handle()
+    def replay(self, dispatcher, slots, handle):
+        """Launch the recorded kernels with this call's pointers and scalars
+        on the ``CUstream`` ``handle``."""
         block = None
         if self.temp_bytes:
             gpu = dispatcher.gpu
@@ -305,7 +308,7 @@ class _Recipe:
         # runs after these kernels, so reusing the memory is safe
         if block is not None:
             block.free()
-        dispatcher.stats["kernels_launched"] += len(self.launchers)
+        dispatcher.launched += len(self.launchers)
         dispatcher.last_kernel = launcher.kernel
 
 
