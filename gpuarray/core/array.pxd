@@ -4,12 +4,16 @@
 # them.  The factories' subclasses (GPUTensor, CPUTensor) are Python classes.
 
 cimport cython
+from gpuarray.core.operand cimport Operand
 from gpuarray.core.optree cimport Expression, owned, settled
 
 cdef class Tensor(Expression):
     cdef public object buffer, strides, offset, _rounding, _contiguous
 
 cdef dict _LAYOUTS
+
+@cython.locals(target=Tensor, operand=Operand)
+cpdef assign_owned(target, tree)
 
 @cython.locals(whole=slice)
 cdef bint _whole(key)

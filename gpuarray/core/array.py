@@ -21,11 +21,12 @@ from .optree import Expression, owned, settled
 def assign_owned(target, tree):
     """``target[...] = tree`` for a settled tensor or tree of target's factory
     (``Backend.assign`` after its conversions; ``t[:] = expr`` directly)."""
-    if tree.shape is not target.shape and tree.shape != target.shape:
-        shapes.check_assignable(tree.shape, target.shape)
+    operand = tree
+    if operand.shape is not target.shape and operand.shape != target.shape:
+        shapes.check_assignable(operand.shape, target.shape)
     if 0 in target.shape:
         return
-    if tree.has_gemm:
+    if operand.sig is None:  # a matrix product or a convolution below (Operand.sig)
         target.backend._assign_products(target, tree)
     else:
         target.backend._execute(target, tree)

@@ -5,6 +5,8 @@
 # C function.
 
 cimport cython
+from gpuarray.core.array cimport Tensor
+from gpuarray.core.operand cimport Operand
 from gpuarray.cuda.launch_entry cimport PatchedLaunch
 from gpuarray.cuda.stream cimport LaunchState, launch_state
 from gpuarray.fusion.slots cimport slots_of
@@ -23,7 +25,8 @@ cdef class Dispatcher:
     cdef public dict recipes
     cdef public Py_ssize_t launched
 
-    @cython.locals(recipe=_Recipe, slots=list, launching=LaunchState)
+    @cython.locals(recipe=_Recipe, slots=list, launching=LaunchState, out=Tensor,
+                   operand=Operand)
     cpdef execute(self, out, tree)
 
 cdef class _Recipe:

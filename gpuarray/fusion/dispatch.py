@@ -70,7 +70,8 @@ class Dispatcher:
             gpu._attach()
         try:
             slots, pattern = slots_of(out, tree)
-            key = (tree.sig, out.sig, pattern)
+            operand = tree
+            key = (operand.sig, out.sig, pattern)
             recipe = self.recipes.get(key)
             if recipe is None:
                 if len(self.recipes) >= MAX_RECIPES:

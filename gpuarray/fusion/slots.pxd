@@ -9,16 +9,16 @@ from gpuarray.core.optree cimport OpTreeNode
 from gpuarray.core.scalars cimport Scalar
 from gpuarray.cuda.mempool cimport PooledBuffer
 
-@cython.locals(out=Tensor, slots=list, pattern=list, buffers=list, bases=list)
+@cython.locals(out=Tensor, slots=list, pattern=list, met=list)
 cpdef tuple slots_of(out, tree)
 cdef Py_ssize_t _NESTING
 
 @cython.locals(arg=object)
-cdef _walk(OpTreeNode node, list slots, list pattern, list buffers, list bases, Py_ssize_t depth)
+cdef _walk(OpTreeNode node, list slots, list pattern, list met, Py_ssize_t depth)
 @cython.locals(node=OpTreeNode, pending=list)
-cdef _walk_deep(tree, list slots, list pattern, list buffers, list bases)
+cdef _walk_deep(tree, list slots, list pattern, list met)
 @cython.locals(t=Tensor, s=Scalar, group=Py_ssize_t)
-cdef _leaf(leaf, list slots, list pattern, list buffers, list bases)
+cdef _leaf(leaf, list slots, list pattern, list met)
 @cython.locals(block=PooledBuffer)
 cdef _address(buffer)
 cdef _shared(Py_ssize_t group, delta, align)

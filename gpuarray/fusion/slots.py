@@ -33,13 +33,14 @@ def slots_of(out, tree):
     out_ptr = _address(buffer) + out.offset
     slots = [out_ptr, out._rounding or 0, 0]
     pattern = [out_ptr & 15]
-    # assignments have a few leaves: a list searched by identity is cheaper
-    # than a dict of ids
-    buffers, bases = [buffer], [out_ptr]
+    # each distinct buffer met and the address of its first view, in turn:
+    # assignments have a few leaves, so a list searched by identity is
+    # cheaper than a dict of ids (and one list than two)
+    met = [buffer, out_ptr]
     if type(tree) is OpTreeNode:
-        _walk(tree, slots, pattern, buffers, bases, 0)
+        _walk(tree, slots, pattern, met, 0)
     else:
-        _leaf(tree, slots, pattern, buffers, bases)
+        _leaf(tree, slots, pattern, met)
     return slots, tuple(pattern)
 
 
@@ -49,19 +50,19 @@ def slots_of(out, tree):
 _NESTING = 64
 
 
-def _walk(node, slots, pattern, buffers, bases, depth):
+def _walk(node, slots, pattern, met, depth):
     """:func:`slots_of`' work for the leaves of a tree, operands left to right."""
     if depth == _NESTING:
-        _walk_deep(node, slots, pattern, buffers, bases)
+        _walk_deep(node, slots, pattern, met)
         return
     for arg in node.args:
         if type(arg) is OpTreeNode:
-            _walk(arg, slots, pattern, buffers, bases, depth + 1)
+            _walk(arg, slots, pattern, met, depth + 1)
         else:
-            _leaf(arg, slots, pattern, buffers, bases)
+            _leaf(arg, slots, pattern, met)
 
 
-def _walk_deep(tree, slots, pattern, buffers, bases):
+def _walk_deep(tree, slots, pattern, met):
     """:func:`_walk` without recursion, for trees nested deeper than ``_NESTING``."""
     pending = [tree]
     while pending:
@@ -70,10 +71,10 @@ def _walk_deep(tree, slots, pattern, buffers, bases):
             node = item
             pending.extend(reversed(node.args))
         else:
-            _leaf(item, slots, pattern, buffers, bases)
+            _leaf(item, slots, pattern, met)
 
 
-def _leaf(leaf, slots, pattern, buffers, bases):
+def _leaf(leaf, slots, pattern, met):
     """:func:`slots_of`' work for one leaf, a scalar or a tensor."""
     if type(leaf) is Scalar:
         s = leaf
@@ -83,12 +84,12 @@ def _leaf(leaf, slots, pattern, buffers, bases):
     buffer = t.buffer
     ptr = _address(buffer) + t.offset
     slots.append(ptr)
-    for group in range(len(buffers)):
-        if buffers[group] is buffer:
-            pattern.append(_shared(group, ptr - bases[group], ptr & 15))
+    for group in range(len(met) // 2):
+        if met[2 * group] is buffer:
+            pattern.append(_shared(group, ptr - met[2 * group + 1], ptr & 15))
             return
-    buffers.append(buffer)
-    bases.append(ptr)
+    met.append(buffer)
+    met.append(ptr)
     pattern.append(ptr & 15)
 
 
