@@ -91,7 +91,7 @@ def _after_fork_in_child():
     # the child's copy of the forking thread still reads ready=True: send
     # every factory's next call to the slow path, which raises
     for gpu in list(_FACTORIES):
-        gpu._attached = _Attached()
+        gpu._detach_threads()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -290,12 +290,20 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
                 self.context = _PRIMARY.setdefault(
                     device_id, drv.Device(device_id).retain_primary_context())
             _push(self.context)
-        self._attached = _Attached()
+        self._detach_threads()
         self._attached.ready = True
         self._pid = os.getpid()
         #: why the context is unusable (a kernel faulted), once it is
         self._failure = None
         _FACTORIES.add(self)
+
+    def _detach_threads(self):
+        """Send every thread's next device call to :meth:`_attach` (a new
+        per-thread flag, which the dispatcher reads as its own C field)."""
+        self._attached = _Attached()
+        dispatcher = self.__dict__.get("_dispatcher")
+        if dispatcher is not None:
+            dispatcher.attached = self._attached
 
     def _attach(self):
         """First device call from this thread: make the context current, or
@@ -350,7 +358,7 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         self._failure = (f"the GPU context hit an unrecoverable error ({reason} in an "
                          f"earlier kernel); this process must restart to use the GPU")
         # every thread's next call takes the slow path, which raises at once
-        self._attached = _Attached()
+        self._detach_threads()
         raise RuntimeError(self._failure) from err
 
     # -- storage ------------------------------------------------------------

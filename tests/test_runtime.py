@@ -368,6 +368,6 @@ def test_pid_is_checked_only_on_the_slow_path(fake_gpu, monkeypatch):
     ng, _ = fake_gpu
     monkeypatch.setattr(os, "getpid", lambda: -1)
     ng.synchronize()  # this thread is attached: no check at all
-    ng._attached = type(ng._attached)()
+    ng._detach_threads()
     with pytest.raises(RuntimeError, match=FORKED):
         ng.synchronize()

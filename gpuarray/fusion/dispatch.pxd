@@ -21,7 +21,7 @@ cdef class _Launcher:
 cdef class _Recipe
 
 cdef class Dispatcher:
-    cdef public object gpu, calls, last_kernel
+    cdef public object gpu, calls, last_kernel, attached
     cdef public dict recipes
     cdef public Py_ssize_t launched
 

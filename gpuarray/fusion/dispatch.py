@@ -50,6 +50,10 @@ class Dispatcher:
         update per replay costs more than the counter.
     last_kernel : Kernel or None
         The kernel launched or compiled last (``gpu.last_kernel``).
+    attached : object
+        The factory's per-thread flag ``ready`` (``gpu._attached``, kept in
+        step by ``GPU._detach_threads``): False sends a thread's first
+        assignment through ``gpu._attach``.
     """
 
     def __init__(self, gpu):
@@ -57,6 +61,7 @@ class Dispatcher:
         self.recipes = {}
         self.calls = 0
         self.launched = 0
+        self.attached = gpu._attached
         self.last_kernel = None
 
     def execute(self, out, tree):
@@ -66,7 +71,7 @@ class Dispatcher:
         makes the checks of every device call (``gpu._device_call``) here.
         """
         gpu = self.gpu
-        if not gpu._attached.ready:
+        if not self.attached.ready:
             gpu._attach()
         try:
             slots, pattern = slots_of(out, tree)
