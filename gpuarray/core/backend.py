@@ -17,7 +17,7 @@ from .array_api import ArrayAPIFunctions
 from .creation import CreationFunctions
 from .functions import MathFunctions
 from .manipulation import ManipulationFunctions
-from .optree import PYTHON_SCALARS, Expression, Scalar, settled
+from .optree import Expression, Scalar, plain_scalar, settled
 from .scalars import python_scalar
 from .streams import StreamFunctions
 
@@ -152,7 +152,7 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         """:meth:`operand` of each value, as a tuple (this factory's own pass
         as they are, Python numbers become scalars at once)."""
         return tuple([v if getattr(v, "backend", None) is self
-                      else python_scalar(v) if type(v) in PYTHON_SCALARS else self.operand(v)
+                      else python_scalar(v) if plain_scalar(v) else self.operand(v)
                       for v in values])
 
     def evaluate(self, expr, out=None):

@@ -20,6 +20,7 @@ cdef class OpTreeNode(Expression):
     cdef public object op, args, attrs, has_gemm, value
 
 
+cpdef bint plain_scalar(value)
 cpdef apply(backend, name, tuple args)
 @cython.locals(operand=Operand)
 cpdef bint owned(backend, value)

@@ -25,8 +25,12 @@ _rand_serial = itertools.count()
 #: nodes run by hand-written kernels, never fused: matrix products and
 #: convolutions (implicit GEMMs); a tree holding one has ``has_gemm``
 _PRODUCTS = ("dot", "batched_dot", "conv")
-#: operands that become a Scalar leaf with no further checks
-PYTHON_SCALARS = frozenset((int, float, bool))
+def plain_scalar(value):
+    """True for a Python ``int``, ``float`` or ``bool`` exactly (no subclass,
+    no complex): an operand that becomes a Scalar leaf with no further
+    checks.  Three pointer comparisons where compiled."""
+    kind = type(value)
+    return kind is float or kind is int or kind is bool
 
 
 def _reduction_method(name):
@@ -57,7 +61,7 @@ class Expression(ArrayLike):
     def _binary(self, name, other, reflected=False):
         # the hot path of expression building: no out=, so straight to the node
         backend = self.backend
-        if type(other) in PYTHON_SCALARS:
+        if plain_scalar(other):
             other = python_scalar(other)
         elif not isinstance(other, Operand):
             other = backend.operand(other)
@@ -349,7 +353,7 @@ def _operand(backend, value):
     """``value`` as an operand of ``backend``'s trees (see :func:`apply`)."""
     if owned(backend, value):
         return value
-    if type(value) in PYTHON_SCALARS:
+    if plain_scalar(value):
         return python_scalar(value)
     return backend.operand(value)
 
