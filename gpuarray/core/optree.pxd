@@ -12,9 +12,13 @@ from gpuarray.core.scalars cimport float_loop_ints, python_scalar
 from gpuarray.core.signatures cimport (binary_table, keep, new_structure_sig, pair, structure,
                                        unary_table)
 
+# the operators' tables (optree.py says why)
+cdef dict _ADD, _SUBTRACT, _MULTIPLY, _DIVIDE, _FLOOR_DIVIDE, _MOD, _POWER, _AND, _OR, _XOR
+cdef dict _LSHIFT, _RSHIFT, _EQUAL, _NOT_EQUAL, _LESS, _LESS_EQUAL, _GREATER, _GREATER_EQUAL
+
 cdef class Expression(ArrayLike):
     @cython.locals(operand=Operand)
-    cdef _binary(self, name, other, bint reflected=*)
+    cdef _binary(self, name, other, bint reflected=*, dict table=*)
 
 cdef class OpTreeNode(Expression):
     cdef public object op, args, attrs, has_gemm, value
@@ -37,6 +41,6 @@ cpdef settled(value)
 cdef tuple _settled(tuple args)
 
 @cython.locals(x=Operand, y=Operand, entry=tuple, floats=tuple)
-cpdef _binary_node(backend, name, tuple args)
+cpdef _binary_node(backend, name, tuple args, dict table=*)
 @cython.locals(x=Operand)
 cdef _unary_node(backend, name, tuple args)

@@ -25,6 +25,8 @@ _rand_serial = itertools.count()
 #: nodes run by hand-written kernels, never fused: matrix products and
 #: convolutions (implicit GEMMs); a tree holding one has ``has_gemm``
 _PRODUCTS = ("dot", "batched_dot", "conv")
+
+
 def plain_scalar(value):
     """True for a Python ``int``, ``float`` or ``bool`` exactly (no subclass,
     no complex): an operand that becomes a Scalar leaf with no further
@@ -40,6 +42,16 @@ def _reduction_method(name):
     method.__name__ = name
     method.__doc__ = f"``ng.{name}`` of this expression (keepdims=False by default, as numpy's)."
     return method
+
+
+#: each operator's fast-path table (:func:`~gpuarray.core.signatures.binary_table`),
+#: a module global the operator passes on: no lookup by the op's name per node
+(_ADD, _SUBTRACT, _MULTIPLY, _DIVIDE, _FLOOR_DIVIDE, _MOD, _POWER, _AND, _OR, _XOR,
+ _LSHIFT, _RSHIFT, _EQUAL, _NOT_EQUAL, _LESS, _LESS_EQUAL, _GREATER, _GREATER_EQUAL) = (
+    binary_table(name) for name in (
+        "add", "subtract", "multiply", "divide", "floor_divide", "mod", "power", "bitwise_and",
+        "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "equal", "not_equal", "less",
+        "less_equal", "greater", "greater_equal"))
 
 
 class Expression(ArrayLike):
@@ -58,8 +70,9 @@ class Expression(ArrayLike):
         # __eq__ builds an expression, so hashing stays by identity
         return id(self)
 
-    def _binary(self, name, other, reflected=False):
+    def _binary(self, name, other, reflected=False, table=None):
         # the hot path of expression building: no out=, so straight to the node
+        # (an operator passes its op's table, found without a lookup by name)
         backend = self.backend
         if plain_scalar(other):
             other = python_scalar(other)
@@ -69,46 +82,46 @@ class Expression(ArrayLike):
             operand = other
             if operand.backend is not backend:
                 other = backend.operand(other)
-        return _binary_node(backend, name, (other, self) if reflected else (self, other))
+        return _binary_node(backend, name, (other, self) if reflected else (self, other), table)
 
-    def __add__(self, other): return self._binary("add", other)
-    def __radd__(self, other): return self._binary("add", other, True)
-    def __sub__(self, other): return self._binary("subtract", other)
-    def __rsub__(self, other): return self._binary("subtract", other, True)
-    def __mul__(self, other): return self._binary("multiply", other)
-    def __rmul__(self, other): return self._binary("multiply", other, True)
-    def __truediv__(self, other): return self._binary("divide", other)
-    def __rtruediv__(self, other): return self._binary("divide", other, True)
-    def __floordiv__(self, other): return self._binary("floor_divide", other)
-    def __rfloordiv__(self, other): return self._binary("floor_divide", other, True)
-    def __mod__(self, other): return self._binary("mod", other)
-    def __rmod__(self, other): return self._binary("mod", other, True)
-    def __pow__(self, other): return self._binary("power", other)
-    def __rpow__(self, other): return self._binary("power", other, True)
-    def __and__(self, other): return self._binary("bitwise_and", other)
-    def __rand__(self, other): return self._binary("bitwise_and", other, True)
-    def __or__(self, other): return self._binary("bitwise_or", other)
-    def __ror__(self, other): return self._binary("bitwise_or", other, True)
-    def __xor__(self, other): return self._binary("bitwise_xor", other)
-    def __rxor__(self, other): return self._binary("bitwise_xor", other, True)
-    def __lshift__(self, other): return self._binary("left_shift", other)
-    def __rlshift__(self, other): return self._binary("left_shift", other, True)
-    def __rshift__(self, other): return self._binary("right_shift", other)
-    def __rrshift__(self, other): return self._binary("right_shift", other, True)
+    def __add__(self, other): return self._binary("add", other, False, _ADD)
+    def __radd__(self, other): return self._binary("add", other, True, _ADD)
+    def __sub__(self, other): return self._binary("subtract", other, False, _SUBTRACT)
+    def __rsub__(self, other): return self._binary("subtract", other, True, _SUBTRACT)
+    def __mul__(self, other): return self._binary("multiply", other, False, _MULTIPLY)
+    def __rmul__(self, other): return self._binary("multiply", other, True, _MULTIPLY)
+    def __truediv__(self, other): return self._binary("divide", other, False, _DIVIDE)
+    def __rtruediv__(self, other): return self._binary("divide", other, True, _DIVIDE)
+    def __floordiv__(self, other): return self._binary("floor_divide", other, False, _FLOOR_DIVIDE)
+    def __rfloordiv__(self, other): return self._binary("floor_divide", other, True, _FLOOR_DIVIDE)
+    def __mod__(self, other): return self._binary("mod", other, False, _MOD)
+    def __rmod__(self, other): return self._binary("mod", other, True, _MOD)
+    def __pow__(self, other): return self._binary("power", other, False, _POWER)
+    def __rpow__(self, other): return self._binary("power", other, True, _POWER)
+    def __and__(self, other): return self._binary("bitwise_and", other, False, _AND)
+    def __rand__(self, other): return self._binary("bitwise_and", other, True, _AND)
+    def __or__(self, other): return self._binary("bitwise_or", other, False, _OR)
+    def __ror__(self, other): return self._binary("bitwise_or", other, True, _OR)
+    def __xor__(self, other): return self._binary("bitwise_xor", other, False, _XOR)
+    def __rxor__(self, other): return self._binary("bitwise_xor", other, True, _XOR)
+    def __lshift__(self, other): return self._binary("left_shift", other, False, _LSHIFT)
+    def __rlshift__(self, other): return self._binary("left_shift", other, True, _LSHIFT)
+    def __rshift__(self, other): return self._binary("right_shift", other, False, _RSHIFT)
+    def __rrshift__(self, other): return self._binary("right_shift", other, True, _RSHIFT)
     def __eq__(self, other):
         if other is None:  # numpy: elementwise, never equal; x AND False is that tree
             return self._binary("logical_and", False)
-        return self._binary("equal", other)
+        return self._binary("equal", other, False, _EQUAL)
 
     def __ne__(self, other):
         if other is None:
             return self._binary("logical_or", True)
-        return self._binary("not_equal", other)
+        return self._binary("not_equal", other, False, _NOT_EQUAL)
 
-    def __lt__(self, other): return self._binary("less", other)
-    def __le__(self, other): return self._binary("less_equal", other)
-    def __gt__(self, other): return self._binary("greater", other)
-    def __ge__(self, other): return self._binary("greater_equal", other)
+    def __lt__(self, other): return self._binary("less", other, False, _LESS)
+    def __le__(self, other): return self._binary("less_equal", other, False, _LESS_EQUAL)
+    def __gt__(self, other): return self._binary("greater", other, False, _GREATER)
+    def __ge__(self, other): return self._binary("greater_equal", other, False, _GREATER_EQUAL)
     def __divmod__(self, other): return self // other, self % other
     def __rdivmod__(self, other): return self.__rfloordiv__(other), self.__rmod__(other)
     def __matmul__(self, other): return self.backend.matmul(self, other)
@@ -381,17 +394,20 @@ def elementwise(backend, name, args):
     return OpTreeNode(backend, name, args, (), shape, dtype)
 
 
-def _binary_node(backend, name, args):
+def _binary_node(backend, name, args, table=None):
     """:func:`elementwise` of two operands, the hot path of expression
     building: one dictionary probe by the operands' signatures gives the
     node's id, shape and dtype; broadcasting and type resolution run once
-    per structure (:func:`_binary_entry`)."""
+    per structure (:func:`_binary_entry`).  ``table``: the op's
+    :func:`~gpuarray.core.signatures.binary_table`, where the caller has it."""
     if _unsettled(args[0]) or _unsettled(args[1]):
         args = _settled(args)
     x, y = args
     entry = None
     if x.sig is not None and y.sig is not None:
-        entry = binary_table(name).get(pair(x.sig, y.sig))
+        if table is None:
+            table = binary_table(name)
+        entry = table.get(pair(x.sig, y.sig))
     if entry is None:
         entry = _binary_entry(name, x, y)
     sig, shape, dtype, loop, floats = entry
