@@ -174,8 +174,8 @@ def test_structures_name_the_tree_and_their_ids_never_repeat(monkeypatch):
 
 @pytest.mark.parametrize("start", [-(2**31) + 3, -(2**40)])
 def test_structures_keep_their_ids_beyond_32_bits(monkeypatch, start):
-    """Operand ids pair into one int key while they fit 32 bits, into a tuple
-    beyond: on both sides of the bound one structure keeps one id."""
+    """On both sides of 32 bits (where ids were once paired into one int
+    key) one structure keeps one id."""
     monkeypatch.setattr(signatures, "_structure_ids", itertools.count(start, -1))
     ng = RecordingGPU()
     # a layout no other test makes: every structure below is new to the tables

@@ -9,8 +9,8 @@ cimport cython
 from gpuarray.core.arraylike cimport ArrayLike
 from gpuarray.core.operand cimport Operand
 from gpuarray.core.scalars cimport float_loop_ints, python_scalar
-from gpuarray.core.signatures cimport (binary_table, keep, new_structure_sig, pair, structure,
-                                       unary_table)
+from gpuarray.core.signatures cimport (binary_table, keep, keep_binary, new_structure_sig,
+                                       structure, unary_table)
 
 # the operators' tables (optree.py says why)
 cdef dict _ADD, _SUBTRACT, _MULTIPLY, _DIVIDE, _FLOOR_DIVIDE, _MOD, _POWER, _AND, _OR, _XOR
@@ -40,7 +40,7 @@ cpdef bint _unsettled(value)
 cpdef settled(value)
 cdef tuple _settled(tuple args)
 
-@cython.locals(x=Operand, y=Operand, entry=tuple, floats=tuple)
+@cython.locals(x=Operand, y=Operand, entry=tuple, floats=tuple, partners=dict)
 cpdef _binary_node(backend, name, tuple args, dict table=*)
 @cython.locals(x=Operand)
 cdef _unary_node(backend, name, tuple args)

@@ -19,7 +19,7 @@ from . import dtypes, ops, shapes
 from .arraylike import ArrayLike
 from .operand import Operand
 from .scalars import Scalar, check_scalars, float_loop_ints, python_scalar
-from .signatures import binary_table, keep, new_structure_sig, pair, structure, unary_table
+from .signatures import binary_table, keep, keep_binary, new_structure_sig, structure, unary_table
 
 _rand_serial = itertools.count()
 #: nodes run by hand-written kernels, never fused: matrix products and
@@ -396,9 +396,10 @@ def elementwise(backend, name, args):
 
 def _binary_node(backend, name, args, table=None):
     """:func:`elementwise` of two operands, the hot path of expression
-    building: one dictionary probe by the operands' signatures gives the
-    node's id, shape and dtype; broadcasting and type resolution run once
-    per structure (:func:`_binary_entry`).  ``table``: the op's
+    building: two dictionary probes by the operands' signatures (the
+    first's, then the second's) give the node's id, shape and dtype;
+    broadcasting and type resolution run once per structure
+    (:func:`_binary_entry`).  ``table``: the op's
     :func:`~gpuarray.core.signatures.binary_table`, where the caller has it."""
     if _unsettled(args[0]) or _unsettled(args[1]):
         args = _settled(args)
@@ -407,7 +408,9 @@ def _binary_node(backend, name, args, table=None):
     if x.sig is not None and y.sig is not None:
         if table is None:
             table = binary_table(name)
-        entry = table.get(pair(x.sig, y.sig))
+        partners = table.get(x.sig)
+        if partners is not None:
+            entry = partners.get(y.sig)
     if entry is None:
         entry = _binary_entry(name, x, y)
     sig, shape, dtype, loop, floats = entry
@@ -438,7 +441,7 @@ def _binary_entry(name, x, y):
     if x.sig is None or y.sig is None:
         return None, shape, dtype, loop, floats
     entry = (new_structure_sig(), shape, dtype, loop, floats)
-    keep(binary_table(name), pair(x.sig, y.sig), entry)
+    keep_binary(binary_table(name), x.sig, y.sig, entry)
     return entry
 
 

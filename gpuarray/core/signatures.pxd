@@ -1,7 +1,6 @@
 # Cython declarations for signatures.py, read only when setup.py compiles it
 # (gpuarray/compiled.py).  Every operator's node asks its table here: C
-# functions the op-tree cimports, and the pairing of two signatures in C
-# integers.
+# functions the op-tree cimports.
 
 cimport cython
 
@@ -13,5 +12,5 @@ cpdef keep(dict table, key, value)
 cpdef dict binary_table(name)
 cpdef dict unary_table(name)
 cdef dict _table(dict tables, name)
-@cython.locals(high=cython.longlong, low=cython.longlong, mask=cython.longlong, key=cython.longlong)
-cpdef pair(a, b)
+@cython.locals(partners=dict)
+cpdef keep_binary(dict table, first, second, value)

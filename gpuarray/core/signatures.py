@@ -12,9 +12,9 @@ counter here).
 The fast paths of :mod:`gpuarray.core.optree` (an operator or an
 elementwise function) find a node's id with its shape and dtype in
 :func:`binary_table` / :func:`unary_table` of the op, keyed by the
-operands' signatures (two paired into one int, :func:`pair`): the
-operands' signatures fix both, so broadcasting and type resolution run
-once per structure.  Any other node takes its id from :func:`structure`,
+operands' signatures (of two operands: the first's, then the second's,
+:func:`keep_binary`): the operands' signatures fix both, so
+broadcasting and type resolution run once per structure.  Any other node takes its id from :func:`structure`,
 keyed by ``(op, attrs, dtype)`` and the operands' signatures.  The tables
 are bounded and ids never repeat: clearing a table makes later trees miss
 a recipe once, never match a wrong one.
@@ -29,6 +29,8 @@ _UNARY = {}
 _STRUCTURES = {}
 #: entries a table holds before it is emptied (a few MB at most)
 _MAX_STRUCTURES = 1 << 14
+#: second operands a binary table holds per first one (a program meets a few)
+_MAX_PARTNERS = 1 << 6
 
 
 def new_structure_sig():
@@ -53,9 +55,24 @@ def keep(table, key, value):
 
 
 def binary_table(name):
-    """The fast path's table of two-operand op ``name``: :func:`pair` of the
-    operands' signatures -> what :mod:`~gpuarray.core.optree` keeps."""
+    """The fast path's table of two-operand op ``name``: the first operand's
+    signature -> a table by the second's -> what :mod:`~gpuarray.core.optree`
+    keeps.  Two probes by int objects the operands hold already: a key made
+    of both would be a new int (allocated, hashed, compared by value and
+    freed) per node."""
     return _table(_BINARY, name)
+
+
+def keep_binary(table, first, second, value):
+    """``table[first][second] = value`` in a :func:`binary_table`, each level
+    emptied first where it is full."""
+    partners = table.get(first)
+    if partners is None:
+        partners = {}
+        keep(table, first, partners)
+    elif len(partners) >= _MAX_PARTNERS:
+        partners.clear()
+    partners[second] = value
 
 
 def unary_table(name):
@@ -68,16 +85,3 @@ def _table(tables, name):
     if table is None:
         table = tables[name] = {}
     return table
-
-
-def pair(a, b):
-    """One key for two operand signatures: an int where both lie within 32
-    bits, else the tuple (no int equals a tuple, so the two kinds never
-    meet).  The int holds ``a`` in its high half and ``a ^ b`` in its low
-    half: no two pairs share it, and a dict, which indexes by the low bits,
-    spreads the pairs of one operand as well as those of the other."""
-    high, low, mask = a, b, 0xFFFFFFFF  # C integers where compiled: ids stay far below 2**63
-    if -0x80000000 <= high <= 0x7FFFFFFF and -0x80000000 <= low <= 0x7FFFFFFF:
-        key = high * 65536 * 65536 + ((high ^ low) & mask)  # no overflow: |high| < 2**31
-        return key
-    return a, b
