@@ -19,6 +19,7 @@ import numpy as np
 
 from . import dtypes, ops, optree, shapes
 from .optree import apply
+from .signatures import binary_table, unary_table
 
 
 #: clip's "bound not passed" (None is a bound left open)
@@ -208,11 +209,13 @@ class MathFunctions:
 def _add_elementwise(name):
     arity = ops.OPS[name].arity
     params = ", ".join("abc"[:arity])
+    # the op's signature table, found once here rather than by name per call
+    table = binary_table(name) if arity == 2 else unary_table(name) if arity == 1 else None
 
     def function(self, *args, out=None):
         if len(args) != arity:
             raise TypeError(f"{name}() takes {arity} operand(s) ({len(args)} given)")
-        node = apply(self, name, args)
+        node = apply(self, name, args, table)
         return node if out is None else self._finish(node, out)
 
     function.__name__ = name

@@ -25,7 +25,7 @@ cdef class OpTreeNode(Expression):
 
 
 cpdef bint plain_scalar(value)
-cpdef apply(backend, name, tuple args)
+cpdef apply(backend, name, tuple args, dict table=*)
 @cython.locals(operand=Operand)
 cpdef bint owned(backend, value)
 cdef _operand(backend, value)
@@ -43,4 +43,4 @@ cdef tuple _settled(tuple args)
 @cython.locals(x=Operand, y=Operand, entry=tuple, floats=tuple, partners=dict)
 cpdef _binary_node(backend, name, tuple args, dict table=*)
 @cython.locals(x=Operand)
-cdef _unary_node(backend, name, tuple args)
+cdef _unary_node(backend, name, tuple args, dict table=*)

@@ -337,20 +337,23 @@ def operand_type(arg):
     return arg.operand_type
 
 
-def apply(backend, name, args):
+def apply(backend, name, args, table=None):
     """:func:`elementwise` of a factory function's operands (``ng.sqrt(A)``,
     ``ng.maximum(A, 0)``): this factory's tensors and trees pass as they
     are, Python numbers become scalars, anything else goes through
-    ``backend.operand`` (numpy scalars; other factories' arrays refused)."""
+    ``backend.operand`` (numpy scalars; other factories' arrays refused).
+    ``table``: the op's signature table, where the caller has it."""
     if len(args) == 2:  # the common case, without the generic tuple rebuilding
         a, b = args
         if not owned(backend, a) or not owned(backend, b):
             args = (_operand(backend, a), _operand(backend, b))
-        return _binary_node(backend, name, args)
+        return _binary_node(backend, name, args, table)
     for v in args:
         if not owned(backend, v):
             args = tuple([_operand(backend, v) for v in args])
             break
+    if len(args) == 1 and type(args[0]) is not Scalar:
+        return _unary_node(backend, name, args, table)
     return elementwise(backend, name, args)
 
 
@@ -445,13 +448,14 @@ def _binary_entry(name, x, y):
     return entry
 
 
-def _unary_node(backend, name, args):
+def _unary_node(backend, name, args, table=None):
     """:func:`elementwise` of one tensor or tree operand (no broadcasting,
-    no scalar for NEP 50's rules): one probe as :func:`_binary_node`'s."""
+    no scalar for NEP 50's rules): one probe as :func:`_binary_node`'s, in
+    ``table`` where the caller has the op's."""
     x = settled(args[0])
     entry = None
     if x.sig is not None:
-        entry = unary_table(name).get(x.sig)
+        entry = (unary_table(name) if table is None else table).get(x.sig)
     if entry is None:
         dtype = ops.resolve(name, (x.operand_type,))[1]
         if x.sig is None:
