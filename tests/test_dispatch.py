@@ -155,9 +155,13 @@ def test_structures_name_the_tree_and_their_ids_never_repeat(monkeypatch):
     C[:] = lazy
     lazy.value = C
     assert (lazy * 2).sig == (B * 2).sig
-    # a tree holding a matrix product is not dispatched as one: no id
+    # a tree holding a matrix product has an id of its own structure, and
+    # says it holds one: it goes to the GEMM kernels, not as one fused kernel
     E, F = ng.empty((8, 32), np.float32), ng.empty((32, 8), np.float32)
-    assert (ng.dot(E, F) + 1).sig is None and ng.sqrt(ng.dot(E, F)).sig is None
+    held = [ng.dot(E, F) + 1, ng.sqrt(ng.dot(E, F)), ng.dot(E, F) * 2 + ng.dot(E, F)]
+    assert all(t.has_gemm for t in held) and not (A + B).has_gemm
+    assert len({t.sig for t in held} | {(A + B).sig}) == 4
+    assert (ng.dot(E, F) + 1).sig == held[0].sig and ng.sqrt(ng.dot(E, F)).has_gemm
     # a full table is cleared: a structure met again gets a new id, never an
     # old one; the old and the new id give two recipes, one kernel
     monkeypatch.setattr(signatures, "_MAX_STRUCTURES", 1)

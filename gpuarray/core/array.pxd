@@ -5,14 +5,14 @@
 
 cimport cython
 from gpuarray.core.operand cimport Operand
-from gpuarray.core.optree cimport Expression, owned, settled
+from gpuarray.core.optree cimport Expression, OpTreeNode, owned, settled
 
 cdef class Tensor(Expression):
     cdef public object buffer, strides, offset, _rounding, _contiguous
 
 cdef dict _LAYOUTS
 
-@cython.locals(target=Tensor, operand=Operand)
+@cython.locals(target=Tensor, operand=Operand, node=OpTreeNode)
 cpdef assign_owned(target, tree)
 
 @cython.locals(whole=slice)

@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 
 from . import dtypes, shapes
-from .optree import Expression, owned, settled
+from .optree import Expression, OpTreeNode, owned, settled
 
 
 def assign_owned(target, tree):
@@ -26,10 +26,12 @@ def assign_owned(target, tree):
         shapes.check_assignable(operand.shape, target.shape)
     if 0 in target.shape:
         return
-    if operand.sig is None:  # a matrix product or a convolution below (Operand.sig)
-        target.backend._assign_products(target, tree)
-    else:
-        target.backend._execute(target, tree)
+    if type(tree) is OpTreeNode:
+        node = tree
+        if node.has_gemm:  # a matrix product or a convolution below
+            target.backend._assign_products(target, tree)
+            return
+    target.backend._execute(target, tree)
 
 
 def _whole(key):

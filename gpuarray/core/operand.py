@@ -27,13 +27,13 @@ class Operand:
     operand_type : numpy.dtype or type
         What numpy's type resolution sees: the dtype, or a weakly typed
         scalar's Python type (``int``, ``float``, ``complex``).
-    sig : int or None
+    sig : int
         Structural signature: what the operand contributes to an
         assignment's recipe key (:mod:`gpuarray.fusion.dispatch`); layout
         and dtype, never an address or a scalar's value.  An int naming a
         tensor's layout, a scalar's type or a node's structure
-        (:mod:`~gpuarray.core.signatures`); None for a tree holding a matrix
-        product or a convolution.
+        (:mod:`~gpuarray.core.signatures`); a tree holding a matrix product
+        or a convolution has one too (its node's ``has_gemm`` says so).
     """
 
     __slots__ = ()

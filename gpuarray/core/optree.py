@@ -275,32 +275,38 @@ class OpTreeNode(Expression):
 
 
 def _fill(node, backend, op, args, attrs, shape, dtype):
-    """``OpTreeNode.__init__``: the fields of any node.  A tree holds a matrix
-    product or a convolution where an operand has no signature, so one look
-    at each operand's ``sig`` gives both."""
+    """``OpTreeNode.__init__``: the fields of any node."""
     for a in args:
         if _unsettled(a):
             args = _settled(args)
             break
     node.backend, node.op, node.attrs, node.dtype = backend, op, attrs, dtype
     node.operand_type, node.value, node.args, node.shape = dtype, None, args, shape
-    has_gemm = op in _PRODUCTS
+    node.has_gemm = op in _PRODUCTS or _holds_product(args)
     key = [op, attrs if op != "rand" else (), dtype]
     for a in args:
         operand = a
-        if operand.sig is None:
-            has_gemm = True
         key.append(operand.sig)
-    node.has_gemm = has_gemm
-    node.sig = None if has_gemm else structure(tuple(key))
+    node.sig = structure(tuple(key))
 
 
-def _new_node(backend, op, args, shape, dtype, sig):
+def _holds_product(args):
+    """True when one of the operands ``args`` is a tree holding a matrix
+    product or a convolution."""
+    for a in args:
+        if type(a) is OpTreeNode:
+            node = a
+            if node.has_gemm:
+                return True
+    return False
+
+
+def _new_node(backend, op, args, shape, dtype, sig, has_gemm):
     """A node of the fast paths (:func:`_binary_node`, :func:`_unary_node`):
-    no attributes, no product below it, its operands settled already."""
+    no attributes, its operands settled already."""
     node = OpTreeNode.__new__(OpTreeNode)
     node.backend, node.op, node.attrs, node.dtype, node.operand_type = backend, op, (), dtype, dtype
-    node.args, node.shape, node.sig, node.value, node.has_gemm = args, shape, sig, None, False
+    node.args, node.shape, node.sig, node.value, node.has_gemm = args, shape, sig, None, has_gemm
     return node
 
 
@@ -408,32 +414,29 @@ def _binary_node(backend, name, args, table=None):
         args = _settled(args)
     x, y = args
     entry = None
-    if x.sig is not None and y.sig is not None:
-        if table is None:
-            table = binary_table(name)
-        partners = table.get(x.sig)
-        if partners is not None:
-            entry = partners.get(y.sig)
+    if table is None:
+        table = binary_table(name)
+    partners = table.get(x.sig)
+    if partners is not None:
+        entry = partners.get(y.sig)
     if entry is None:
-        entry = _binary_entry(name, x, y)
-    sig, shape, dtype, loop, floats = entry
+        entry = _binary_entry(name, x, y, table)
+    sig, shape, dtype, loop, floats, has_gemm = entry
     # NEP 50's rules concern Python ints and powers only: float scalars skip them
     if floats is not None and (name == "power" or not float_loop_ints(args, floats)):
         exact = check_scalars(name, args, loop)
         if exact is not None:
             return elementwise(backend, *exact)
-    if sig is None:
-        return OpTreeNode(backend, name, args, (), shape, dtype)
-    return _new_node(backend, name, args, shape, dtype, sig)
+    return _new_node(backend, name, args, shape, dtype, sig, has_gemm)
 
 
-def _binary_entry(name, x, y):
-    """What :func:`_binary_node` keeps for two operands' structure: ``(sig,
-    shape, dtype, loop, floats)``.  ``floats`` is None where NEP 50's scalar
-    rules have nothing to check (no Python int or power beside a scalar),
-    else whether each loop dtype is a float or complex one
-    (:func:`float_loop_ints`).  Raises numpy's errors (shapes that do not
-    broadcast, types with no loop); those are not kept."""
+def _binary_entry(name, x, y, table):
+    """What :func:`_binary_node` keeps in ``table`` for two operands'
+    structure: ``(sig, shape, dtype, loop, floats, has_gemm)``.  ``floats``
+    is None where NEP 50's scalar rules have nothing to check (no Python int
+    or power beside a scalar), else whether each loop dtype is a float or
+    complex one (:func:`float_loop_ints`).  Raises numpy's errors (shapes
+    that do not broadcast, types with no loop); those are not kept."""
     shape = _common_shape((x, y))
     a_type, b_type = x.operand_type, y.operand_type
     loop, dtype = ops.resolve(name, (a_type, b_type))
@@ -441,10 +444,8 @@ def _binary_entry(name, x, y):
     if (type(x) is Scalar or type(y) is Scalar) and (
             name == "power" or a_type is int or b_type is int):
         floats = tuple([t.kind in "fc" for t in loop])
-    if x.sig is None or y.sig is None:
-        return None, shape, dtype, loop, floats
-    entry = (new_structure_sig(), shape, dtype, loop, floats)
-    keep_binary(binary_table(name), x.sig, y.sig, entry)
+    entry = (new_structure_sig(), shape, dtype, loop, floats, _holds_product((x, y)))
+    keep_binary(table, x.sig, y.sig, entry)
     return entry
 
 
@@ -453,16 +454,14 @@ def _unary_node(backend, name, args, table=None):
     no scalar for NEP 50's rules): one probe as :func:`_binary_node`'s, in
     ``table`` where the caller has the op's."""
     x = settled(args[0])
-    entry = None
-    if x.sig is not None:
-        entry = (unary_table(name) if table is None else table).get(x.sig)
+    if table is None:
+        table = unary_table(name)
+    entry = table.get(x.sig)
     if entry is None:
-        dtype = ops.resolve(name, (x.operand_type,))[1]
-        if x.sig is None:
-            return OpTreeNode(backend, name, (x,), (), x.shape, dtype)
-        entry = (new_structure_sig(), dtype)
-        keep(unary_table(name), x.sig, entry)
-    return _new_node(backend, name, (x,), x.shape, entry[1], entry[0])
+        entry = (new_structure_sig(), ops.resolve(name, (x.operand_type,))[1],
+                 _holds_product((x,)))
+        keep(table, x.sig, entry)
+    return _new_node(backend, name, (x,), x.shape, entry[1], entry[0], entry[2])
 
 
 def _common_shape(args):
