@@ -14,6 +14,7 @@ temporary and the rest of the tree runs as usual (fused kernels, GEMMs).
 from ..core import dtypes, shapes
 from ..core.array import Tensor
 from ..core.optree import Expression, OpTreeNode
+from ..core.signatures import keep
 from ..gemm.fuse import match_epilogue, materialize
 from .call import check_layer
 from .layer import DTYPES, ConvLayer
@@ -40,10 +41,26 @@ def conv_node(backend, layer, inputs, filters):
 
 
 def holds_convolution(node):
-    """True when the op-tree ``node`` holds a ``conv`` node."""
+    """True when the op-tree ``node`` holds a ``conv`` node: known once per
+    structure (its signature names its ops), as every assignment of a
+    tree holding a product asks."""
     if not isinstance(node, OpTreeNode) or not node.has_gemm:
         return False
-    return node.op in CONVOLUTIONS or any(holds_convolution(a) for a in node.args)
+    held = _HOLDS.get(node.sig)
+    if held is None:
+        held = _holds(node)
+        keep(_HOLDS, node.sig, held)
+    return held
+
+
+#: :func:`holds_convolution` by signature (bounded as the signature tables are)
+_HOLDS = {}
+
+
+def _holds(node):
+    if not isinstance(node, OpTreeNode) or not node.has_gemm:
+        return False
+    return node.op in CONVOLUTIONS or any(_holds(a) for a in node.args)
 
 
 def execute(backend, target, tree):

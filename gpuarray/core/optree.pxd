@@ -34,6 +34,8 @@ cpdef elementwise(backend, name, tuple args)
 @cython.locals(operand=Operand, key=list)
 cdef _fill(OpTreeNode node, backend, op, tuple args, attrs, tuple shape, dtype)
 @cython.locals(node=OpTreeNode)
+cpdef OpTreeNode new_node(backend, op, tuple args, attrs, tuple shape, dtype)
+@cython.locals(node=OpTreeNode)
 cdef bint _holds_product(tuple args) except -1
 @cython.locals(node=OpTreeNode)
 cdef OpTreeNode _new_node(backend, op, tuple args, shape, dtype, sig, has_gemm)

@@ -290,6 +290,15 @@ def _fill(node, backend, op, args, attrs, shape, dtype):
     node.sig = structure(tuple(key))
 
 
+def new_node(backend, op, args, attrs, shape, dtype):
+    """``OpTreeNode(backend, op, args, attrs, shape, dtype)`` for ``args``
+    and ``shape`` that are tuples already, without the class call's
+    argument handling (a product's node is built on every call)."""
+    node = OpTreeNode.__new__(OpTreeNode)
+    _fill(node, backend, op, args, attrs, shape, dtype)
+    return node
+
+
 def _holds_product(args):
     """True when one of the operands ``args`` is a tree holding a matrix
     product or a convolution."""

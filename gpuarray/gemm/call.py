@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import dtypes, shapes
 from ..core.array import Tensor
-from ..core.optree import OpTreeNode, Scalar
+from ..core.optree import Scalar, new_node, owned
 
 #: operand dtypes the GEMM kernels read
 INPUT_DTYPES = dtypes.KERNEL_FLOATS
@@ -82,10 +82,14 @@ def _name(dtype):
 
 def check_inputs(backend, a, b, what):
     """Evaluate expression operands; check both are float tensors of one dtype."""
-    a, b = backend.operands((a, b))
+    if not (owned(backend, a) and owned(backend, b)):  # this factory's pass as they are
+        a, b = backend.operands((a, b))
     if isinstance(a, Scalar) or isinstance(b, Scalar):
         raise TypeError(f"{what} needs tensors (or expressions), not scalars")
-    a, b = (x if isinstance(x, Tensor) else backend.evaluate(x) for x in (a, b))
+    if not isinstance(a, Tensor):
+        a = backend.evaluate(a)
+    if not isinstance(b, Tensor):
+        b = backend.evaluate(b)
     if a.dtype in dtypes.FLOAT8 or b.dtype in dtypes.FLOAT8:
         if a.dtype not in dtypes.FLOAT8 or b.dtype not in dtypes.FLOAT8:
             raise TypeError(f"{what} multiplies FP8 operands with FP8 operands only, not "
@@ -94,7 +98,7 @@ def check_inputs(backend, a, b, what):
     if a.dtype not in INPUT_DTYPES or b.dtype not in INPUT_DTYPES:
         raise TypeError(f"{what} supports float16, bfloat16 and float32 operands, "
                         f"not {_name(a.dtype)} and {_name(b.dtype)}")
-    if a.dtype != b.dtype:
+    if a.dtype is not b.dtype and a.dtype != b.dtype:
         raise TypeError(f"{what} needs A and B of one dtype, got {_name(a.dtype)} and "
                         f"{_name(b.dtype)}; convert one with astype()")
     return a, b
@@ -120,14 +124,15 @@ def check_precision(precision, dtype):
 
 def dot_shape(a, b):
     """numpy's result shape of ``dot(a, b)`` for 1-D and 2-D operands."""
-    if a.ndim not in (1, 2) or b.ndim not in (1, 2):
+    a_shape, b_shape = a.shape, b.shape  # C fields where compiled, where ndim is a property
+    if len(a_shape) not in (1, 2) or len(b_shape) not in (1, 2):
         raise ValueError(f"dot supports 1-D and 2-D operands (use batched_dot for stacks), "
-                         f"got {a.ndim}-D and {b.ndim}-D")
-    ka, kb = a.shape[-1], b.shape[0]
+                         f"got {len(a_shape)}-D and {len(b_shape)}-D")
+    ka, kb = a_shape[-1], b_shape[0]
     if ka != kb:
-        raise ValueError(f"shapes {shapes.shape_str(a.shape)} and {shapes.shape_str(b.shape)} "
-                         f"not aligned: {ka} (dim {a.ndim - 1}) != {kb} (dim 0)")
-    return a.shape[:-1] + b.shape[1:]
+        raise ValueError(f"shapes {shapes.shape_str(a_shape)} and {shapes.shape_str(b_shape)} "
+                         f"not aligned: {ka} (dim {len(a_shape) - 1}) != {kb} (dim 0)")
+    return a_shape[:-1] + b_shape[1:]
 
 
 def batched_shape(a, b):
@@ -333,7 +338,7 @@ def product_node(backend, a, b, batched, precision):
     precision = check_precision(precision, a.dtype)
     shape = batched_shape(a, b) if batched else dot_shape(a, b)
     op = "batched_dot" if batched else "dot"
-    return OpTreeNode(backend, op, (a, b), (precision,), shape, a.dtype)
+    return new_node(backend, op, (a, b), (precision,), shape, a.dtype)
 
 
 def epilogue_tree(backend, call, product):

@@ -31,7 +31,7 @@ def epilogue_request(target, tree):
     if tree.shape != target.shape or target.dtype not in OUTPUT_DTYPES:
         return None
     product, alpha, beta, relu, bias = match_epilogue(target, tree, _usable_bias)
-    if not _is(product, *PRODUCTS):
+    if _op_of(product) not in PRODUCTS:
         return None
     a, b = product.args
     return (a, b, target, product.op == "batched_dot", alpha, beta, relu, bias, None,
@@ -56,17 +56,17 @@ def match_epilogue(target, tree, usable_bias):
         (``tree`` itself, alpha 1 and beta 0 when nothing matched).
     """
     node, beta = tree, 0.0
-    if _is(node, "add"):
+    if _op_of(node) == "add":
         for x, y in (node.args, node.args[::-1]):
             inner, factor = _scaled(y)
             if _same_view(inner, target):
                 node, beta = x, factor
                 break
-    relu = _is(node, "relu")
+    relu = _op_of(node) == "relu"
     if relu:
         node = node.args[0]
     bias = None
-    if _is(node, "add"):
+    if _op_of(node) == "add":
         for x, y in (node.args, node.args[::-1]):
             if usable_bias(y, x):
                 node, bias = x, y
@@ -75,13 +75,14 @@ def match_epilogue(target, tree, usable_bias):
     return core, alpha, beta, relu, bias
 
 
-def _is(node, *names):
-    return isinstance(node, OpTreeNode) and node.op in names
+def _op_of(node):
+    """A node's op name; None for a tensor or a scalar."""
+    return node.op if type(node) is OpTreeNode else None
 
 
 def _scaled(node):
     """(x, s) when ``node`` is ``x * s`` or ``s * x`` with s a real scalar, else (node, 1)."""
-    if _is(node, "multiply"):
+    if _op_of(node) == "multiply":
         for x, s in (node.args, node.args[::-1]):
             if isinstance(s, Scalar) and s.dtype.kind in "fiu" and isinstance(x, (Tensor, OpTreeNode)):
                 return x, float(s.value)
@@ -96,7 +97,7 @@ def _same_view(x, target):
 def _usable_bias(bias, other):
     """A tensor the epilogue can add: float, at most 2-D, broadcast over the product."""
     return (isinstance(bias, Tensor) and bias.dtype in OUTPUT_DTYPES
-            and bias.ndim <= 2 and len(other.shape) >= 2
+            and len(bias.shape) <= 2 and len(other.shape) >= 2
             and shapes.broadcasts_to(bias.shape, other.shape[-2:]))
 
 
