@@ -369,3 +369,22 @@ def test_complex_constants_fill_two_holes():
     # (-1 + 0.25j), 4 (an int, in a complex loop), 2j: real and imaginary parts
     assert got[0][7:13] == [-1.0, 0.25, 4.0, 0.0, 0.0, 2.0]
     assert ng.stats()["kernels_compiled"] == 1
+
+
+def test_a_detached_factory_attaches_again_before_its_next_assignment(monkeypatch):
+    """After a fork or a faulted kernel every thread's next device call must
+    go through ``_attach``; the dispatcher reads the flag as its own field,
+    so ``_detach_threads`` must reach it too."""
+    ng = RecordingGPU()
+    A, C = ng.empty((8,)), ng.empty((8,))
+    C[:] = A * 2
+    attached = []
+    monkeypatch.setattr(ng, "_attach", lambda: attached.append(True), raising=False)
+    ng._detach_threads()
+    assert ng._dispatcher.attached is ng._attached and not ng._attached.ready
+    C[:] = A * 2
+    assert attached == [True]
+    launched = ng.stats()["kernels_launched"]
+    ng._attached.ready = True
+    C[:] = A * 2
+    assert attached == [True] and ng.stats()["kernels_launched"] == launched + 1
