@@ -13,11 +13,11 @@ The fast paths of :mod:`gpuarray.core.optree` (an operator or an
 elementwise function) find a node's id with its shape and dtype in
 :func:`binary_table` / :func:`unary_table` of the op, keyed by the
 operands' signatures (of two operands: the first's, then the second's,
-:func:`keep_binary`): the operands' signatures fix both, so
-broadcasting and type resolution run once per structure.  Any other node takes its id from :func:`structure`,
-keyed by ``(op, attrs, dtype)`` and the operands' signatures.  The tables
-are bounded and ids never repeat: clearing a table makes later trees miss
-a recipe once, never match a wrong one.
+:func:`keep_binary`): the operands' signatures fix both, so broadcasting
+and type resolution run once per structure.  Any other node takes its id
+from :func:`structure`, keyed by ``(op, attrs, dtype)`` and the operands'
+signatures.  The tables are bounded and ids never repeat: clearing a
+table makes later trees miss a recipe once, never match a wrong one.
 """
 import itertools
 

@@ -15,7 +15,6 @@ cdef Py_ssize_t _NESTING
 
 @cython.locals(arg=object)
 cdef _walk(OpTreeNode node, list slots, list pattern, list met, Py_ssize_t depth)
-@cython.locals(node=OpTreeNode, pending=list)
 cdef _walk_deep(tree, list slots, list pattern, list met)
 @cython.locals(t=Tensor, s=Scalar, group=Py_ssize_t)
 cdef _leaf(leaf, list slots, list pattern, list met)

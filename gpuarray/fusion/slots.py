@@ -7,7 +7,7 @@ buffers that, with the tree's signature, names the situation a recipe was
 recorded for (:mod:`gpuarray.fusion.dispatch`).  This runs on every
 cached assignment, so it walks the tree once, in C where compiled.
 """
-from ..core.optree import OpTreeNode
+from ..core.optree import OpTreeNode, leaves
 from ..core.scalars import Scalar
 from ..cuda.mempool import PooledBuffer
 
@@ -63,15 +63,10 @@ def _walk(node, slots, pattern, met, depth):
 
 
 def _walk_deep(tree, slots, pattern, met):
-    """:func:`_walk` without recursion, for trees nested deeper than ``_NESTING``."""
-    pending = [tree]
-    while pending:
-        item = pending.pop()
-        if type(item) is OpTreeNode:
-            node = item
-            pending.extend(reversed(node.args))
-        else:
-            _leaf(item, slots, pattern, met)
+    """:func:`_walk` without recursion, for trees nested deeper than
+    ``_NESTING``: the leaves in :func:`~gpuarray.core.optree.leaves`' order."""
+    for leaf in leaves(tree):
+        _leaf(leaf, slots, pattern, met)
 
 
 def _leaf(leaf, slots, pattern, met):
