@@ -13,6 +13,9 @@ and, if matplotlib imports, host.png (else: benchmarks/plot.py JSON).
   5. batch-norm expression, 1024x8192 fp32, end to end: <= torch.compile
   6. a captured MLP training step (~20 kernels) replayed:  <= 20 us host,
      >= 10x below launching its kernels one by one (ng.capture)
+  7. the same step with its learning rate passed in and changed on every
+     call: the graph's kernel nodes updated, not recorded again (same
+     targets as case 6; torch eager runs the step with the same schedule)
 
 Host time (cases 1-4): each call timed alone with perf_counter_ns, the queue
 drained between batches (so a full launch queue never blocks a call);
@@ -50,7 +53,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_elementwise  # noqa: E402
 import gpuarray  # noqa: E402
-from common import (check_close, device_timer, device_times, failed, free_memory,  # noqa: E402
+import host_steps  # noqa: E402
+from common import (check_close, device_times, failed, free_memory,  # noqa: E402
                     host_call_times, interleaved_call_times, measure, new_row, print_table, put,
                     set_target, table_cells, write_results)
 
@@ -338,107 +342,13 @@ def case_batchnorm(ctx):
     return rows
 
 
-def _mlp_step(lib, X, Y, W1, W2, W3, lr):
-    """Forward, backward and SGD of a three-layer MLP (squared loss), as written in ``lib``."""
-    relu = lib.relu
-    H1 = relu(X @ W1) if lib.name == "torch" else lib.evaluate(relu(lib.dot(X, W1)))
-    H2 = relu(H1 @ W2) if lib.name == "torch" else lib.evaluate(relu(lib.dot(H1, W2)))
-    if lib.name == "torch":
-        G3 = H2 @ W3 - Y
-        G2 = (G3 @ W3.T) * (H2 > 0)
-        G1 = (G2 @ W2.T) * (H1 > 0)
-        W3.sub_(lr * (H2.T @ G3))
-        W2.sub_(lr * (H1.T @ G2))
-        W1.sub_(lr * (X.T @ G1))
-        return G3
-    ng = lib
-    G3 = ng.evaluate(ng.dot(H2, W3) - Y)
-    G2 = ng.evaluate(ng.dot(G3, W3.T) * (H2 > 0))
-    G1 = ng.evaluate(ng.dot(G2, W2.T) * (H1 > 0))
-    W3[:] = W3 - lr * ng.dot(H2.T, G3)
-    W2[:] = W2 - lr * ng.dot(H1.T, G2)
-    W1[:] = W1 - lr * ng.dot(X.T, G1)
-    return G3
-
-
-class _Lib:
-    """The few names _mlp_step needs, for torch and for a gpuarray factory."""
-
-    def __init__(self, name, module):
-        self.name, self.module = name, module
-        self.relu = module.relu
-
-    def __getattr__(self, attr):
-        return getattr(self.module, attr)
-
-
-def case_captured_step(ctx, case):
-    """A training step of ~20 kernels: captured and replayed vs launched one by one."""
-    import numpy as np
-
-    label = "captured MLP step (fwd+bwd+SGD), 64x256 fp32"
-    print(f"\n== case {case}: {label}")
-    rng = np.random.default_rng(case)
-    shapes = [(64, 256), (64, 16), (256, 256), (256, 256), (256, 16)]
-    hosts = [(rng.standard_normal(sh) * (0.05 if i >= 2 else 1)).astype(np.float32)
-             for i, sh in enumerate(shapes)]
-    row = new_row(str(case), label, IMPLS)
-    extra = row["extra"]
-
-    def ours():
-        ng = ctx.need("ng")
-        lib = _Lib("ng", ng)
-        eager_t = [ng.array(h) for h in hosts]
-        captured_t = [ng.array(h) for h in hosts]
-        before = ng.stats()["kernels_launched"]
-        G_eager = _mlp_step(lib, *eager_t, 1e-3)
-        extra["kernels_per_step"] = ng.stats()["kernels_launched"] - before
-        step = ng.capture(lambda *t: _mlp_step(lib, *t, 1e-3))
-        G = step(*captured_t)
-        ng.synchronize()
-        check_close(G, G_eager.get(), 1e-4, 1e-5, f"{label}, captured vs eager")
-        extra["eager_host_us"] = ctx.host(lambda: _mlp_step(lib, *eager_t, 1e-3), row,
-                                          "gpuarray eager") * 1e6
-        # the same kernels launched one by one, every launch queued behind a
-        # ~5 ms spin before the clock starts: the sum of the kernel times
-        # (and the device's own gaps between them), against which the graph
-        # replay's device time is judged
-        extra["eager_kernels_us"] = device_timer(
-            lambda: _mlp_step(lib, *eager_t, 1e-3), ctx.repeats // 4, 2, sync=ng.synchronize,
-            hide_host=True, spin_cycles=10_000_000) * 1e6
-        return ctx.host(lambda: step(*captured_t), row, "gpuarray")
-
-    def peer():
-        torch = ctx.need("torch")
-        t = [torch.from_numpy(h).cuda() for h in hosts]
-        lib = _Lib("torch", torch)
-        _mlp_step(lib, *t, 1e-3)
-        return ctx.host(lambda: _mlp_step(lib, *t, 1e-3), row, "torch eager")
-
-    measure(row, "gpuarray", ours)
-    measure(row, "torch eager", peer)
-    eager = extra.get("eager_host_us")
-    if eager:
-        print(f"  gpuarray eager {eager:.1f} µs host per step, "
-              f"{extra.get('kernels_per_step')} kernels")
-    replay = extra.get("kernel_only_us", {}).get("gpuarray")
-    kernels = extra.get("eager_kernels_us")
-    if replay and kernels:
-        extra["graph_over_kernels"] = replay / kernels
-        print(f"  graph replay {replay:.1f} µs of device time, its kernels one by one "
-              f"{kernels:.1f} µs: {replay / kernels:.3f}x (target <= 1.05x)")
-    set_target(row, 20.0, "replay <= 20 us host, >= 10x below eager")
-    if row["met"] and eager:
-        row["met"] = eager >= 10 * row["values"]["gpuarray"]
-    return [row]
-
-
 RUNS = {1: lambda ctx: case_elementwise(ctx, 1, True),
         2: lambda ctx: case_elementwise(ctx, 2, False),
         3: lambda ctx: case_gemm(ctx, 3, False),
         4: lambda ctx: case_gemm(ctx, 4, True),
         5: case_batchnorm,
-        6: lambda ctx: case_captured_step(ctx, 6)}
+        6: lambda ctx: host_steps.case_captured_step(ctx, 6, IMPLS),
+        7: lambda ctx: host_steps.case_changing_rate(ctx, 7, IMPLS)}
 
 
 def _report(rows, meta):
@@ -466,7 +376,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
-    parser.add_argument("--cases", default="1,2,3,4,5,6",
+    parser.add_argument("--cases", default="1,2,3,4,5,6,7",
                         help="comma-separated case numbers (default: all)")
     args = parser.parse_args(argv)
     try:
@@ -474,7 +384,7 @@ def main(argv=None):
     except ValueError:
         cases = []
     if not cases or not set(cases) <= set(RUNS):
-        parser.error(f"--cases: give case numbers from 1 to 6, not {args.cases!r}")
+        parser.error(f"--cases: give case numbers from 1 to {max(RUNS)}, not {args.cases!r}")
     ctx = Ctx(args.quick)
     if "ng" not in ctx.libs:
         print(f"bench_host.py needs a CUDA GPU: gpuarray.GPU() failed "

@@ -472,7 +472,7 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         run = rnn_persistent.forward if direction == "fprop" else rnn_persistent.backward
         run(self, layer, *tensors)
 
-    def capture(self, fn, strict=False):
+    def capture(self, fn, strict=False, trace_numbers=True):
         """``fn`` recorded as a CUDA graph on its first call, replayed by later calls.
 
         Parameters
@@ -481,8 +481,15 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
             A step issuing device work through this factory; it takes
             tensors, Python numbers, strings, None and tuples of those.
         strict : bool
-            Raise ``ValueError`` when called with other tensors or numbers
-            than the first call, instead of recording another graph.
+            Raise ``ValueError`` when a call would record another graph:
+            other tensors than the first call's, or another value of a
+            number the graph keys on.
+        trace_numbers : bool
+            Python floats passed in are parameters of the graph: a call
+            with other values updates its kernel nodes where the step used
+            them only as scalar operands of fused assignments (inside the
+            recording they are stand-ins, ``isinstance(x, float)`` False).
+            False: every float's value keys the graphs, as ints' do.
 
         Returns
         -------
@@ -494,7 +501,7 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         """
         if not callable(fn):
             raise TypeError(f"capture needs a callable, not {type(fn).__name__}")
-        return CapturedStep(self, fn, strict)
+        return CapturedStep(self, fn, strict, trace_numbers)
 
     def _kernel(self, program, layout):
         """Compiled kernel for (program, layout), generating it on first use."""

@@ -2,8 +2,9 @@
 
 On the GPU: a captured training step (products, fused assignments, an
 in-place update) equals the same step run eagerly over several replays
-with changing input data; other numbers or shapes record another graph
-(or raise with strict=True); temporaries of the graph are never lent to
+with changing input data; other ints or shapes record another graph
+(or raise with strict=True), where floats update it
+(test_capture_numbers.py); temporaries of the graph are never lent to
 anyone else; random numbers (rand(), stochastic rounding) are fresh on
 every replay and reproducible from the seed; what cannot be replayed (host
 reads, uploads, synchronize) raises at recording time, and the factory
@@ -59,7 +60,7 @@ def test_captured_training_step_matches_eager(gpu_ng):
     assert len(step.graphs) == 1 and ng.stats()["graphs_launched"] >= 4
 
 
-def test_other_numbers_or_shapes_record_another_graph(gpu_ng):
+def test_other_ints_or_shapes_record_another_graph(gpu_ng):
     ng = gpu_ng
     A = ng.array(np.arange(6, dtype=F32))
     B = ng.empty((6,), F32)
@@ -68,7 +69,7 @@ def test_other_numbers_or_shapes_record_another_graph(gpu_ng):
         b[:] = a * s
 
     step = ng.capture(scale)
-    for s in (2.0, 3.0, 2.0):
+    for s in (2, 3, 2):  # ints key the graphs (floats: tests/test_capture_numbers.py)
         step(A, B, s)
         np.testing.assert_array_equal(B.get(), np.arange(6, dtype=F32) * s)
     assert len(step.graphs) == 2

@@ -49,17 +49,17 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
     def synchronize(self):
         """Wait for all queued work to finish."""
 
-    def capture(self, fn, strict=False):
+    def capture(self, fn, strict=False, trace_numbers=True):
         """``fn`` itself: this factory runs every step eagerly (see ``GPU.capture``)."""
         if not callable(fn):
             raise TypeError(f"capture needs a callable, not {type(fn).__name__}")
         return fn
 
-    def jit(self, fn=None, *, strict=False):
+    def jit(self, fn=None, *, strict=False, trace_numbers=True):
         """Decorator form of :meth:`capture`: ``@ng.jit`` or ``@ng.jit(strict=True)``."""
         if fn is None:
-            return lambda f: self.capture(f, strict)
-        return self.capture(fn, strict)
+            return lambda f: self.capture(f, strict, trace_numbers)
+        return self.capture(fn, strict, trace_numbers)
 
     def stats(self):
         """Counters: kernels_launched, kernels_compiled, device_allocations..."""

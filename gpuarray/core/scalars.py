@@ -1,7 +1,8 @@
 """Scalars as operands, and numpy 2's rules for them (NEP 50).
 
-In: Python and numpy scalars an expression meets (``A * 2``, ``A < 1000``),
-and the loop dtypes type resolution chose.  Out: :class:`Scalar` leaves,
+In: Python and numpy scalars an expression meets (``A * 2``, ``A < 1000``)
+-- a captured step's float as its stand-in (:mod:`.step_numbers`) -- and
+the loop dtypes type resolution chose.  Out: :class:`Scalar` leaves,
 whose signature holds their type and never their value (so kernels are
 shared across values), and :func:`check_scalars`, which raises numpy's
 OverflowError or ValueError when the tree is built, or rewrites a
@@ -15,6 +16,7 @@ import numpy as np
 from . import dtypes
 from .operand import Operand
 from .signatures import new_structure_sig
+from .step_numbers import StepNumber
 
 _COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt,
                 "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge}
@@ -49,6 +51,10 @@ class Scalar(Operand):
         if weak is not None:
             # Python int and float are weakly typed; a Python bool is simply bool
             self.weak_type, self.dtype = weak
+        elif type(value) is StepNumber:
+            # a captured step's float, kept as itself: the recording's
+            # dispatcher notes where it lands (gpuarray.core.step_numbers)
+            self.weak_type, self.dtype = _WEAK[float]
         else:
             dtypes.check_scalar(value)
             if isinstance(value, np.generic):

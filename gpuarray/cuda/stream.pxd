@@ -5,7 +5,7 @@
 # per launch.
 
 cdef class LaunchState:
-    cdef public object stream, public, handle, capture
+    cdef public object stream, public, handle, capture, tracer
     cdef public bint random
 
 cpdef LaunchState launch_state()

@@ -35,14 +35,18 @@ class LaunchState:
         default stream), kept beside it: pycuda reads it through a property.
     capture : str or None
         What this thread is capturing (a description), or None.
+    tracer : object or None
+        The recording's note-taker of the step's floats (their stand-ins,
+        :mod:`gpuarray.core.step_numbers`) while a step records, else None:
+        the dispatcher tells it which kernel arguments they fill.
     random : bool
         Whether the step being captured drew random numbers.
     """
 
-    __slots__ = ("stream", "public", "handle", "capture", "random")
+    __slots__ = ("stream", "public", "handle", "capture", "tracer", "random")
 
     def __init__(self):
-        self.stream = self.public = self.capture = None
+        self.stream = self.public = self.capture = self.tracer = None
         self.handle, self.random = 0, False
 
     def point(self, stream, public):
@@ -111,19 +115,20 @@ def using(stream, public):
 
 
 @contextlib.contextmanager
-def capturing_on(stream, what):
-    """Send this thread's launches to ``stream`` while ``what`` is captured."""
+def capturing_on(stream, what, tracer=None):
+    """Send this thread's launches to ``stream`` while ``what`` is captured
+    (``tracer``: the recording's note-taker, see :class:`LaunchState`)."""
     current = _local.state
     if current.capture is not None:
         raise RuntimeError(f"cannot capture {what} inside the capture of {current.capture}")
     saved = current.stream, current.public
     current.point(stream, current.public)
-    current.capture = what
+    current.capture, current.tracer = what, tracer
     try:
         yield
     finally:
         current.point(*saved)
-        current.capture = None
+        current.capture = current.tracer = None
 
 
 def swap(stream):

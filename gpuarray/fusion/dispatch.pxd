@@ -14,7 +14,7 @@ from gpuarray.fusion.slots cimport slots_of
 cdef class _Launcher:
     cdef public object kernel, grid, block, packed
     cdef public PatchedLaunch patched
-    cdef public list runs
+    cdef public list runs, holes
 
     cpdef run(self, list slots, stream_handle)
 
@@ -34,4 +34,4 @@ cdef class _Recipe:
     cdef public Py_ssize_t counters, temp_bytes
 
     @cython.locals(launcher=_Launcher)
-    cpdef replay(self, Dispatcher dispatcher, list slots, handle)
+    cpdef replay(self, Dispatcher dispatcher, list slots, handle, note)

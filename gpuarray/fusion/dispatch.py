@@ -14,6 +14,12 @@ and a fresh call counter (so ``rand()`` draws new numbers).
 
 The recipe cache keys on sizes (a new shape is a new situation), but the
 kernel cache behind it does not: a new shape reuses the compiled kernel.
+
+While a captured step records (:mod:`gpuarray.cuda.capture`), its floats
+reach the tree as stand-ins (:mod:`gpuarray.core.step_numbers`): the
+dispatch launches with their values and tells the recording which bytes
+of which kernel each one fills, so that a later call of the step with
+other values updates the graph's kernel nodes instead of recording again.
 """
 import struct
 from operator import add, itemgetter
@@ -21,6 +27,7 @@ from operator import add, itemgetter
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, leaves
 from ..core.scalars import Scalar
+from ..core.step_numbers import StepNumber
 from ..cuda import semaphores, stream
 from ..cuda.stream import launch_state
 from . import launch, plan
@@ -77,20 +84,49 @@ class Dispatcher:
             slots, pattern = slots_of(out, tree)
             operand = tree
             key = (operand.sig, out.sig, pattern)
+            launching = launch_state()
+            if launching.capture is not None:
+                self._execute_captured(out, tree, slots, key, launching)
+                return
             recipe = self.recipes.get(key)
             if recipe is None:
-                if len(self.recipes) >= MAX_RECIPES:
-                    # forget the oldest: a program cycling through many shapes
-                    # must not grow without bound (compiled kernels are kept)
-                    del self.recipes[next(iter(self.recipes))]
-                recipe = self.recipes[key] = self._record(out, tree, leaves(tree))
-            launching = launch_state()
-            if launching.capture is not None and _draws_random(out, tree):
-                stream.note_random()
-            recipe.replay(self, slots, launching.handle)
+                recipe = self._new_recipe(key, out, tree)
+            recipe.replay(self, slots, launching.handle, None)
         except Exception as err:
             gpu._device_error(err)
             raise
+
+    def _execute_captured(self, out, tree, slots, key, launching):
+        """:meth:`execute`'s work while this thread records a step: the step's
+        random draws and the kernel arguments its floats fill are noted."""
+        if _draws_random(out, tree):
+            stream.note_random()
+        tracer = launching.tracer
+        traced = _take_numbers(slots, tracer)
+        recipe = self.recipes.get(key)
+        if recipe is None:
+            # planning packs the scalars' values once: the floats' own, so
+            # the stand-ins are not marked as used on the host
+            stand_ins = [(leaf, leaf.value) for leaf in leaves(tree)
+                         if type(leaf) is Scalar and type(leaf.value) is StepNumber]
+            for leaf, number in stand_ins:
+                leaf.value = number.value
+            try:
+                recipe = self._new_recipe(key, out, tree)
+            finally:
+                for leaf, number in stand_ins:
+                    leaf.value = number
+        note = _noting(tracer, traced, slots, launching.handle) if traced else None
+        recipe.replay(self, slots, launching.handle, note)
+
+    def _new_recipe(self, key, out, tree):
+        """Record the recipe of a situation first seen (see the module's docstring)."""
+        if len(self.recipes) >= MAX_RECIPES:
+            # forget the oldest: a program cycling through many shapes
+            # must not grow without bound (compiled kernels are kept)
+            del self.recipes[next(iter(self.recipes))]
+        recipe = self.recipes[key] = self._record(out, tree, leaves(tree))
+        return recipe
 
     def _record(self, out, tree, leaves):
         steps, temps = plan.plan(self.gpu, out, tree)
@@ -109,6 +145,32 @@ class Dispatcher:
                 counters += 1
             kernels.append(_Launcher(kernel, spec, holes))
         return _Recipe([t.nbytes for t in temps], kernels, counters)
+
+
+def _take_numbers(slots, tracer):
+    """Replace the stand-ins among ``slots`` by their floats; returns
+    ``{slot: stand-in}`` for those of the recording ``tracer`` (a stand-in
+    kept from another, finished recording is a plain number here)."""
+    traced = {}
+    for k in range(FIRST_LEAF, len(slots)):
+        value = slots[k]
+        if type(value) is StepNumber:
+            if value.recording is tracer:
+                traced[k] = value
+            slots[k] = value.value
+    return traced
+
+
+def _noting(tracer, traced, slots, handle):
+    """``note(launcher)`` for a replay while a step records: tells ``tracer``
+    the arguments of each kernel launched on ``handle`` that the stand-ins
+    ``traced`` (``{slot: stand-in}``) fill."""
+    def note(launcher):
+        holes = launcher.traced_holes(traced)
+        if holes:
+            tracer.note_kernel(handle, launcher.kernel, launcher.grid, launcher.block,
+                               launcher.arguments(slots), holes)
+    return note
 
 
 def _step_holes(step, spec, offset, sources, out):
@@ -170,6 +232,7 @@ class _Launcher:
     def __init__(self, kernel, spec, holes):
         self.kernel, self.grid, self.block = kernel, spec.grid, spec.block
         self.packed = struct.Struct(kernel.arg_format).pack(*spec.args)
+        self.holes = holes
         self.runs = _runs(kernel.arg_format, holes)
         self.patched = kernel.patched_launch(self.grid, self.block, self.packed,
                                              _entry_holes(kernel.arg_format, holes))
@@ -181,12 +244,24 @@ class _Launcher:
             if result:
                 self.kernel.check_launch(result)
             return
+        self.kernel.launch_packed(self.grid, self.block, self.arguments(slots))
+
+    def arguments(self, slots):
+        """The packed arguments with the holes filled from ``slots``."""
         # a copy per call (tens of ns): threads replaying one recipe never
         # patch each other's buffer between patching and launching
         buffer = bytearray(self.packed)
         for pack_into, offset, fetch in self.runs:
             pack_into(buffer, offset, *fetch(slots))
-        self.kernel.launch_packed(self.grid, self.block, buffer)
+        return buffer
+
+    def traced_holes(self, traced):
+        """The holes the stand-ins ``traced`` (``{slot: stand-in}``) fill:
+        ``(byte offset, struct format, converter, stand-in)`` each."""
+        arg_format = self.kernel.arg_format
+        offsets = _offsets(arg_format)
+        return [(offsets[position], arg_format[position], convert, traced[slot])
+                for position, slot, convert in self.holes if slot in traced]
 
 
 #: hole kinds of the compiled entry for each scalar converter of
@@ -295,9 +370,10 @@ class _Recipe:
         self.offsets = offsets + [4 * k for k in range(counters)]
         self.temp_bytes = end
 
-    def replay(self, dispatcher, slots, handle):
+    def replay(self, dispatcher, slots, handle, note):
         """Launch the recorded kernels with this call's pointers and scalars
-        on the ``CUstream`` ``handle``."""
+        on the ``CUstream`` ``handle``; ``note(launcher)`` after each launch
+        unless ``note`` is None (a recording, :meth:`Dispatcher._execute_captured`)."""
         block = None
         if self.temp_bytes:
             gpu = dispatcher.gpu
@@ -309,6 +385,8 @@ class _Recipe:
             calls += 1
             slots[CALL_SLOT] = calls
             launcher.run(slots, handle)
+            if note is not None:
+                note(launcher)
         dispatcher.calls = calls
         # temporaries go back to the pool now: later work on the same stream
         # runs after these kernels, so reusing the memory is safe
