@@ -7,13 +7,15 @@ kernels, reductions split in two kernels, recipes recorded before the
 capture or during it, positional, keyword and tuple arguments alike; a
 float used on the host (a branch, arithmetic with other numbers, a
 product's alpha) keys the graphs on its value, as ``trace_numbers=False``
-does for all of them; ``strict=True`` raises only where another graph
-would be recorded.  Every call is checked against numpy.
+does for all of them; a step that raises with the stand-ins is recorded
+again with plain floats, with a warning; ``strict=True`` raises only
+where another graph would be recorded.  Every call is checked against numpy.
 Without a GPU: the stand-in itself -- what it gives, when it marks itself
 escaped, that it is a scalar operand of tensors and expressions.
 """
 import math
 import numbers
+import warnings
 
 import numpy as np
 import pytest
@@ -160,6 +162,27 @@ def test_a_products_alpha_keys_the_graphs(gpu_ng):
     for s in (0.5, 2.0):
         step(X, W, Y, s)
         np.testing.assert_allclose(Y.get(), s * (x @ w), rtol=1e-2, atol=1e-2)
+    assert len(step.graphs) == 2
+
+
+def test_a_step_insisting_on_floats_is_recorded_with_plain_ones(gpu_ng):
+    ng, a = gpu_ng, _host()
+    A, B = ng.array(a), ng.empty(a.shape, F32)
+
+    @ng.jit
+    def step(x, y, s, t):
+        if not isinstance(s, float):
+            raise TypeError("s must be a float")
+        y[:] = x * ng.full(x.shape, s, F32) + t
+
+    with pytest.warns(RuntimeWarning, match="s must be a float.*recorded again"):
+        step(A, B, 2.0, 1.0)
+    np.testing.assert_allclose(B.get(), a * 2 + 1, rtol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # known now: no stand-ins, no second warning
+        for s in (3.0, 2.0):
+            step(A, B, s, 1.0)
+            np.testing.assert_allclose(B.get(), a * F32(s) + 1, rtol=1e-6)
     assert len(step.graphs) == 2
 
 

@@ -19,6 +19,7 @@ from .functions import MathFunctions
 from .manipulation import ManipulationFunctions
 from .optree import Expression, Scalar, plain_scalar, settled
 from .scalars import python_scalar
+from .step_numbers import StepNumber
 from .streams import StreamFunctions
 
 
@@ -88,6 +89,8 @@ class Backend(StreamFunctions, CreationFunctions, ManipulationFunctions, MathFun
         """New tensor with every element ``fill_value``; by default of its dtype
         as numpy infers it (bool, int64, float64, a tensor's own)."""
         self._check_device(device)
+        if type(fill_value) is StepNumber:
+            fill_value = float(fill_value)  # a captured step's float, used here on the host
         if dtype is None:
             dtype = fill_value.dtype if hasattr(fill_value, "dtype") else np.result_type(fill_value)
         out = self.empty(shape, dtype)

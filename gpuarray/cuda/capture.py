@@ -27,6 +27,9 @@ with other numbers, a comparison, ``float()``, a product's alpha...) is
 *escaped*: the step keys its graphs on its value, as it does ints, bools
 and strings, so a call with another value records another graph (or
 raises, strict).  ``trace_numbers=False`` keys on every float's value.
+Where the step raises with the stand-ins (code that insists on a
+``float``), it is recorded again with plain floats, all keying the
+graphs, and a RuntimeWarning says so.
 
 Random numbers (``rand()``, stochastic rounding) are keyed by the
 factory's seed, a call counter the graph freezes, and a
@@ -36,6 +39,7 @@ as its last node: each replay draws fresh numbers, with no host work.
 import numbers
 import struct
 import threading
+import warnings
 
 import numpy as np
 
@@ -90,11 +94,27 @@ class CapturedStep:
                 self.graphs.pop(next(iter(self.graphs))).release()
             if len(self.escaped) >= MAX_GRAPHS:
                 self.escaped.pop(next(iter(self.escaped)))
-            recorded = self._record(args, kwargs, _Tracer(floats or [], escaped))
+            recorded = self._record_traced(args, kwargs, floats or [], escaped)
             self.escaped[structure] = recorded.escaped
             self.graphs[_graph_key(structure, recorded.escaped, floats)] = recorded
         recorded.launch(self.gpu, floats)
         return recorded.result
+
+    def _record_traced(self, args, kwargs, floats, escaped):
+        """:meth:`_record` with the floats not ``escaped`` as stand-ins; where
+        the step raises with them, recorded again with every float plain
+        (its value keying the graph), with a warning saying why."""
+        tracer = _Tracer(floats, escaped)
+        try:
+            return self._record(args, kwargs, tracer)
+        except Exception as err:
+            if not tracer.handed_out:
+                raise
+            warnings.warn(f"captured step {self.__name__!r} raised {type(err).__name__} "
+                          f"({err}) with its float arguments as graph parameters; recorded "
+                          "again with their values keying its graphs", RuntimeWarning,
+                          stacklevel=3)
+            return self._record(args, kwargs, _Tracer(floats, range(len(floats))))
 
     def _record(self, args, kwargs, tracer):
         gpu = self.gpu
@@ -160,6 +180,8 @@ class _Tracer:
         #: while True, a stand-in used on the host marks itself escaped
         self.active = True
         self.kernels = []
+        #: whether any stand-in was made
+        self.handed_out = False
         self._next = 0
 
     def stand_ins(self, values):
@@ -170,7 +192,7 @@ class _Tracer:
             if type(value) is float:
                 index, self._next = self._next, self._next + 1
                 if index not in self.escaped:
-                    value = StepNumber(value, index, self)
+                    value, self.handed_out = StepNumber(value, index, self), True
             elif isinstance(value, tuple):
                 value = self._tuple(value)
             replaced.append(value)

@@ -21,6 +21,7 @@ import numpy as np
 from ..core import dtypes, shapes
 from ..core.array import Tensor
 from ..core.optree import Scalar, new_node, owned
+from ..core.step_numbers import StepNumber
 
 #: operand dtypes the GEMM kernels read
 INPUT_DTYPES = dtypes.KERNEL_FLOATS
@@ -323,7 +324,8 @@ def _check_scalar_tensor(backend, t, name):
 
 
 def real(value, name):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating, StepNumber)):
         raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
     return float(value)
 
