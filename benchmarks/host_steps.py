@@ -48,14 +48,33 @@ class _Lib:
         return getattr(self.module, attr)
 
 
+#: the MLP's tensors: X, Y, W1, W2, W3
+_SHAPES = [(64, 256), (64, 16), (256, 256), (256, 256), (256, 16)]
+
+
+def _problem(case):
+    """The step's host arrays, seeded by the case (weights scaled small)."""
+    rng = np.random.default_rng(case)
+    return [(rng.standard_normal(shape) * (0.05 if k >= 2 else 1)).astype(np.float32)
+            for k, shape in enumerate(_SHAPES)]
+
+
+def _torch_eager(ctx, row, hosts, rates):
+    """The peer: torch eager runs the step, its learning rates drawn from ``rates``."""
+    def peer():
+        torch = ctx.need("torch")
+        t = [torch.from_numpy(h).cuda() for h in hosts]
+        lib = _Lib("torch", torch)
+        _mlp_step(lib, *t, next(rates))
+        return ctx.host(lambda: _mlp_step(lib, *t, next(rates)), row, "torch eager")
+    measure(row, "torch eager", peer)
+
+
 def case_captured_step(ctx, case, impls):
     """A training step of ~20 kernels: captured and replayed vs launched one by one."""
     label = "captured MLP step (fwd+bwd+SGD), 64x256 fp32"
     print(f"\n== case {case}: {label}")
-    rng = np.random.default_rng(case)
-    shapes = [(64, 256), (64, 16), (256, 256), (256, 256), (256, 16)]
-    hosts = [(rng.standard_normal(sh) * (0.05 if i >= 2 else 1)).astype(np.float32)
-             for i, sh in enumerate(shapes)]
+    hosts = _problem(case)
     row = new_row(str(case), label, impls)
     extra = row["extra"]
 
@@ -82,15 +101,8 @@ def case_captured_step(ctx, case, impls):
             hide_host=True, spin_cycles=10_000_000) * 1e6
         return ctx.host(lambda: step(*captured_t), row, "gpuarray")
 
-    def peer():
-        torch = ctx.need("torch")
-        t = [torch.from_numpy(h).cuda() for h in hosts]
-        lib = _Lib("torch", torch)
-        _mlp_step(lib, *t, 1e-3)
-        return ctx.host(lambda: _mlp_step(lib, *t, 1e-3), row, "torch eager")
-
     measure(row, "gpuarray", ours)
-    measure(row, "torch eager", peer)
+    _torch_eager(ctx, row, hosts, itertools.repeat(1e-3))
     eager = extra.get("eager_host_us")
     if eager:
         print(f"  gpuarray eager {eager:.1f} µs host per step, "
@@ -111,10 +123,7 @@ def case_changing_rate(ctx, case, impls):
     """Case 6's step with a learning rate that changes on every call, passed in."""
     label = "captured MLP step, lr changing every call"
     print(f"\n== case {case}: {label}")
-    rng = np.random.default_rng(case)
-    shapes = [(64, 256), (64, 16), (256, 256), (256, 256), (256, 16)]
-    hosts = [(rng.standard_normal(sh) * (0.05 if i >= 2 else 1)).astype(np.float32)
-             for i, sh in enumerate(shapes)]
+    hosts = _problem(case)
     rates = [1e-3 * 0.999 ** k for k in range(1000)]
     row = new_row(str(case), label, impls)
     extra = row["extra"]
@@ -136,15 +145,8 @@ def case_changing_rate(ctx, case, impls):
                                           row, "gpuarray eager") * 1e6
         return ctx.host(lambda: step(*captured_t, next(schedule)), row, "gpuarray")
 
-    def peer():
-        torch = ctx.need("torch")
-        t = [torch.from_numpy(h).cuda() for h in hosts]
-        lib, schedule = _Lib("torch", torch), itertools.cycle(rates)
-        _mlp_step(lib, *t, next(schedule))
-        return ctx.host(lambda: _mlp_step(lib, *t, next(schedule)), row, "torch eager")
-
     measure(row, "gpuarray", ours)
-    measure(row, "torch eager", peer)
+    _torch_eager(ctx, row, hosts, itertools.cycle(rates))
     eager = extra.get("eager_host_us")
     if eager:
         print(f"  {extra.get('graphs_recorded')} graph, {extra.get('nodes_updated_per_call')} "
