@@ -4,9 +4,10 @@ On the GPU: a float used only as a scalar operand of fused assignments
 changes between calls without recording again (one graph, its kernel nodes
 given the new value; nothing compiled, nothing allocated), in elementwise
 kernels, reductions split in two kernels, recipes recorded before the
-capture or during it, positional, keyword and tuple arguments alike; a
-float used on the host (a branch, arithmetic with other numbers, a
-product's alpha) keys the graphs on its value, as ``trace_numbers=False``
+capture or during it, positional, keyword and tuple arguments alike, and
+as a product's alpha or beta (applied after the product while recording);
+a float used on the host (a branch, arithmetic with other numbers, a
+math function) keys the graphs on its value, as ``trace_numbers=False``
 does for all of them; a step that raises with the stand-ins is recorded
 again with plain floats, with a warning; ``strict=True`` raises only
 where another graph would be recorded.  Every call is checked against numpy.
@@ -150,19 +151,30 @@ def test_a_float_used_both_ways_keys_the_graphs(gpu_ng):
     assert len(step.graphs) == 2
 
 
-def test_a_products_alpha_keys_the_graphs(gpu_ng):
+def test_a_products_alpha_and_beta_stay_graph_parameters(gpu_ng):
     ng, rng = gpu_ng, np.random.default_rng(3)
     x, w = rng.standard_normal((32, 16)).astype(F32), rng.standard_normal((16, 8)).astype(F32)
-    X, W, Y = ng.array(x), ng.array(w), ng.empty((32, 8), F32)
+    bias, c = rng.standard_normal(8).astype(F32), rng.standard_normal((32, 8)).astype(F32)
+    X, W, BIAS = ng.array(x), ng.array(w), ng.array(bias)
+    Y, Z, R = (ng.empty((32, 8), F32) for _ in range(3))
 
     @ng.jit
-    def step(a, b, c, s):
-        c[:] = s * ng.dot(a, b)
+    def step(s, t):
+        Y[:] = s * ng.dot(X, W)
+        ng.dot(X, W, Z, alpha=s, beta=t)
+        R[:] = ng.relu(ng.dot(X, W) * s + BIAS)
 
-    for s in (0.5, 2.0):
-        step(X, W, Y, s)
-        np.testing.assert_allclose(Y.get(), s * (x @ w), rtol=1e-2, atol=1e-2)
-    assert len(step.graphs) == 2
+    product = x.astype(np.float64) @ w
+    for s, t in ((0.5, 1.0), (2.0, -0.5), (-1.0, 0.25)):
+        Z[:] = ng.array(c)  # beta's C, outside the step
+        step(s, t)
+        np.testing.assert_allclose(Y.get(), s * product, rtol=1e-2, atol=1e-2)
+        np.testing.assert_allclose(Z.get(), s * product + t * c, rtol=1e-2, atol=1e-2)
+        np.testing.assert_allclose(R.get(), np.maximum(s * product + bias, 0), rtol=1e-2,
+                                   atol=1e-2)
+    # inside the recording the products run first and a fused kernel applies
+    # s and t, whose nodes the later calls update
+    assert len(step.graphs) == 1
 
 
 def test_a_step_insisting_on_floats_is_recorded_with_plain_ones(gpu_ng):

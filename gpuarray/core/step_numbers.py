@@ -10,7 +10,7 @@ Why: a graph replays the kernel arguments it recorded.  A number that
 reaches the device only as a scalar operand of fused assignments
 (``w[:] = w - lr * g``) can be updated in the recorded graph on a later
 call, where one that decides anything on the host (``if lr > 0``,
-``math.exp(lr)``, a product's alpha, a shape) cannot: the host work that
+``math.exp(lr)``, a shape) cannot: the host work that
 depended on it is not replayed.  The stand-in tells the two apart.  As an
 operand of this package's tensors and expressions it becomes a scalar
 leaf holding the stand-in, which the dispatcher of a recording notes as a
@@ -120,6 +120,13 @@ class StepNumber:
 
 #: the public attributes of a float
 _FLOAT_ATTRIBUTES = frozenset(name for name in dir(float) if not name.startswith("_"))
+
+
+def recording(value):
+    """True for a stand-in whose step is recording now: a value to keep as a
+    kernel argument the graph can update, not to fold into anything on the
+    host (a product's alpha: :mod:`gpuarray.gemm.fuse`)."""
+    return type(value) is StepNumber and value.recording.active
 
 
 def _plain(value):

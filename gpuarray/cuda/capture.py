@@ -22,8 +22,12 @@ where one is only a scalar operand of fused assignments (``w[:] = w - lr *
 g``), the dispatcher notes the bytes of the kernel nodes it fills
 (:class:`_Tracer`), and a later call with another value sets those nodes'
 arguments (``cuGraphExecKernelNodeSetParams``) and launches the same
-graph.  A float the step uses on the host in any other way (arithmetic
-with other numbers, a comparison, ``float()``, a product's alpha...) is
+graph.  A float scaling a product (``c[:] = s * dot(a, b)``, ``ng.dot(...,
+alpha=s, beta=t)``) is such an operand too: while the step records, the
+product runs alone and a fused kernel after it applies the float
+(:mod:`gpuarray.gemm.fuse`), where outside a recording the GEMM's
+epilogue does.  A float the step uses on the host in any other way (arithmetic
+with other numbers, a comparison, ``float()``, a shape...) is
 *escaped*: the step keys its graphs on its value, as it does ints, bools
 and strings, so a call with another value records another graph (or
 raises, strict).  ``trace_numbers=False`` keys on every float's value.

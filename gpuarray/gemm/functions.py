@@ -7,6 +7,7 @@ checked in :mod:`~gpuarray.gemm.call`; the factory's ``_gemm`` runs the
 checked call (numpy on the CPU, :mod:`gpuarray.gemm.plan` on the GPU).
 Both factories mix :class:`ProductFunctions` in.
 """
+from ..core import step_numbers
 from ..core.optree import Scalar
 from . import fuse, replay
 from .call import (epilogue_tree, fp8_zero_product, make_call, product_node, real, scale_values,
@@ -108,6 +109,15 @@ class ProductFunctions:
         return self._product(A, B, C, True, alpha, beta, relu, bias, stats, precision, scaling)
 
     def _product(self, A, B, C, batched, alpha, beta, relu, bias, stats, precision, scaling):
+        parameters = step_numbers.recording(alpha) or step_numbers.recording(beta)
+        if C is not None and parameters and stats is None and scaling is None:
+            # a captured step's float stays a kernel argument the graph
+            # updates: the assignment runs the product, then a fused kernel
+            value = self._product(A, B, None, batched, alpha, 0.0, relu, bias, None,
+                                  precision, None)
+            self.assign(C, value + C * beta if step_numbers.recording(beta) or beta != 0
+                        else value)
+            return C
         if C is not None:
             self.run_product(A, B, C, batched, alpha, beta, relu, bias, stats, precision, scaling)
             return C
@@ -117,7 +127,9 @@ class ProductFunctions:
             raise ValueError("scale_a, scale_b, scale_c and amax need an output tensor C "
                              "(FP8 products run with C given)")
         node = product_node(self, A, B, batched, precision)
-        if alpha != 1:
+        if step_numbers.recording(alpha):
+            node = node * alpha
+        elif alpha != 1:
             node = node * real(alpha, "alpha")
         if bias is not None:
             node = node + self.operand(bias)

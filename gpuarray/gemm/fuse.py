@@ -9,7 +9,7 @@ destination itself -- it runs as a single GEMM launch.  Otherwise each
 product is computed into a temporary by the GEMM kernels and the rest of
 the tree goes to the fusion compiler as usual.
 """
-from ..core import shapes
+from ..core import shapes, step_numbers
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, Scalar
 from .call import OUTPUT_DTYPES
@@ -81,10 +81,16 @@ def _op_of(node):
 
 
 def _scaled(node):
-    """(x, s) when ``node`` is ``x * s`` or ``s * x`` with s a real scalar, else (node, 1)."""
+    """(x, s) when ``node`` is ``x * s`` or ``s * x`` with s a real scalar, else
+    (node, 1).  A captured step's float, while the step records, stays in the
+    tree: folded into the GEMM's alpha or beta it would be fixed in the
+    graph, where a fused kernel after the product takes it as an argument
+    the graph updates (:mod:`gpuarray.cuda.capture`)."""
     if _op_of(node) == "multiply":
         for x, s in (node.args, node.args[::-1]):
             if isinstance(s, Scalar) and s.dtype.kind in "fiu" and isinstance(x, (Tensor, OpTreeNode)):
+                if step_numbers.recording(s.value):
+                    break
                 return x, float(s.value)
     return node, 1.0
 
