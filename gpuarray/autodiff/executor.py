@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 
+from ..core import step_numbers
 from ..core.array import Tensor
 from ..core.lanes import IN_ORDER, run_independent
 from .graph import topological_order
@@ -182,7 +183,8 @@ def sgd_update(params, grads, learning_rate, concurrent=None):
         ``params`` and ``grads`` differ in length.
     """
     pairs = list(zip(params, grads, strict=True))
-    rate = float(learning_rate)
+    # a captured step's float stays itself: a graph parameter (gpuarray.cuda.capture)
+    rate = learning_rate if step_numbers.recording(learning_rate) else float(learning_rate)
     tasks = [functools.partial(_update, param, grad, rate) for param, grad in pairs]
     run_independent(tasks, lambda count: _update_lanes(getattr(params[0], "backend", None), count),
                     concurrent)
