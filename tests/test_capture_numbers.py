@@ -198,6 +198,21 @@ def test_a_step_insisting_on_floats_is_recorded_with_plain_ones(gpu_ng):
     assert len(step.graphs) == 2
 
 
+def test_a_step_failing_either_way_raises_its_own_error(gpu_ng):
+    ng = gpu_ng
+    A = ng.array(np.arange(4, dtype=F32))
+
+    @ng.jit
+    def step(a, s):
+        return ng.evaluate(a * s).get()  # a host read: never capturable
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning about a second recording
+        with pytest.raises(RuntimeError, match="host"):
+            step(A, 2.0)
+    assert not step.graphs
+
+
 def test_without_tracing_and_strict(gpu_ng):
     ng, a = gpu_ng, _host()
     A, B = ng.array(a), ng.empty(a.shape, F32)

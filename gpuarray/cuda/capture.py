@@ -107,18 +107,21 @@ class CapturedStep:
     def _record_traced(self, args, kwargs, floats, escaped):
         """:meth:`_record` with the floats not ``escaped`` as stand-ins; where
         the step raises with them, recorded again with every float plain
-        (its value keying the graph), with a warning saying why."""
+        (its value keying the graph), with a warning saying why where that
+        works (else the step's own error is raised)."""
         tracer = _Tracer(floats, escaped)
         try:
             return self._record(args, kwargs, tracer)
         except Exception as err:
             if not tracer.handed_out:
                 raise
-            warnings.warn(f"captured step {self.__name__!r} raised {type(err).__name__} "
-                          f"({err}) with its float arguments as graph parameters; recorded "
-                          "again with their values keying its graphs", RuntimeWarning,
-                          stacklevel=3)
-            return self._record(args, kwargs, _Tracer(floats, range(len(floats))))
+            first = err
+        # outside the handler: an error of the second recording is the step's own
+        recorded = self._record(args, kwargs, _Tracer(floats, range(len(floats))))
+        warnings.warn(f"captured step {self.__name__!r} raised {type(first).__name__} "
+                      f"({first}) with its float arguments as graph parameters; recorded "
+                      "again with their values keying its graphs", RuntimeWarning, stacklevel=3)
+        return recorded
 
     def _record(self, args, kwargs, tracer):
         gpu = self.gpu
