@@ -17,7 +17,9 @@ update    grad_F = E^T @ col                            --
 ========= ============================================= ====================
 
 On Hopper most fp16/bf16 layers skip all this: :mod:`~gpuarray.conv.implicit`
-runs them as one implicit-GEMM kernel that gathers as it goes, and
+runs them as one implicit-GEMM kernel that gathers as it goes (a strided
+layer's data gradient too, as a forward convolution over the stride's
+phases: :mod:`~gpuarray.conv.phased`), and
 :mod:`~gpuarray.conv.small_c` runs the first layers' (C <= 4) fprop and
 filter gradient on kernels that keep the input rows of a tile on chip
 (sm_80 on).  A filter
@@ -38,7 +40,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..gemm import replay
-from . import fastdiv, implicit, small_c
+from . import fastdiv, implicit, phased, small_c
 from .call import is_rows
 from .layer import pointwise
 
@@ -67,6 +69,8 @@ F32 = np.dtype(np.float32)
 def run(gpu, call):
     """Queue the kernels of ``call`` (fprop, bprop or update) on ``gpu``."""
     if small_c.try_run(gpu, call) or implicit.try_run(gpu, call):
+        return
+    if call.kind == "bprop" and phased.try_run(gpu, call):
         return
     layer = call.layer
     _check_image_size(layer)
