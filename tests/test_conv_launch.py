@@ -350,11 +350,21 @@ def test_unit_stride_bprop_is_an_fprop_reading_the_filters_mirrored(hopper, tens
     assert f_map["dims"] == (24, 16, 6) and f_map["box"] == (64, 64, 1)
 
 
-def test_strided_bprop_gathers(hopper):
+def test_strided_bprop_runs_by_phases(hopper):
     ng = hopper
     layer = ng.conv_layer(np.float16, 2, 24, 16, H=9, W=8, R=3, S=3, str_h=2)
     ng.bprop_conv(layer, *_tensors(ng, layer, "bprop"))
-    assert [e[0] for e in _gathers(ng)] == ["ga_col2im_f16_v4"]
+    # the phases' filters (zeros, the flipped filter, its strided view), the
+    # forward convolution of E (16 channels: the small-C kernel), the
+    # spread of its 2 x 24 channels and the crop of H = 9 out of 10 rows
+    assert _names(ng) == ["fused"] * 3 + ["ga_small_c_fprop_f16"] + ["fused"] * 2
+
+
+def test_strided_bprop_in_fp32_gathers(hopper):
+    ng = hopper
+    layer = ng.conv_layer(np.float32, 2, 24, 16, H=9, W=8, R=3, S=3, str_h=2)
+    ng.bprop_conv(layer, *_tensors(ng, layer, "bprop"))
+    assert [e[0] for e in _gathers(ng)] == ["ga_col2im_f32_v4"]
 
 
 def test_update_with_whole_channel_chunks_is_one_gemm_split_over_positions(hopper, tensor_maps,  # noqa: F811

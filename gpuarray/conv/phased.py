@@ -146,14 +146,17 @@ def _phase_filters(ng, phases, F):
     every tap of every phase, zero where it falls outside F."""
     layer, fwd = phases.source, phases.layer
     (lo_r, lo_s), (len_r, len_s) = phases.offsets, phases.lengths
+    s_h, s_w = phases.stride
+    # taken before the padded copy, which is freed first: the pool hands
+    # both the same blocks on the next call, so the forward convolution's
+    # filter descriptor keeps its address (no re-encoding)
+    filters = ng.empty((s_h, s_w, layer.C, 1, fwd.R, fwd.S, layer.K), layer.dtype)
     padded = ng.zeros((layer.K, len_r, len_s, layer.C), layer.dtype)
     padded[:, lo_r:lo_r + layer.R, lo_s:lo_s + layer.S, :] = F[:, 0, ::-1, ::-1, :]
-    s_h, s_w = phases.stride
     k_stride, r_stride, s_stride, c_stride = padded.strides
     taps = padded._view((s_h, s_w, layer.C, 1, fwd.R, fwd.S, layer.K),
                         (r_stride, s_stride, c_stride, 0, s_h * r_stride, s_w * s_stride,
                          k_stride), padded.offset)
-    filters = ng.empty((s_h, s_w, layer.C, 1, fwd.R, fwd.S, layer.K), layer.dtype)
     filters[...] = taps
     return filters.reshape(fwd.dimF)
 
