@@ -39,6 +39,12 @@ from .layer import ConvLayer
 
 #: 16-bit dtypes: their forward convolution is one implicit-GEMM kernel on Hopper
 _HALF = (np.dtype(np.float16), dtypes.bfloat16)
+#: the most arithmetic the phases may do, as a multiple of the direct
+#: convolution's.  H100, fp16, same run against the gather route: AlexNet's
+#: conv1 (2.1x) 405 against 668 us, Overfeat's (1.2x) 541 against 743; a
+#: 3x3/2 layer (4x: padding 1 widens each phase's window to 3 taps) 241
+#: against 196 us (C = 64), 340 against 214 (C = 256)
+MAX_OVERHEAD = 3.0
 
 
 class Phases:
@@ -46,6 +52,8 @@ class Phases:
 
     Attributes
     ----------
+    taps : tuple of 2 ints
+        ``R'`` and ``S'``, the taps of each phase.
     layer : ConvLayer or None
         The forward convolution: E as its input (K channels), ``s_h * s_w * C``
         filters of ``R' x S'`` taps, stride 1; None where its output would
@@ -60,12 +68,18 @@ class Phases:
         The padded copy's extent along R and S.
     """
 
+    @property
+    def overhead(self):
+        """The forward convolution's arithmetic over the direct one's."""
+        s_h, s_w = self.stride
+        return s_h * s_w * self.taps[0] * self.taps[1] / (self.source.R * self.source.S)
+
     def __init__(self, layer):
         axes = [_axis(size, out, taps, pad, stride) for size, out, taps, pad, stride in
                 ((layer.H, layer.P, layer.R, layer.pad[1], layer.stride[1]),
                  (layer.W, layer.Q, layer.S, layer.pad[2], layer.stride[2]))]
         (taps_h, pad_h, self.rows, lo_h, len_h), (taps_w, pad_w, self.cols, lo_w, len_w) = axes
-        self.stride = layer.stride[1:]
+        self.stride, self.taps = layer.stride[1:], (taps_h, taps_w)
         self.offsets, self.lengths = (lo_h, lo_w), (len_h, len_w)
         self.source = layer
         #: whether the forward convolution's output covers every block needed
@@ -95,14 +109,16 @@ def applies(ng, layer):
     """True when ``layer``'s data gradient should run by phases on ``ng``:
     a 2-D layer strided along H or W, without dilation, whose forward
     convolution by phases runs as an implicit GEMM (Hopper, 16-bit, K a
-    multiple of 8) and covers the whole gradient."""
+    multiple of 8), covers the whole gradient and does at most
+    :data:`MAX_OVERHEAD` times the direct arithmetic."""
     if (layer.D, layer.T) != (1, 1) or layer.stride[0] != 1 or layer.stride[1:] == (1, 1):
         return False
     if layer.dilation != (1, 1, 1) or layer.dtype not in _HALF or layer.K % 8:
         return False
     if getattr(ng, "arch", None) != "sm_90":
         return False
-    return Phases(layer).fits
+    phases = Phases(layer)
+    return phases.fits and phases.overhead <= MAX_OVERHEAD
 
 
 def bprop(ng, phases, F, E, grad_I, alpha=1.0, beta=0.0):
