@@ -40,10 +40,12 @@ from .layer import ConvLayer
 #: 16-bit dtypes: their forward convolution is one implicit-GEMM kernel on Hopper
 _HALF = (np.dtype(np.float16), dtypes.bfloat16)
 #: the most arithmetic the phases may do, as a multiple of the direct
-#: convolution's.  H100, fp16, same run against the gather route: AlexNet's
-#: conv1 (2.1x) 405 against 668 us, Overfeat's (1.2x) 541 against 743; a
-#: 3x3/2 layer (4x: padding 1 widens each phase's window to 3 taps) 241
-#: against 196 us (C = 64), 340 against 214 (C = 256)
+#: convolution's.  H100, fp16, the call as made, against the gather route
+#: in the same run (.device/s23_phase_probe.py): AlexNet's conv1 (2.1x)
+#: 405 against 668 us, Overfeat's (1.2x) 541 against 743, a 5x5/2 layer
+#: with C = 64 (1.4x) 225 against 351; a 3x3/2 layer (4x: padding 1 widens
+#: each phase's window to 3 taps) 241 against 196 us (C = 64), 340
+#: against 214 (C = 256)
 MAX_OVERHEAD = 3.0
 
 
