@@ -54,6 +54,11 @@ class Phases:
 
     Attributes
     ----------
+    source : ConvLayer
+        The strided layer.
+    fits : bool
+        Whether the forward convolution's output covers every block the
+        gradient needs.
     taps : tuple of 2 ints
         ``R'`` and ``S'``, the taps of each phase.
     layer : ConvLayer or None
@@ -70,29 +75,28 @@ class Phases:
         The padded copy's extent along R and S.
     """
 
-    @property
-    def overhead(self):
-        """The forward convolution's arithmetic over the direct one's."""
-        s_h, s_w = self.stride
-        return s_h * s_w * self.taps[0] * self.taps[1] / (self.source.R * self.source.S)
-
     def __init__(self, layer):
-        axes = [_axis(size, out, taps, pad, stride) for size, out, taps, pad, stride in
-                ((layer.H, layer.P, layer.R, layer.pad[1], layer.stride[1]),
-                 (layer.W, layer.Q, layer.S, layer.pad[2], layer.stride[2]))]
+        axes = [_axis(size, taps, pad, stride) for size, taps, pad, stride in
+                ((layer.H, layer.R, layer.pad[1], layer.stride[1]),
+                 (layer.W, layer.S, layer.pad[2], layer.stride[2]))]
         (taps_h, pad_h, self.rows, lo_h, len_h), (taps_w, pad_w, self.cols, lo_w, len_w) = axes
         self.stride, self.taps = layer.stride[1:], (taps_h, taps_w)
         self.offsets, self.lengths = (lo_h, lo_w), (len_h, len_w)
         self.source = layer
-        #: whether the forward convolution's output covers every block needed
         self.fits = (layer.P + 2 * pad_h - taps_h + 1 >= self.rows
                      and layer.Q + 2 * pad_w - taps_w + 1 >= self.cols)
         self.layer = ConvLayer(layer.dtype, layer.N, layer.K,
                                self.stride[0] * self.stride[1] * layer.C, H=layer.P, W=layer.Q,
                                R=taps_h, S=taps_w, pad_h=pad_h, pad_w=pad_w) if self.fits else None
 
+    @property
+    def overhead(self):
+        """The forward convolution's arithmetic over the direct one's."""
+        s_h, s_w = self.stride
+        return s_h * s_w * self.taps[0] * self.taps[1] / (self.source.R * self.source.S)
 
-def _axis(size, out, taps, pad, stride):
+
+def _axis(size, taps, pad, stride):
     """One axis: (taps R', padding, blocks needed, filter offset, padded length)."""
     j_min = -((taps - 1 - pad) // stride)
     j_max = (stride - 1 + pad) // stride
