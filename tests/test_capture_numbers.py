@@ -12,8 +12,12 @@ does for all of them; a step that raises with the stand-ins is recorded
 again with plain floats, with a warning; ``strict=True`` raises only
 where another graph would be recorded.  Every call is checked against numpy.
 Without a GPU: the stand-in itself -- what it gives, when it marks itself
-escaped, that it is a scalar operand of tensors and expressions.
+escaped, that it is a scalar operand of tensors and expressions -- and the
+bookkeeping: the stand-ins follow the key's order of floats through nested
+and named tuples and keyword arguments, escaped positions stay plain, and
+the graph key holds the escaped floats' values.
 """
+import collections
 import math
 import numbers
 import warnings
@@ -23,6 +27,7 @@ import pytest
 
 import gpuarray
 from gpuarray.core.step_numbers import StepNumber
+from gpuarray.cuda import capture
 from test_capture import _mlp_step, _problem
 
 F32 = np.float32
@@ -273,3 +278,51 @@ def test_a_stand_in_is_a_scalar_operand_of_expressions():
     assert not recording.escaped  # building trees uses no value
     assert all(tree.dtype == (np.bool_ if k == 6 else F32) for k, tree in enumerate(trees))
     np.testing.assert_array_equal(ng.evaluate(trees[3]).get(), 0.5 - np.arange(4, dtype=F32))
+
+
+class _Pair(collections.namedtuple("_Pair", "lr momentum")):
+    pass
+
+
+class _Frozen(tuple):
+    """A tuple subclass that cannot be rebuilt from its items."""
+
+    def __new__(cls, items, tag):
+        self = super().__new__(cls, items)
+        self.tag = tag
+        return self
+
+
+def _stand_ins_in_order(values):
+    """Every stand-in among ``values`` (nested tuples walked), in order."""
+    found = []
+    for value in values:
+        if isinstance(value, StepNumber):
+            found.append(value)
+        elif isinstance(value, tuple):
+            found += _stand_ins_in_order(value)
+    return found
+
+
+def test_stand_ins_follow_the_keys_order_of_floats():
+    args = (1.0, (2.0, "s", (3.0, 4)), None, _Pair(5.0, 6.0), _Frozen((7.0,), "x"), True)
+    kwargs = {"z": 8.0, "a": (9.0,)}
+    floats = []
+    structure = (capture._key(None, args, floats),
+                 capture._key(None, tuple(sorted(kwargs.items())), floats))
+    # floats key by their type; ints, bools and strings by their value
+    assert capture._key(None, (1.5, "s"), []) == capture._key(None, (2.5, "s"), [])
+    assert capture._key(None, (1,), []) != capture._key(None, (2,), [])
+    assert capture._key(None, (1.5,), None) != capture._key(None, (2.5,), None)  # not traced
+    assert floats == [1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 9.0, 8.0]
+    tracer = capture._Tracer(floats, escaped=(1,))
+    replaced = tracer.stand_ins(args)
+    named = tracer.stand_ins(tuple(kwargs[name] for name in sorted(kwargs)))
+    assert type(replaced[3]) is _Pair and replaced[4] is args[4] and replaced[5] is True
+    numbers_found = _stand_ins_in_order(replaced + named)
+    # position 1 was escaped before (passed as it is), and the floats of a
+    # tuple subclass that cannot be rebuilt (position 5) become escaped
+    assert [n.index for n in numbers_found] == [0, 2, 3, 4, 6, 7]
+    assert [n.value for n in numbers_found] == [floats[n.index] for n in numbers_found]
+    assert replaced[1][0] == 2.0 and tracer.escaped == {1, 5}
+    assert capture._graph_key(structure, (1, 5), floats) == (structure, (2.0, 7.0))
