@@ -59,6 +59,12 @@ def _problem(case):
             for k, shape in enumerate(_SHAPES)]
 
 
+def _ours(ctx, hosts):
+    """The factory, its _Lib, and two copies of the step's tensors (eager, captured)."""
+    ng = ctx.need("ng")
+    return ng, _Lib("ng", ng), [ng.array(h) for h in hosts], [ng.array(h) for h in hosts]
+
+
 def _torch_eager(ctx, row, hosts, rates):
     """The peer: torch eager runs the step, its learning rates drawn from ``rates``."""
     def peer():
@@ -79,10 +85,7 @@ def case_captured_step(ctx, case, impls):
     extra = row["extra"]
 
     def ours():
-        ng = ctx.need("ng")
-        lib = _Lib("ng", ng)
-        eager_t = [ng.array(h) for h in hosts]
-        captured_t = [ng.array(h) for h in hosts]
+        ng, lib, eager_t, captured_t = _ours(ctx, hosts)
         before = ng.stats()["kernels_launched"]
         G_eager = _mlp_step(lib, *eager_t, 1e-3)
         extra["kernels_per_step"] = ng.stats()["kernels_launched"] - before
@@ -129,10 +132,7 @@ def case_changing_rate(ctx, case, impls):
     extra = row["extra"]
 
     def ours():
-        ng = ctx.need("ng")
-        lib = _Lib("ng", ng)
-        eager_t = [ng.array(h) for h in hosts]
-        captured_t = [ng.array(h) for h in hosts]
+        ng, lib, eager_t, captured_t = _ours(ctx, hosts)
         step = ng.capture(lambda *t: _mlp_step(lib, *t))
         for lr in rates[:3]:
             G, G_eager = step(*captured_t, lr), _mlp_step(lib, *eager_t, lr)

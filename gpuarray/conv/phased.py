@@ -112,19 +112,25 @@ def _axis(size, taps, pad, stride):
 
 
 def applies(ng, layer):
-    """True when ``layer``'s data gradient should run by phases on ``ng``:
-    a 2-D layer strided along H or W, without dilation, whose forward
-    convolution by phases runs as an implicit GEMM (Hopper, 16-bit, K a
-    multiple of 8), covers the whole gradient and does at most
-    :data:`MAX_OVERHEAD` times the direct arithmetic."""
+    """True when ``layer``'s data gradient should run by phases on ``ng``
+    (see :func:`plan`)."""
+    return plan(ng, layer) is not None
+
+
+def plan(ng, layer):
+    """The :class:`Phases` of ``layer`` where its data gradient should run by
+    them on ``ng``, else None: a 2-D layer strided along H or W, without
+    dilation, whose forward convolution by phases runs as an implicit GEMM
+    (Hopper, 16-bit, K a multiple of 8), covers the whole gradient and does
+    at most :data:`MAX_OVERHEAD` times the direct arithmetic."""
     if (layer.D, layer.T) != (1, 1) or layer.stride[0] != 1 or layer.stride[1:] == (1, 1):
-        return False
+        return None
     if layer.dilation != (1, 1, 1) or layer.dtype not in _HALF or layer.K % 8:
-        return False
+        return None
     if getattr(ng, "arch", None) != "sm_90":
-        return False
+        return None
     phases = Phases(layer)
-    return phases.fits and phases.overhead <= MAX_OVERHEAD
+    return phases if phases.fits and phases.overhead <= MAX_OVERHEAD else None
 
 
 def bprop(ng, phases, F, E, grad_I, alpha=1.0, beta=0.0):
@@ -190,8 +196,7 @@ def try_run(gpu, call):
     key = ("phases", layer.key)
     phases = gpu._conv_plans.get(key)
     if phases is None:
-        phases = Phases(layer) if applies(gpu, layer) else False
-        gpu._conv_plans[key] = phases
+        phases = gpu._conv_plans[key] = plan(gpu, layer) or False
     if phases is False or not (call.b.is_contiguous and call.out.is_contiguous):
         return False
     bprop(gpu, phases, call.a, call.b, call.out, call.alpha, call.beta)

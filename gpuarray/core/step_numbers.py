@@ -61,51 +61,6 @@ class StepNumber:
             recording.escaped.add(self.index)
         return self.value
 
-    def __float__(self):
-        return self.plain()
-
-    def __int__(self):
-        return int(self.plain())
-
-    def __complex__(self):
-        return complex(self.plain())
-
-    def __bool__(self):
-        return bool(self.plain())
-
-    def __hash__(self):
-        return hash(self.plain())
-
-    def __repr__(self):
-        return repr(self.plain())
-
-    def __str__(self):
-        return str(self.plain())
-
-    def __format__(self, spec):
-        return format(self.plain(), spec)
-
-    def __round__(self, ndigits=None):
-        return round(self.plain(), ndigits)
-
-    def __trunc__(self):
-        return math.trunc(self.plain())
-
-    def __floor__(self):
-        return math.floor(self.plain())
-
-    def __ceil__(self):
-        return math.ceil(self.plain())
-
-    def __neg__(self):
-        return -self.plain()
-
-    def __pos__(self):
-        return +self.plain()
-
-    def __abs__(self):
-        return abs(self.plain())
-
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.plain(), dtype=dtype)
 
@@ -149,6 +104,20 @@ def _binary(op):
         return op(_plain(other), self.plain())
     return forward, reflected
 
+
+def _unary(function):
+    """The method ``function(x, *args)`` of a stand-in: what the float gives."""
+    def method(self, *args):
+        return function(self.plain(), *args)
+    return method
+
+
+for _name, _function in (("float", float), ("int", int), ("complex", complex), ("bool", bool),
+                         ("hash", hash), ("repr", repr), ("str", str), ("format", format),
+                         ("round", round), ("trunc", math.trunc), ("floor", math.floor),
+                         ("ceil", math.ceil), ("neg", operator.neg), ("pos", operator.pos),
+                         ("abs", abs)):
+    setattr(StepNumber, f"__{_name}__", _unary(_function))
 
 for _name, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
                    ("truediv", operator.truediv), ("floordiv", operator.floordiv),

@@ -426,11 +426,19 @@ def _ctypes_copy(dst, src, nbytes, stream_handle):
     return _libcuda().cuMemcpyDtoHAsync_v2(dst, src, nbytes, stream_handle or None)
 
 
-def _ctypes_packed(function, grid, block, data, smem, stream_handle):
+def packed_extra(data):
+    """Kernel arguments packed in ``data`` (bytes) as the driver's ``extra``
+    takes them: ``(buffer, size, extra)``, the first two kept alive as long
+    as ``extra`` is used (``buffer`` is a writable copy of ``data``)."""
     buffer = ctypes.create_string_buffer(bytes(data), len(data))
     size = ctypes.c_size_t(len(data))
     # CU_LAUNCH_PARAM_BUFFER_POINTER (1), CU_LAUNCH_PARAM_BUFFER_SIZE (2), END (0)
     extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buffer), 2, ctypes.addressof(size), 0)
+    return buffer, size, extra
+
+
+def _ctypes_packed(function, grid, block, data, smem, stream_handle):
+    _buffer, _size, extra = packed_extra(data)
     return _libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, None, extra)
 
 

@@ -13,12 +13,10 @@ is capturing, which the stricter modes refuse.
 """
 import ctypes
 
-from .driver import _check, _libcuda
+from .driver import _check, _libcuda, packed_extra
 
 #: CU_STREAM_CAPTURE_MODE_RELAXED
 _RELAXED = 2
-#: CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE
-_BUFFER_POINTER, _BUFFER_SIZE = 1, 2
 
 
 def begin(stream_handle):
@@ -75,10 +73,7 @@ class KernelArguments:
     (``CU_LAUNCH_PARAM_BUFFER_POINTER`` behind ``extra``)."""
 
     def __init__(self, executable, node, function, grid, block, arguments):
-        self.buffer = ctypes.create_string_buffer(bytes(arguments), len(arguments))
-        self._size = ctypes.c_size_t(len(arguments))
-        self._extra = (ctypes.c_void_p * 5)(_BUFFER_POINTER, ctypes.addressof(self.buffer),
-                                            _BUFFER_SIZE, ctypes.addressof(self._size), None)
+        self.buffer, self._size, self._extra = packed_extra(arguments)
         self._params = _KernelNodeParams(function, (ctypes.c_uint * 3)(*grid),
                                          (ctypes.c_uint * 3)(*block), 0, None, self._extra,
                                          None, None)

@@ -8,6 +8,7 @@ checked call (numpy on the CPU, :mod:`gpuarray.gemm.plan` on the GPU).
 Both factories mix :class:`ProductFunctions` in.
 """
 from ..core import step_numbers
+from ..core.step_numbers import StepNumber
 from ..core.optree import Scalar
 from . import fuse, replay
 from .call import (epilogue_tree, fp8_zero_product, make_call, product_node, real, scale_values,
@@ -109,8 +110,11 @@ class ProductFunctions:
         return self._product(A, B, C, True, alpha, beta, relu, bias, stats, precision, scaling)
 
     def _product(self, A, B, C, batched, alpha, beta, relu, bias, stats, precision, scaling):
-        parameters = step_numbers.recording(alpha) or step_numbers.recording(beta)
-        if C is not None and parameters and stats is None and scaling is None:
+        # two type tests per call (C pointer comparisons where compiled):
+        # ng.dot is on the host path of every training step
+        if ((type(alpha) is StepNumber or type(beta) is StepNumber) and C is not None
+                and stats is None and scaling is None
+                and (step_numbers.recording(alpha) or step_numbers.recording(beta))):
             # a captured step's float stays a kernel argument the graph
             # updates: the assignment runs the product, then a fused kernel
             value = self._product(A, B, None, batched, alpha, 0.0, relu, bias, None,
@@ -127,7 +131,7 @@ class ProductFunctions:
             raise ValueError("scale_a, scale_b, scale_c and amax need an output tensor C "
                              "(FP8 products run with C given)")
         node = product_node(self, A, B, batched, precision)
-        if step_numbers.recording(alpha):
+        if type(alpha) is StepNumber and step_numbers.recording(alpha):
             node = node * alpha
         elif alpha != 1:
             node = node * real(alpha, "alpha")

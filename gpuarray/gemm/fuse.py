@@ -10,6 +10,7 @@ product is computed into a temporary by the GEMM kernels and the rest of
 the tree goes to the fusion compiler as usual.
 """
 from ..core import shapes, step_numbers
+from ..core.step_numbers import StepNumber
 from ..core.array import Tensor
 from ..core.optree import OpTreeNode, Scalar
 from .call import OUTPUT_DTYPES
@@ -89,7 +90,7 @@ def _scaled(node):
     if _op_of(node) == "multiply":
         for x, s in (node.args, node.args[::-1]):
             if isinstance(s, Scalar) and s.dtype.kind in "fiu" and isinstance(x, (Tensor, OpTreeNode)):
-                if step_numbers.recording(s.value):
+                if type(s.value) is StepNumber and step_numbers.recording(s.value):
                     break
                 return x, float(s.value)
     return node, 1.0
