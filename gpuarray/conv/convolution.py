@@ -16,7 +16,10 @@ bprop     dcol = E @ F    (fp32)                        grad_I = col2im(dcol)
 update    grad_F = E^T @ col                            --
 ========= ============================================= ====================
 
-On Hopper most fp16/bf16 layers skip all this: :mod:`~gpuarray.conv.implicit`
+An fp32 3x3 stride-1 layer with 32 or more channels and filters skips
+all this too: :mod:`~gpuarray.conv.winograd` runs it as Winograd's
+F(2x2, 3x3), transforms around one batched GEMM.  On Hopper most fp16/bf16
+layers skip all this: :mod:`~gpuarray.conv.implicit`
 runs them as one implicit-GEMM kernel that gathers as it goes (a strided
 layer's data gradient too, as a forward convolution over the stride's
 phases: :mod:`~gpuarray.conv.phased`), and
@@ -40,9 +43,10 @@ import numpy as np
 
 from ..core import dtypes
 from ..gemm import replay
-from . import fastdiv, implicit, phased, small_c
+from . import fastdiv, implicit, phased, small_c, winograd
 from .call import is_rows
 from .layer import pointwise
+from .staging import as_rows, contiguous, copy_back, output
 
 STEM = "conv_im2col"
 THREADS = 256
@@ -68,7 +72,7 @@ F32 = np.dtype(np.float32)
 
 def run(gpu, call):
     """Queue the kernels of ``call`` (fprop, bprop or update) on ``gpu``."""
-    if small_c.try_run(gpu, call) or implicit.try_run(gpu, call):
+    if small_c.try_run(gpu, call) or implicit.try_run(gpu, call) or winograd.try_run(gpu, call):
         return
     if call.kind == "bprop" and phased.try_run(gpu, call):
         return
@@ -112,11 +116,11 @@ def _check_image_size(layer):
 # -- the three passes ----------------------------------------------------------
 
 def _fprop(gpu, call, layer):
-    I = _contiguous(gpu, call.a)  # noqa: E741
-    O = _output(gpu, call.out, call.beta, rows_ok=True)  # noqa: E741
+    I = contiguous(gpu, call.a)  # noqa: E741
+    O = output(gpu, call.out, call.beta, rows_ok=True)  # noqa: E741
     epilogue = dict(alpha=call.alpha, beta=call.beta, relu=call.relu, bias=call.bias)
     if pointwise(layer):
-        F2 = _contiguous(gpu, call.b).reshape(layer.K, layer.C)
+        F2 = contiguous(gpu, call.b).reshape(layer.K, layer.C)
         gpu.dot(_rows(I), F2.T, _rows(O), **epilogue)
     else:
         F2 = _padded_filters(gpu, layer, call.b)
@@ -124,14 +128,14 @@ def _fprop(gpu, call, layer):
         for n0, n1 in chunks(layer, layer.dtype.itemsize):
             rows, _ = _im2col(gpu, layer, I, n0, n1, col)
             gpu.dot(rows, F2.T, _rows(O[n0:n1]), **epilogue)
-    _copy_back(call.out, O)
+    copy_back(call.out, O)
 
 
 def _bprop(gpu, call, layer):
-    E = _matrix(gpu, call.b)
-    grad = _output(gpu, call.out, call.beta, rows_ok=pointwise(layer))
+    E = as_rows(gpu, call.b)
+    grad = output(gpu, call.out, call.beta, rows_ok=pointwise(layer))
     if pointwise(layer):
-        F2 = _contiguous(gpu, call.a).reshape(layer.K, layer.C)
+        F2 = contiguous(gpu, call.a).reshape(layer.K, layer.C)
         gpu.dot(_rows(E), F2, _rows(grad), alpha=call.alpha, beta=call.beta)
     else:
         F2 = _padded_filters(gpu, layer, call.a)
@@ -140,7 +144,7 @@ def _bprop(gpu, call, layer):
             rows = dcol[:(n1 - n0) * _col_row_count(layer)]
             gpu.dot(_rows(E[n0:n1]), F2, rows)
             _col2im(gpu, layer, rows, grad, n0, n1, call.alpha, call.beta)
-    _copy_back(call.out, grad)
+    copy_back(call.out, grad)
 
 
 def _run_update(gpu, call, layer):
@@ -174,8 +178,8 @@ def _update_key(call):
 def _update(gpu, call, layer, record=False):
     """Run the filter gradient; with ``record``, return its :class:`GatheredUpdate`
     (or ``_NO`` when it cannot be replayed: several chunks, no recorded GEMM)."""
-    I, E = _contiguous(gpu, call.a), _matrix(gpu, call.b)  # noqa: E741
-    grad = _output(gpu, call.out, call.beta)
+    I, E = contiguous(gpu, call.a), as_rows(gpu, call.b)  # noqa: E741
+    grad = output(gpu, call.out, call.beta)
     grad2 = grad.reshape(layer.K, _col_width(layer))
     plan = _NO
     if pointwise(layer):
@@ -185,7 +189,7 @@ def _update(gpu, call, layer, record=False):
             plan = GatheredUpdate.recorded(gpu, call, None, 0, a, b, grad2)
     else:
         plan = _update_gathered(gpu, call, layer, I, E, grad2, record)
-    _copy_back(call.out, grad)
+    copy_back(call.out, grad)
     return plan
 
 
@@ -271,35 +275,12 @@ def _workspace(gpu, layer, dtype):
 def _padded_filters(gpu, layer, F):
     """F as a (K, T*R*S*C) matrix whose rows are padded like col's (zeros)."""
     width, stride = _col_width(layer), _col_stride(layer)
-    F2 = _contiguous(gpu, F).reshape(layer.K, width)
+    F2 = contiguous(gpu, F).reshape(layer.K, width)
     if stride == width:
         return F2
     padded = gpu.zeros((layer.K, stride), layer.dtype)
     padded[:, :width] = F2
     return padded
-
-
-def _contiguous(gpu, t):
-    return t if t.is_contiguous else gpu.evaluate(t)
-
-
-def _matrix(gpu, t):
-    """``t`` itself where a GEMM can read it as rows (see :func:`is_rows`), else a copy."""
-    return t if is_rows(t) else gpu.evaluate(t)
-
-
-def _output(gpu, target, beta, rows_ok=False):
-    """Where the kernels write ``target``: itself when contiguous (or, with
-    ``rows_ok``, when only GEMMs write it and it reads as rows), else a
-    temporary (holding target's values when beta needs them)."""
-    if target.is_contiguous or (rows_ok and is_rows(target)):
-        return target
-    return gpu.evaluate(target) if beta else gpu.empty(target.shape, target.dtype)
-
-
-def _copy_back(target, written):
-    if written is not target:
-        target[:] = written
 
 
 def _im2col(gpu, layer, I, n0, n1, col):  # noqa: E741

@@ -1,0 +1,290 @@
+"""The Winograd F(2x2, 3x3) route of fp32 3x3 layers (gpuarray/conv/winograd.py).
+
+Which layers take it; the transforms' launches and arguments on a
+recording GPU (no GPU needed): the sequence per pass, the tiles, the
+padding of bprop's flipped convolution, the chunks of the batch and how
+update adds them; on the GPU, every pass and its epilogue against the
+numpy reference (the CPU factory's) over a seeded sweep of sizes and
+paddings, chunked and not, strided views, same bits on every run, and no
+allocation once warm.
+"""
+import numpy as np
+import pytest
+
+import gpuarray
+from conftest import assert_no_new_allocations, get_factory, skip_if_no_gpu
+from gpuarray.conv import winograd
+from test_conv import check, data
+from test_conv_launch import _gpu, _Library
+from test_gemm_plan import tensor_maps  # noqa: F401
+
+F32 = np.dtype(np.float32)
+NAMES = ("input", "grad_output", "filter", "filter_grad", "output")
+FIELDS = "src dst bias tiles H W C K TP TQ pad_h pad_w src_ld dst_ld alpha beta relu flip".split()
+
+
+@pytest.fixture
+def cpu():
+    return gpuarray.CPU()
+
+
+@pytest.mark.parametrize("kw, takes", [
+    (dict(dtype=F32), True),
+    (dict(dtype=np.float16), False),
+    (dict(dtype="bfloat16"), False),
+    (dict(dtype=F32, str_h=2, str_w=2), False),
+    (dict(dtype=F32, R=5, S=5, pad_h=2, pad_w=2), False),
+    (dict(dtype=F32, R=3, S=1, pad_w=0), False),
+    (dict(dtype=F32, dil_h=2, dil_w=2, pad_h=2, pad_w=2), False),
+    (dict(dtype=F32, D=3, T=3, pad_d=1), False),
+    (dict(dtype=F32, C=31), False),
+    (dict(dtype=F32, K=16), False),
+    (dict(dtype=F32, pad_h=0, pad_w=2), True),
+])
+def test_which_layers_take_it(cpu, kw, takes):
+    sizes = dict(N=2, C=32, K=32, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1)
+    sizes.update(kw)
+    dtype = sizes.pop("dtype")
+    assert winograd.applies(cpu.conv_layer(dtype, **sizes)) is takes
+
+
+# -- on a recording GPU -----------------------------------------------------------------
+
+class _WinogradKernel:
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def launch(self, grid, block, data, shared):
+        args = dict(zip(FIELDS, winograd.ARGS.unpack(bytes(data))))
+        self.log.append((self.name, grid, block, args, shared))
+
+
+class _WinogradLibrary(_Library):
+    def function(self, stem, name, smem=0):
+        if stem == winograd.STEM:
+            return _WinogradKernel(name, self.log)
+        return super().function(stem, name, smem)
+
+
+@pytest.fixture
+def ng(tensor_maps):  # noqa: F811 - the fixture imported above
+    gpu = _gpu("sm_90")
+    gpu.conv_library = _WinogradLibrary(gpu.launches)
+    return gpu
+
+
+def _steps(ng):
+    """(transform name, its arguments) or "gemm" for each recorded launch."""
+    steps = []
+    for entry in ng.launches:
+        name = entry[0]
+        if isinstance(name, str) and name.startswith("ga_winograd_"):
+            steps.append((name[len("ga_winograd_"):], entry[3]))
+        elif not steps or steps[-1] != "gemm":
+            steps.append("gemm")
+    return steps
+
+
+LAYER = dict(N=3, C=32, K=40, H=7, W=6, R=3, S=3, pad_h=1, pad_w=0)
+
+
+def _tensors(ng, layer, kind):
+    dims = {"fprop": (layer.dimI, layer.dimF, layer.dimO),
+            "bprop": (layer.dimF, layer.dimO, layer.dimI),
+            "update": (layer.dimI, layer.dimO, layer.dimF)}[kind]
+    return [ng.empty(d, F32) for d in dims]
+
+
+def test_fprop_transforms_around_one_batched_gemm(ng):
+    layer = ng.conv_layer(F32, **LAYER)  # P, Q = 7, 4: tiles 4 x 2, the last row half outside
+    I, F, O = _tensors(ng, layer, "fprop")  # noqa: E741
+    bias = ng.empty((layer.K,), F32)
+    ng.fprop_conv(layer, I, F, O, alpha=2.0, beta=0.5, relu=True, bias=bias)
+    steps = _steps(ng)
+    assert [s if s == "gemm" else s[0] for s in steps] == ["filter", "input", "gemm", "output"]
+    filt, inp, out = steps[0][1], steps[1][1], steps[3][1]
+    assert (filt["src"], filt["K"], filt["C"], filt["flip"]) == (F.ptr, 40, 32, 0)
+    assert inp["src"] == I.ptr and inp["tiles"] == 3 * 4 * 2
+    assert (inp["H"], inp["W"], inp["C"], inp["TP"], inp["TQ"]) == (7, 6, 32, 4, 2)
+    assert (inp["pad_h"], inp["pad_w"], inp["src_ld"]) == (1, 0, 32)
+    assert out["src"] not in (inp["dst"], 0) and out["dst"] == O.ptr and out["bias"] == bias.ptr
+    assert (out["H"], out["W"], out["C"], out["tiles"]) == (7, 4, 40, 24)
+    assert (out["alpha"], out["beta"], out["relu"], out["dst_ld"]) == (2.0, 0.5, 1, 40)
+
+
+def test_channel_slices_are_read_and_written_in_place(ng):
+    """A concatenation's branch: input and output are channel slices of wider
+    tensors, read and written with their row strides, no copies."""
+    layer = ng.conv_layer(F32, **LAYER)
+    wide_I = ng.empty(layer.dimI[:4] + (48,), F32)
+    wide_O = ng.empty(layer.dimO[:4] + (64,), F32)
+    I, O = wide_I[..., 16:], wide_O[..., 8:48]  # noqa: E741
+    ng.fprop_conv(layer, I, ng.empty(layer.dimF, F32), O)
+    steps = [s for s in _steps(ng) if s != "gemm"]
+    assert [s[0] for s in steps] == ["filter", "input", "output"]
+    assert (steps[1][1]["src"], steps[1][1]["src_ld"]) == (I.ptr, 48)
+    assert (steps[2][1]["dst"], steps[2][1]["dst_ld"]) == (O.ptr, 64)
+
+
+def test_bprop_is_the_flipped_forward_convolution_of_E(ng):
+    layer = ng.conv_layer(F32, **LAYER)
+    F, E, grad = _tensors(ng, layer, "bprop")
+    ng.bprop_conv(layer, F, E, grad, alpha=0.5)
+    steps = _steps(ng)
+    assert [s if s == "gemm" else s[0] for s in steps] == ["filter", "input", "gemm", "output"]
+    filt, inp, out = steps[0][1], steps[1][1], steps[3][1]
+    assert filt["flip"] == 1
+    # E (7 x 4 positions, K channels) padded by 2 - pad gives the 7 x 6 input back
+    assert (inp["src"], inp["H"], inp["W"], inp["C"]) == (E.ptr, 7, 4, 40)
+    assert (inp["pad_h"], inp["pad_w"], inp["TP"], inp["TQ"]) == (1, 2, 4, 3)
+    assert (out["dst"], out["H"], out["W"], out["C"], out["alpha"]) == (grad.ptr, 7, 6, 32, 0.5)
+    assert (out["bias"], out["relu"]) == (0, 0)
+
+
+def test_update_adds_the_chunks_in_order(ng, monkeypatch):
+    layer = ng.conv_layer(F32, **LAYER)
+    per_image = winograd.POINTS * 4 * 2 * (32 + 40) * 4
+    monkeypatch.setattr(winograd, "WORKSPACE_BYTES", 2 * per_image)  # chunks of 2 and 1 images
+    I, E, grad = _tensors(ng, layer, "update")  # noqa: E741
+    ng.update_conv(layer, I, E, grad, alpha=3.0, beta=1.0)
+    steps = _steps(ng)
+    kinds = [s if s == "gemm" else s[0] for s in steps]
+    assert kinds == ["input", "grad_output", "gemm"] * 2 + ["filter_grad"]
+    assert [s[1]["tiles"] for s in steps if s != "gemm" and s[0] == "input"] == [16, 8]
+    assert steps[3][1]["src"] == I[2:].ptr and steps[4][1]["src"] == E[2:].ptr
+    last = steps[-1][1]
+    assert last["dst"] == grad.ptr and (last["alpha"], last["beta"]) == (3.0, 1.0)
+    assert (last["K"], last["C"]) == (40, 32)
+
+
+def test_other_layers_keep_the_gather_route(ng):
+    layer = ng.conv_layer(F32, **dict(LAYER, str_w=2))
+    ng.fprop_conv(layer, *_tensors(ng, layer, "fprop"))
+    assert not [s for s in _steps(ng) if s != "gemm"]
+
+
+# -- on the GPU ------------------------------------------------------------------------------
+
+def _cases(count=6, seed=5):
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(count):
+        cases.append(dict(N=int(rng.integers(1, 4)), C=int(rng.choice([32, 40, 64])),
+                          K=int(rng.choice([32, 48, 64])), H=int(rng.integers(3, 12)),
+                          W=int(rng.integers(3, 12)), R=3, S=3,
+                          pad_h=int(rng.integers(0, 3)), pad_w=int(rng.integers(0, 3))))
+    return [c for c in cases if c["H"] + 2 * c["pad_h"] >= 3 and c["W"] + 2 * c["pad_w"] >= 3]
+
+
+def _inputs(ng, layer, kind, rng):
+    shapes = {"fprop": (layer.dimI, layer.dimF), "bprop": (layer.dimF, layer.dimO),
+              "update": (layer.dimI, layer.dimO)}[kind]
+    return [data(ng, rng, s, F32) for s in shapes]
+
+
+def _run(ng, layer, kind, a, b, out, **options):
+    getattr(ng, f"{kind}_conv")(layer, a, b, out, **options)
+    return out.get()
+
+
+def _reference(layer_kw, kind, a, b, out, **options):
+    cpu = get_factory("cpu")
+    layer = cpu.conv_layer(F32, **layer_kw)
+    res = cpu.array(out)
+    getattr(cpu, f"{kind}_conv")(layer, cpu.array(a), cpu.array(b), res, **options)
+    return res.get().astype(np.float64)
+
+
+@pytest.mark.parametrize("kw", _cases(), ids=lambda kw: "N{N}C{C}K{K}H{H}W{W}p{pad_h}{pad_w}".format(**kw))
+@pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
+def test_matches_the_reference(kind, kw):
+    skip_if_no_gpu()
+    ng = get_factory("gpu")
+    layer = ng.conv_layer(F32, **kw)
+    assert winograd.applies(layer)
+    rng = np.random.default_rng(3)
+    (a, ha), (b, hb) = _inputs(ng, layer, kind, rng)
+    shape = {"fprop": layer.dimO, "bprop": layer.dimI, "update": layer.dimF}[kind]
+    old = rng.uniform(-1, 1, shape).astype(F32)
+    options = dict(alpha=1.5, beta=0.25)
+    if kind == "fprop":
+        bias = rng.uniform(-1, 1, layer.K).astype(F32)
+        options.update(relu=True)
+        got = _run(ng, layer, kind, a, b, ng.array(old), bias=ng.array(bias), **options)
+        ref = _reference(kw, kind, ha.astype(F32), hb.astype(F32), old, bias=get_factory("cpu").array(bias),
+                         **options)
+    else:
+        got = _run(ng, layer, kind, a, b, ng.array(old), **options)
+        ref = _reference(kw, kind, ha.astype(F32), hb.astype(F32), old, **options)
+    check(got, ref, F32)
+
+
+@pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
+def test_chunks_give_the_same_result(monkeypatch, kind):
+    skip_if_no_gpu()
+    ng = get_factory("gpu")
+    layer = ng.conv_layer(F32, N=5, C=32, K=48, H=9, W=8, R=3, S=3, pad_h=1, pad_w=1)
+    rng = np.random.default_rng(8)
+    (a, _), (b, _) = _inputs(ng, layer, kind, rng)
+    shape = {"fprop": layer.dimO, "bprop": layer.dimI, "update": layer.dimF}[kind]
+    whole = _run(ng, layer, kind, a, b, ng.empty(shape, F32))
+    per_image = winograd.POINTS * 5 * 4 * (32 + 48) * 4
+    monkeypatch.setattr(winograd, "WORKSPACE_BYTES", 2 * per_image)
+    chunked = _run(ng, layer, kind, a, b, ng.empty(shape, F32))
+    # the GEMM's plan (its split of the sums) follows the chunk's size: equal to rounding
+    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-5 * np.abs(whole).max())
+
+
+def test_strided_views_and_same_bits_every_run():
+    skip_if_no_gpu()
+    ng = get_factory("gpu")
+    kw = dict(N=2, C=32, K=32, H=6, W=7, R=3, S=3, pad_h=1, pad_w=1)
+    layer = ng.conv_layer(F32, **kw)
+    rng = np.random.default_rng(4)
+    host_I = rng.uniform(-1, 1, layer.dimI[:4] + (64,)).astype(F32)
+    I = ng.array(host_I)[..., ::2]  # noqa: E741 - every other channel: not contiguous
+    (E, hE), = [data(ng, rng, layer.dimO, F32)]
+    grad = ng.empty(layer.dimF[:4] + (64,), F32)[..., 1::2]
+    first = _run(ng, layer, "update", I, E, grad)
+    again = _run(ng, layer, "update", I, E, grad)
+    np.testing.assert_array_equal(first, again)
+    ref = _reference(kw, "update", np.ascontiguousarray(host_I[..., ::2]), hE.astype(F32),
+                     np.zeros(layer.dimF, F32))
+    check(first, ref, F32)
+
+
+def test_channel_slices_on_the_gpu():
+    skip_if_no_gpu()
+    ng = get_factory("gpu")
+    kw = dict(N=2, C=32, K=40, H=5, W=6, R=3, S=3, pad_h=1, pad_w=1)
+    layer = ng.conv_layer(F32, **kw)
+    rng = np.random.default_rng(6)
+    wide_I = rng.uniform(-1, 1, layer.dimI[:4] + (48,)).astype(F32)
+    F = rng.uniform(-1, 1, layer.dimF).astype(F32)
+    wide_O = ng.zeros(layer.dimO[:4] + (64,), F32)
+    ng.fprop_conv(layer, ng.array(wide_I)[..., 16:], ng.array(F), wide_O[..., 8:48])
+    ref = _reference(kw, "fprop", np.ascontiguousarray(wide_I[..., 16:]), F,
+                     np.zeros(layer.dimO, F32))
+    got = wide_O.get()
+    check(np.ascontiguousarray(got[..., 8:48]), ref, F32)
+    assert not got[..., :8].any() and not got[..., 48:].any()
+
+
+def test_warm_passes_allocate_nothing():
+    skip_if_no_gpu()
+    ng = get_factory("gpu")
+    layer = ng.conv_layer(F32, N=2, C=32, K=32, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1)
+    I, F, O = (ng.ones(d, F32) for d in (layer.dimI, layer.dimF, layer.dimO))  # noqa: E741
+    gI, gF = ng.empty(layer.dimI, F32), ng.empty(layer.dimF, F32)
+
+    def passes():
+        ng.fprop_conv(layer, I, F, O)
+        ng.bprop_conv(layer, F, O, gI)
+        ng.update_conv(layer, I, O, gF)
+
+    passes()
+    before = ng.stats()
+    passes()
+    assert_no_new_allocations(ng, before)
+    # every value of an all-ones fprop is a count of the taps inside the image
+    assert float(O.get()[0, 0, 0, 0, 0]) == 4 * 32
