@@ -184,6 +184,17 @@ def test_deep_product_splits_k(ng):
     assert (args["splits"] - 1) * args["tiles_per_split"] < ktiles <= args["splits"] * args["tiles_per_split"]
 
 
+def test_one_tile_with_a_long_reduction_fills_the_gpu(ng):
+    # a first layer's filter gradient, E^T @ col: 64 x 32 outputs (one tile)
+    # summed over 3.2 M positions; 32 splits kept 32 blocks busy on 132 SMs
+    rows = 64 * 224 * 224
+    ng.dot(ng.empty((rows, 64), np.float32).T, ng.empty((rows, 32), np.float32),
+           ng.empty((64, 32), np.float32))
+    name, grid, block, args, shared = ng.launches[0]
+    assert name.startswith("ga_gemm_ffma_") and args["splits"] >= ng.sms
+    assert grid[0] == args["splits"] and ng.launches[-1][0] == "ga_gemm_splitk_reduce"
+
+
 def test_skinny_product_splits_k_over_a_cluster(ng):
     # 4096 x 32 x 4096: a few dozen tiles; each tile's K-tiles go to the
     # blocks of a cluster, reduced inside the one kernel

@@ -39,7 +39,7 @@ SPLIT_S = 6e-6
 # whose tiles run 0.4-9 us each (M = 1.6-3.2 M, N = 32-64, every sm90 tile)
 _EPILOGUE_S_PER_ELEMENT = 0.25e-9
 _TILE_S = 0.45e-6
-_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 _MIN_KTILES_PER_SPLIT = 4
 #: blocks of a cluster K-split (8: the largest portable cluster)
 CLUSTERS = (2, 3, 4, 8)
