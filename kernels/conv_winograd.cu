@@ -57,23 +57,33 @@ struct WinogradArgs {
     int relu, flip;
 };
 
-__device__ __forceinline__ void tile_of(long long t, const WinogradArgs &a, int &n, int &ty, int &tx) {
-    tx = (int)(t % a.TQ);
-    long long rest = t / a.TQ;
-    ty = (int)(rest % a.TP);
-    n = (int)(rest / a.TP);
+// a grid-stride loop of i over the work items 0 .. total - 1
+#define FOR_EACH_ITEM(i, total) \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (total); \
+         i += (long long)gridDim.x * blockDim.x)
+
+// work item i of a (tile, channel) kernel: channel c of tile (n, ty, tx)
+struct TileItem {
+    int n, ty, tx, c;
+};
+
+__device__ __forceinline__ TileItem tile_item(long long i, const WinogradArgs &a) {
+    TileItem w;
+    w.c = (int)(i % a.C);
+    const long long t = i / a.C;
+    w.tx = (int)(t % a.TQ);
+    w.ty = (int)(t / a.TQ % a.TP);
+    w.n = (int)(t / a.TQ / a.TP);
+    return w;
 }
 
 extern "C" __global__ void __launch_bounds__(WINOGRAD_THREADS)
 ga_winograd_input(WinogradArgs a) {
     const long long total = a.tiles * a.C;
     const long long plane = total;  // elements of one transform point
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        const int c = (int)(i % a.C);
-        const long long t = i / a.C;
-        int n, ty, tx;
-        tile_of(t, a, n, ty, tx);
+    FOR_EACH_ITEM(i, total) {
+        const TileItem w = tile_item(i, a);
+        const int n = w.n, ty = w.ty, tx = w.tx, c = w.c;
         float d[4][4];
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
@@ -108,12 +118,9 @@ extern "C" __global__ void __launch_bounds__(WINOGRAD_THREADS)
 ga_winograd_output(WinogradArgs a) {
     const long long total = a.tiles * a.C;
     const long long plane = total;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        const int c = (int)(i % a.C);
-        const long long t = i / a.C;
-        int n, ty, tx;
-        tile_of(t, a, n, ty, tx);
+    FOR_EACH_ITEM(i, total) {
+        const TileItem w = tile_item(i, a);
+        const int n = w.n, ty = w.ty, tx = w.tx, c = w.c;
         float m[4][4];
 #pragma unroll
         for (int k = 0; k < 16; ++k)
@@ -153,12 +160,9 @@ extern "C" __global__ void __launch_bounds__(WINOGRAD_THREADS)
 ga_winograd_grad_output(WinogradArgs a) {
     const long long total = a.tiles * a.C;
     const long long plane = total;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        const int c = (int)(i % a.C);
-        const long long t = i / a.C;
-        int n, ty, tx;
-        tile_of(t, a, n, ty, tx);
+    FOR_EACH_ITEM(i, total) {
+        const TileItem w = tile_item(i, a);
+        const int n = w.n, ty = w.ty, tx = w.tx, c = w.c;
         float e[2][2];
 #pragma unroll
         for (int p = 0; p < 2; ++p) {
@@ -192,8 +196,7 @@ ga_winograd_grad_output(WinogradArgs a) {
 extern "C" __global__ void __launch_bounds__(WINOGRAD_THREADS)
 ga_winograd_filter(WinogradArgs a) {
     const long long total = (long long)a.K * a.C;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
+    FOR_EACH_ITEM(i, total) {
         const int c = (int)(i % a.C);
         const long long k = i / a.C;
         float g[3][3];
@@ -227,8 +230,7 @@ ga_winograd_filter(WinogradArgs a) {
 extern "C" __global__ void __launch_bounds__(WINOGRAD_THREADS)
 ga_winograd_filter_grad(WinogradArgs a) {
     const long long total = (long long)a.K * a.C;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
+    FOR_EACH_ITEM(i, total) {
         const int c = (int)(i % a.C);
         const long long k = i / a.C;
         float u[4][4];

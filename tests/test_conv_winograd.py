@@ -187,9 +187,11 @@ def _run(ng, layer, kind, a, b, out, **options):
     return out.get()
 
 
-def _reference(layer_kw, kind, a, b, out, **options):
-    cpu = get_factory("cpu")
-    layer = cpu.conv_layer(F32, **layer_kw)
+def _reference(gpu_layer, kind, a, b, out, **options):
+    """The CPU factory's (numpy's) result of the same stride-1 layer, in float64."""
+    g, cpu = gpu_layer, get_factory("cpu")
+    layer = cpu.conv_layer(F32, g.N, g.C, g.K, H=g.H, W=g.W, R=g.R, S=g.S, pad_h=g.pad[1],
+                           pad_w=g.pad[2])
     res = cpu.array(out)
     getattr(cpu, f"{kind}_conv")(layer, cpu.array(a), cpu.array(b), res, **options)
     return res.get().astype(np.float64)
@@ -211,11 +213,11 @@ def test_matches_the_reference(kind, kw):
         bias = rng.uniform(-1, 1, layer.K).astype(F32)
         options.update(relu=True)
         got = _run(ng, layer, kind, a, b, ng.array(old), bias=ng.array(bias), **options)
-        ref = _reference(kw, kind, ha.astype(F32), hb.astype(F32), old, bias=get_factory("cpu").array(bias),
-                         **options)
+        ref = _reference(layer, kind, ha.astype(F32), hb.astype(F32), old,
+                         bias=get_factory("cpu").array(bias), **options)
     else:
         got = _run(ng, layer, kind, a, b, ng.array(old), **options)
-        ref = _reference(kw, kind, ha.astype(F32), hb.astype(F32), old, **options)
+        ref = _reference(layer, kind, ha.astype(F32), hb.astype(F32), old, **options)
     check(got, ref, F32)
 
 
@@ -235,12 +237,15 @@ def test_chunks_give_the_same_result(monkeypatch, kind):
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-5 * np.abs(whole).max())
 
 
-def test_strided_views_and_same_bits_every_run():
+def _gpu_layer(seed, **kw):
+    """(GPU factory, fp32 3x3 layer of ``kw``, seeded generator); skips without a GPU."""
     skip_if_no_gpu()
     ng = get_factory("gpu")
-    kw = dict(N=2, C=32, K=32, H=6, W=7, R=3, S=3, pad_h=1, pad_w=1)
-    layer = ng.conv_layer(F32, **kw)
-    rng = np.random.default_rng(4)
+    return ng, ng.conv_layer(F32, R=3, S=3, pad_h=1, pad_w=1, **kw), np.random.default_rng(seed)
+
+
+def test_strided_views_and_same_bits_every_run():
+    ng, layer, rng = _gpu_layer(4, N=2, C=32, K=32, H=6, W=7)
     host_I = rng.uniform(-1, 1, layer.dimI[:4] + (64,)).astype(F32)
     I = ng.array(host_I)[..., ::2]  # noqa: E741 - every other channel: not contiguous
     (E, hE), = [data(ng, rng, layer.dimO, F32)]
@@ -248,22 +253,18 @@ def test_strided_views_and_same_bits_every_run():
     first = _run(ng, layer, "update", I, E, grad)
     again = _run(ng, layer, "update", I, E, grad)
     np.testing.assert_array_equal(first, again)
-    ref = _reference(kw, "update", np.ascontiguousarray(host_I[..., ::2]), hE.astype(F32),
+    ref = _reference(layer, "update", np.ascontiguousarray(host_I[..., ::2]), hE.astype(F32),
                      np.zeros(layer.dimF, F32))
     check(first, ref, F32)
 
 
 def test_channel_slices_on_the_gpu():
-    skip_if_no_gpu()
-    ng = get_factory("gpu")
-    kw = dict(N=2, C=32, K=40, H=5, W=6, R=3, S=3, pad_h=1, pad_w=1)
-    layer = ng.conv_layer(F32, **kw)
-    rng = np.random.default_rng(6)
+    ng, layer, rng = _gpu_layer(6, N=2, C=32, K=40, H=5, W=6)
     wide_I = rng.uniform(-1, 1, layer.dimI[:4] + (48,)).astype(F32)
     F = rng.uniform(-1, 1, layer.dimF).astype(F32)
     wide_O = ng.zeros(layer.dimO[:4] + (64,), F32)
     ng.fprop_conv(layer, ng.array(wide_I)[..., 16:], ng.array(F), wide_O[..., 8:48])
-    ref = _reference(kw, "fprop", np.ascontiguousarray(wide_I[..., 16:]), F,
+    ref = _reference(layer, "fprop", np.ascontiguousarray(wide_I[..., 16:]), F,
                      np.zeros(layer.dimO, F32))
     got = wide_O.get()
     check(np.ascontiguousarray(got[..., 8:48]), ref, F32)
