@@ -271,6 +271,10 @@ def test_channel_slices_on_the_gpu():
     assert not got[..., :8].any() and not got[..., 48:].any()
 
 
+# no_sanitizer: under compute-sanitizer the frames of finished calls stay
+# referenced from outside Python (memcheck on the H100: the three workspaces
+# of every call stay in use, none in the plain suite), so memory returns late
+@pytest.mark.no_sanitizer
 def test_warm_passes_allocate_nothing():
     skip_if_no_gpu()
     ng = get_factory("gpu")
