@@ -25,6 +25,14 @@ convolution needs 36, for the traffic of the transformed tiles (V, M and
 E' hold 4 values per input or output element).  Its rounding error stays
 at fp32's level (the transforms' coefficients are 0, +-1 and 1/2).
 
+Known difference from the direct convolution: an infinite input or error
+value makes NaN of every output of the tiles it reaches (the transforms
+subtract it from itself), where the direct sum gives +-inf; finite inputs
+whose transforms overflow fp32 (beyond ~1e38) do the same.  Such values
+mean the training has diverged either way, but the numpy reference
+differs there (next: recompute the non-finite tiles directly in the
+output transform).
+
 The batch runs in chunks of images whose transformed tensors fit
 ``WORKSPACE_BYTES``; update sums the chunks' dU in fp32, in chunk order,
 and applies alpha and beta in the last transform.  No atomics: the same
