@@ -57,8 +57,8 @@ POINTS = 16
 WORKSPACE_BYTES = 1 << 30
 #: fewer input channels or filters leave the GEMM too thin to pay for the transforms
 MIN_CHANNELS = 32
-#: blocks of a launch: threads stride over the rest
-MAX_BLOCKS = 132 * 16
+#: blocks of a launch per multiprocessor: threads stride over the rest
+BLOCKS_PER_SM = 16
 F32 = np.dtype(np.float32)
 
 
@@ -84,10 +84,18 @@ def tiles(rows, cols):
     return -(-rows // 2), -(-cols // 2)
 
 
-def chunks(images, per_image_bytes):
-    """``(n0, n1)`` image ranges whose transformed tensors fit ``WORKSPACE_BYTES``."""
-    step = max(1, min(images, WORKSPACE_BYTES // per_image_bytes))
-    return [(n0, min(n0 + step, images)) for n0 in range(0, images, step)]
+def chunks(gpu, images, per_image, widths):
+    """Per chunk of images whose transformed tensors fit ``WORKSPACE_BYTES``:
+    ``(n0, n1, views)``, a (16, tiles, width) view for each of ``widths``
+    (channels), the chunk's first ``tiles = (n1 - n0) * per_image`` tiles of
+    one workspace per width, allocated once for the largest chunk."""
+    step = max(1, min(images, WORKSPACE_BYTES // (POINTS * per_image * sum(widths) * F32.itemsize)))
+    spaces = [gpu.empty((POINTS * step * per_image * w,), F32) for w in widths]
+    for n0 in range(0, images, step):
+        n1 = min(n0 + step, images)
+        count = (n1 - n0) * per_image
+        yield n0, n1, [space[:POINTS * count * w].reshape(POINTS, count, w)
+                       for space, w in zip(spaces, widths)]
 
 
 # -- the three passes ------------------------------------------------------------
@@ -126,14 +134,8 @@ def _forward(gpu, src, filters, dst, src_size, dst_size, tile_counts, pad, epilo
     (H, W, C), (P, Q, K), (TP, TQ) = src_size, dst_size, tile_counts
     F, U, flip = filters
     alpha, beta, bias, relu = epilogue
-    per_image = TP * TQ
-    parts = chunks(src.shape[0], POINTS * per_image * (C + K) * F32.itemsize)
-    most = (parts[0][1] - parts[0][0]) * per_image
-    V_all, M_all = gpu.empty((POINTS * most * C,), F32), gpu.empty((POINTS * most * K,), F32)
-    for n0, n1 in parts:
-        count = (n1 - n0) * per_image
-        V = V_all[:POINTS * count * C].reshape(POINTS, count, C)
-        M = M_all[:POINTS * count * K].reshape(POINTS, count, K)
+    for n0, n1, (V, M) in chunks(gpu, src.shape[0], TP * TQ, (C, K)):
+        count = V.shape[1]
         _launch(gpu, "ga_winograd_input", count * C, src[n0:n1].ptr, V.ptr, tiles=count, H=H, W=W,
                 C=C, TP=TP, TQ=TQ, pad=pad, src_ld=row_stride(src))
         gpu.batched_dot(V, U, M)
@@ -148,21 +150,15 @@ def _update(gpu, call, layer):
     grad = output(gpu, call.out, call.beta)
     C, K = layer.C, layer.K
     TP, TQ = tiles(layer.P, layer.Q)
-    per_image = TP * TQ
-    parts = chunks(layer.N, POINTS * per_image * (C + K) * F32.itemsize)
-    most = (parts[0][1] - parts[0][0]) * per_image
-    V_all, E_all = gpu.empty((POINTS * most * C,), F32), gpu.empty((POINTS * most * K,), F32)
     dU = gpu.empty((POINTS, K, C), F32)
-    for i, (n0, n1) in enumerate(parts):
-        count = (n1 - n0) * per_image
-        V = V_all[:POINTS * count * C].reshape(POINTS, count, C)
-        Et = E_all[:POINTS * count * K].reshape(POINTS, count, K)
+    for n0, n1, (V, Et) in chunks(gpu, layer.N, TP * TQ, (C, K)):
+        count = V.shape[1]
         _launch(gpu, "ga_winograd_input", count * C, I[n0:n1].ptr, V.ptr, tiles=count,
                 H=layer.H, W=layer.W, C=C, TP=TP, TQ=TQ, pad=layer.pad[1:], src_ld=row_stride(I))
         _launch(gpu, "ga_winograd_grad_output", count * K, E[n0:n1].ptr, Et.ptr, tiles=count,
                 H=layer.P, W=layer.Q, C=K, TP=TP, TQ=TQ, src_ld=row_stride(E))
         # the chunks add up in fp32, in chunk order
-        gpu.batched_dot(Et.transpose(0, 2, 1), V, dU, beta=0.0 if i == 0 else 1.0)
+        gpu.batched_dot(Et.transpose(0, 2, 1), V, dU, beta=0.0 if n0 == 0 else 1.0)
     _launch(gpu, "ga_winograd_filter_grad", K * C, dU.ptr, grad.ptr, C=C, K=K,
             alpha=call.alpha, beta=call.beta)
     copy_back(call.out, grad)
@@ -184,6 +180,6 @@ def _launch(gpu, name, threads, src, dst, bias=0, tiles=0, H=0, W=0, C=0, K=0, T
     image_ptr, filters_ptr, *image_sizes = image
     args = ARGS.pack(src, dst, bias, image_ptr, filters_ptr, tiles, H, W, C, K, TP, TQ, *pad,
                      src_ld, dst_ld, *image_sizes, alpha, beta, int(relu), int(flip))
-    grid = (max(1, min(-(-threads // THREADS), MAX_BLOCKS)), 1, 1)
+    grid = (max(1, min(-(-threads // THREADS), gpu.sms * BLOCKS_PER_SM)), 1, 1)
     gpu.conv_library.function(STEM, name).launch(grid, (THREADS, 1, 1), args, 0)
     gpu._stats["kernels_launched"] += 1
