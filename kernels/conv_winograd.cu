@@ -31,7 +31,9 @@
 // starting at -pad_h, -pad_w); ga_winograd_output writes the 2x2 blocks of
 // an (N, H, W, C) output: relu(alpha * y + bias[c]) + beta * dst (beta != 0
 // only; bias may be null; relu keeps NaN); ga_winograd_grad_output reads
-// 2x2 blocks of an (N, H, W, C) output gradient into E';
+// 2x2 blocks of an (N, H, W, C) output gradient into E'; a tile whose 16
+// values are not all finite is summed directly from image and filters
+// instead (the transforms would make NaN of an infinite input);
 // ga_winograd_filter transforms (K, 3, 3, C) filters into U (flip: the
 // taps rotated by 180 degrees, for bprop); ga_winograd_filter_grad writes
 // dF = alpha * G^T dU G + beta * dF (beta != 0 only).
@@ -45,7 +47,9 @@
 struct WinogradArgs {
     const float *src;
     float *dst;
-    const float *bias;  // ga_winograd_output: (C,) or null
+    const float *bias;     // ga_winograd_output: (C,) or null
+    const float *image;    // ga_winograd_output: the convolution's input and filters,
+    const float *filters;  // for the direct sums of tiles whose transforms are not finite
     long long tiles;    // N * TP * TQ
     int H, W;           // image (input, grad_output) or output (output) size
     int C;              // channels of src (input, grad_output, filters) or dst (output)
@@ -53,6 +57,7 @@ struct WinogradArgs {
     int TP, TQ;         // tiles per image along h and w
     int pad_h, pad_w;   // ga_winograd_input: padding
     int src_ld, dst_ld; // images: elements from one position to the next (>= C)
+    int image_H, image_W, image_C, image_ld;  // ga_winograd_output: the input's sizes
     float alpha, beta;
     int relu, flip;
 };
@@ -114,6 +119,27 @@ ga_winograd_input(WinogradArgs a) {
     }
 }
 
+// output (n, y, x, c) of the 3x3 convolution of a.image (padding pad_h,
+// pad_w: zeros, multiplied like the gather route's) with a.filters, summed
+// directly; with flip, the data gradient's rotated filters (K, 3, 3, C)
+__device__ float direct_sum(const WinogradArgs &a, int n, int y, int x, int c) {
+    float sum = 0.f;
+    for (int r = 0; r < 3; ++r) {
+        const int h = y + r - a.pad_h;
+        for (int s = 0; s < 3; ++s) {
+            const int v = x + s - a.pad_w;
+            const bool inside = h >= 0 && h < a.image_H && v >= 0 && v < a.image_W;
+            const float *in = a.image + (((long long)n * a.image_H + h) * a.image_W + v) * a.image_ld;
+            for (int k = 0; k < a.image_C; ++k) {
+                const float f = a.flip ? a.filters[((long long)k * 9 + (2 - r) * 3 + (2 - s)) * a.C + c]
+                                       : a.filters[((long long)c * 9 + r * 3 + s) * a.image_C + k];
+                sum = fmaf(inside ? in[k] : 0.f, f, sum);
+            }
+        }
+    }
+    return sum;
+}
+
 extern "C" __global__ void __launch_bounds__(WINOGRAD_THREADS)
 ga_winograd_output(WinogradArgs a) {
     const long long total = a.tiles * a.C;
@@ -122,9 +148,12 @@ ga_winograd_output(WinogradArgs a) {
         const TileItem w = tile_item(i, a);
         const int n = w.n, ty = w.ty, tx = w.tx, c = w.c;
         float m[4][4];
+        bool finite = true;
 #pragma unroll
-        for (int k = 0; k < 16; ++k)
+        for (int k = 0; k < 16; ++k) {
             m[k / 4][k % 4] = a.src[k * plane + i];
+            finite = finite && isfinite(m[k / 4][k % 4]);
+        }
         float r[2][4];  // A^T m
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
@@ -144,7 +173,10 @@ ga_winograd_output(WinogradArgs a) {
                 const int x = 2 * tx + q;
                 if (x >= a.W)
                     continue;
-                float v = a.alpha * (q == 0 ? y0 : y1) + bias;
+                // an infinite input makes inf - inf in the transforms: NaN where
+                // the direct sum is +-inf, so such tiles are summed directly
+                const float sum = finite ? (q == 0 ? y0 : y1) : direct_sum(a, n, y, x, c);
+                float v = a.alpha * sum + bias;
                 if (a.relu && v < 0.f)
                     v = 0.f;
                 float *dst = a.dst + (((long long)n * a.H + y) * a.W + x) * a.dst_ld + c;

@@ -20,7 +20,8 @@ from test_gemm_plan import tensor_maps  # noqa: F401
 
 F32 = np.dtype(np.float32)
 NAMES = ("input", "grad_output", "filter", "filter_grad", "output")
-FIELDS = "src dst bias tiles H W C K TP TQ pad_h pad_w src_ld dst_ld alpha beta relu flip".split()
+FIELDS = ("src dst bias image filters tiles H W C K TP TQ pad_h pad_w src_ld dst_ld image_H image_W "
+          "image_C image_ld alpha beta relu flip").split()
 
 
 @pytest.fixture
@@ -110,6 +111,10 @@ def test_fprop_transforms_around_one_batched_gemm(ng):
     assert out["src"] not in (inp["dst"], 0) and out["dst"] == O.ptr and out["bias"] == bias.ptr
     assert (out["H"], out["W"], out["C"], out["tiles"]) == (7, 4, 40, 24)
     assert (out["alpha"], out["beta"], out["relu"], out["dst_ld"]) == (2.0, 0.5, 1, 40)
+    # what the direct sums of non-finite tiles read: I, F, I's sizes, the padding
+    assert (out["image"], out["filters"], out["flip"]) == (I.ptr, F.ptr, 0)
+    assert (out["image_H"], out["image_W"], out["image_C"], out["image_ld"]) == (7, 6, 32, 32)
+    assert (out["pad_h"], out["pad_w"]) == (1, 0)
 
 
 def test_channel_slices_are_read_and_written_in_place(ng):
@@ -139,6 +144,8 @@ def test_bprop_is_the_flipped_forward_convolution_of_E(ng):
     assert (inp["pad_h"], inp["pad_w"], inp["TP"], inp["TQ"]) == (1, 2, 4, 3)
     assert (out["dst"], out["H"], out["W"], out["C"], out["alpha"]) == (grad.ptr, 7, 6, 32, 0.5)
     assert (out["bias"], out["relu"]) == (0, 0)
+    assert (out["image"], out["filters"], out["flip"]) == (E.ptr, F.ptr, 1)
+    assert (out["image_H"], out["image_W"], out["image_C"], out["pad_h"], out["pad_w"]) == (7, 4, 40, 1, 2)
 
 
 def test_update_adds_the_chunks_in_order(ng, monkeypatch):
@@ -269,6 +276,27 @@ def test_channel_slices_on_the_gpu():
     got = wide_O.get()
     check(np.ascontiguousarray(got[..., 8:48]), ref, F32)
     assert not got[..., :8].any() and not got[..., 48:].any()
+
+
+@pytest.mark.parametrize("kind", ["fprop", "bprop"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_non_finite_values_as_the_direct_sum(kind, value):
+    """An infinite input makes +-inf where the direct sum does (the
+    transforms alone would make NaN of the tiles it reaches)."""
+    ng, layer, rng = _gpu_layer(9, N=2, C=32, K=32, H=7, W=6)
+    shapes = {"fprop": (layer.dimI, layer.dimF), "bprop": (layer.dimF, layer.dimO)}[kind]
+    a, b = (rng.uniform(0.5, 1, s).astype(F32) for s in shapes)
+    source = a if kind == "fprop" else b
+    source[1, 0, 3, 2, 5] = value
+    out = {"fprop": layer.dimO, "bprop": layer.dimI}[kind]
+    got = _run(ng, layer, kind, ng.array(a), ng.array(b), ng.empty(out, F32))
+    ref = _reference(layer, kind, a, b, np.zeros(out, F32))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(ref))
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(ref))
+    assert not np.isfinite(ref).all()
+    finite = np.isfinite(ref)
+    check(np.where(finite, got, 0), np.where(finite, ref, 0), F32)
 
 
 # no_sanitizer: under compute-sanitizer the frames of finished calls stay

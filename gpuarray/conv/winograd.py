@@ -25,13 +25,13 @@ convolution needs 36, for the traffic of the transformed tiles (V, M and
 E' hold 4 values per input or output element).  Its rounding error stays
 at fp32's level (the transforms' coefficients are 0, +-1 and 1/2).
 
-Known difference from the direct convolution: an infinite input or error
-value makes NaN of every output of the tiles it reaches (the transforms
-subtract it from itself), where the direct sum gives +-inf; finite inputs
-whose transforms overflow fp32 (beyond ~1e38) do the same.  Such values
-mean the training has diverged either way, but the numpy reference
-differs there (next: recompute the non-finite tiles directly in the
-output transform).
+Non-finite values: an infinite input would make NaN of every output of
+the tiles it reaches (the transforms subtract it from itself) where the
+direct sum gives +-inf, so the output transform sums a tile whose 16
+transformed values are not all finite directly from the input and
+filters (fprop and bprop).  The filter gradient does not yet: an
+infinite input or error value makes NaN of the filter gradients it
+reaches, where the direct sum gives +-inf.
 
 The batch runs in chunks of images whose transformed tensors fit
 ``WORKSPACE_BYTES``; update sums the chunks' dU in fp32, in chunk order,
@@ -47,17 +47,18 @@ from .staging import as_rows, contiguous, copy_back, output
 
 STEM = "conv_winograd"
 THREADS = 256
-#: WinogradArgs of kernels/conv_winograd.cu: src, dst, bias, tiles, H, W, C,
-#: K, TP, TQ, pad_h, pad_w, src_ld, dst_ld, alpha, beta, relu, flip
-ARGS = struct.Struct("<3Qq10i2f2i")
+#: WinogradArgs of kernels/conv_winograd.cu: src, dst, bias, image, filters,
+#: tiles, H, W, C, K, TP, TQ, pad_h, pad_w, src_ld, dst_ld, image_H,
+#: image_W, image_C, image_ld, alpha, beta, relu, flip
+ARGS = struct.Struct("<5Qq14i2f2i")
 #: points of the transform domain: the batches of the GEMM
 POINTS = 16
 #: the most device memory one call's transformed tensors take (the pool caches it)
 WORKSPACE_BYTES = 1 << 30
 #: fewer input channels or filters leave the GEMM too thin to pay for the transforms
 MIN_CHANNELS = 32
-#: blocks of a launch: threads stride over the rest
-MAX_BLOCKS = 132 * 16
+#: blocks of a launch per multiprocessor: threads stride over the rest
+BLOCKS_PER_SM = 16
 F32 = np.dtype(np.float32)
 
 
@@ -83,10 +84,18 @@ def tiles(rows, cols):
     return -(-rows // 2), -(-cols // 2)
 
 
-def chunks(images, per_image_bytes):
-    """``(n0, n1)`` image ranges whose transformed tensors fit ``WORKSPACE_BYTES``."""
-    step = max(1, min(images, WORKSPACE_BYTES // per_image_bytes))
-    return [(n0, min(n0 + step, images)) for n0 in range(0, images, step)]
+def chunks(gpu, images, per_image, widths):
+    """Per chunk of images whose transformed tensors fit ``WORKSPACE_BYTES``:
+    ``(n0, n1, views)``, a (16, tiles, width) view for each of ``widths``
+    (channels), the chunk's first ``tiles = (n1 - n0) * per_image`` tiles of
+    one workspace per width, allocated once for the largest chunk."""
+    step = max(1, min(images, WORKSPACE_BYTES // (POINTS * per_image * sum(widths) * F32.itemsize)))
+    spaces = [gpu.empty((POINTS * step * per_image * w,), F32) for w in widths]
+    for n0 in range(0, images, step):
+        n1 = min(n0 + step, images)
+        count = (n1 - n0) * per_image
+        yield n0, n1, [space[:POINTS * count * w].reshape(POINTS, count, w)
+                       for space, w in zip(spaces, widths)]
 
 
 # -- the three passes ------------------------------------------------------------
@@ -94,45 +103,46 @@ def chunks(images, per_image_bytes):
 def _fprop(gpu, call, layer):
     I = as_rows(gpu, call.a)  # noqa: E741
     O = output(gpu, call.out, call.beta, rows_ok=True)  # noqa: E741
-    U = _filters(gpu, layer, call.b, flip=False)
+    F = contiguous(gpu, call.b)
+    U = _filters(gpu, layer, F, flip=False)
     TP, TQ = tiles(layer.P, layer.Q)
     bias = 0 if call.bias is None else contiguous(gpu, call.bias).ptr
-    _forward(gpu, I, U.transpose(0, 2, 1), O, (layer.H, layer.W, layer.C), (layer.P, layer.Q, layer.K),
-             (TP, TQ), layer.pad[1:], epilogue=(call.alpha, call.beta, bias, call.relu))
+    _forward(gpu, I, (F, U.transpose(0, 2, 1), False), O, (layer.H, layer.W, layer.C),
+             (layer.P, layer.Q, layer.K), (TP, TQ), layer.pad[1:],
+             epilogue=(call.alpha, call.beta, bias, call.relu))
     copy_back(call.out, O)
 
 
 def _bprop(gpu, call, layer):
     E = as_rows(gpu, call.b)
     grad = output(gpu, call.out, call.beta, rows_ok=True)
-    U = _filters(gpu, layer, call.a, flip=True)
+    F = contiguous(gpu, call.a)
+    U = _filters(gpu, layer, F, flip=True)
     TP, TQ = tiles(layer.H, layer.W)
     pad = tuple(2 - p for p in layer.pad[1:])
-    _forward(gpu, E, U, grad, (layer.P, layer.Q, layer.K), (layer.H, layer.W, layer.C),
+    _forward(gpu, E, (F, U, True), grad, (layer.P, layer.Q, layer.K), (layer.H, layer.W, layer.C),
              (TP, TQ), pad, epilogue=(call.alpha, call.beta, 0, False))
     copy_back(call.out, grad)
 
 
-def _forward(gpu, src, U, dst, src_size, dst_size, tile_counts, pad, epilogue):
-    """dst (N, 1, *dst_size) = the 3x3 convolution of src (N, 1, *src_size)
-    with the transformed filters U (16, src channels, dst channels), chunk by
-    chunk; src and dst read as rows."""
+def _forward(gpu, src, filters, dst, src_size, dst_size, tile_counts, pad, epilogue):
+    """dst (N, 1, *dst_size) = the 3x3 convolution of src (N, 1, *src_size),
+    chunk by chunk; src and dst read as rows.  ``filters`` is ``(F, U, flip)``:
+    the layer's filters (for the direct sums of non-finite tiles), their
+    transforms as the GEMM's (16, src channels, dst channels) operand, and
+    whether this is the data gradient's rotated convolution."""
     (H, W, C), (P, Q, K), (TP, TQ) = src_size, dst_size, tile_counts
+    F, U, flip = filters
     alpha, beta, bias, relu = epilogue
-    per_image = TP * TQ
-    parts = chunks(src.shape[0], POINTS * per_image * (C + K) * F32.itemsize)
-    most = (parts[0][1] - parts[0][0]) * per_image
-    V_all, M_all = gpu.empty((POINTS * most * C,), F32), gpu.empty((POINTS * most * K,), F32)
-    for n0, n1 in parts:
-        count = (n1 - n0) * per_image
-        V = V_all[:POINTS * count * C].reshape(POINTS, count, C)
-        M = M_all[:POINTS * count * K].reshape(POINTS, count, K)
+    for n0, n1, (V, M) in chunks(gpu, src.shape[0], TP * TQ, (C, K)):
+        count = V.shape[1]
         _launch(gpu, "ga_winograd_input", count * C, src[n0:n1].ptr, V.ptr, tiles=count, H=H, W=W,
                 C=C, TP=TP, TQ=TQ, pad=pad, src_ld=row_stride(src))
         gpu.batched_dot(V, U, M)
         _launch(gpu, "ga_winograd_output", count * K, M.ptr, dst[n0:n1].ptr, bias=bias, tiles=count,
-                H=P, W=Q, C=K, TP=TP, TQ=TQ, dst_ld=row_stride(dst), alpha=alpha, beta=beta,
-                relu=relu)
+                H=P, W=Q, C=K, TP=TP, TQ=TQ, pad=pad, dst_ld=row_stride(dst), alpha=alpha,
+                beta=beta, relu=relu, flip=flip,
+                image=(src[n0:n1].ptr, F.ptr, H, W, C, row_stride(src)))
 
 
 def _update(gpu, call, layer):
@@ -140,29 +150,22 @@ def _update(gpu, call, layer):
     grad = output(gpu, call.out, call.beta)
     C, K = layer.C, layer.K
     TP, TQ = tiles(layer.P, layer.Q)
-    per_image = TP * TQ
-    parts = chunks(layer.N, POINTS * per_image * (C + K) * F32.itemsize)
-    most = (parts[0][1] - parts[0][0]) * per_image
-    V_all, E_all = gpu.empty((POINTS * most * C,), F32), gpu.empty((POINTS * most * K,), F32)
     dU = gpu.empty((POINTS, K, C), F32)
-    for i, (n0, n1) in enumerate(parts):
-        count = (n1 - n0) * per_image
-        V = V_all[:POINTS * count * C].reshape(POINTS, count, C)
-        Et = E_all[:POINTS * count * K].reshape(POINTS, count, K)
+    for n0, n1, (V, Et) in chunks(gpu, layer.N, TP * TQ, (C, K)):
+        count = V.shape[1]
         _launch(gpu, "ga_winograd_input", count * C, I[n0:n1].ptr, V.ptr, tiles=count,
                 H=layer.H, W=layer.W, C=C, TP=TP, TQ=TQ, pad=layer.pad[1:], src_ld=row_stride(I))
         _launch(gpu, "ga_winograd_grad_output", count * K, E[n0:n1].ptr, Et.ptr, tiles=count,
                 H=layer.P, W=layer.Q, C=K, TP=TP, TQ=TQ, src_ld=row_stride(E))
         # the chunks add up in fp32, in chunk order
-        gpu.batched_dot(Et.transpose(0, 2, 1), V, dU, beta=0.0 if i == 0 else 1.0)
+        gpu.batched_dot(Et.transpose(0, 2, 1), V, dU, beta=0.0 if n0 == 0 else 1.0)
     _launch(gpu, "ga_winograd_filter_grad", K * C, dU.ptr, grad.ptr, C=C, K=K,
             alpha=call.alpha, beta=call.beta)
     copy_back(call.out, grad)
 
 
 def _filters(gpu, layer, F, flip):
-    """U (16, K, C): the transformed filters (``flip``: rotated 180 degrees)."""
-    F = contiguous(gpu, F)
+    """U (16, K, C): the transformed contiguous filters F (``flip``: rotated 180 degrees)."""
     U = gpu.empty((POINTS, layer.K, layer.C), F32)
     _launch(gpu, "ga_winograd_filter", layer.K * layer.C, F.ptr, U.ptr, C=layer.C, K=layer.K,
             flip=flip)
@@ -170,10 +173,13 @@ def _filters(gpu, layer, F, flip):
 
 
 def _launch(gpu, name, threads, src, dst, bias=0, tiles=0, H=0, W=0, C=0, K=0, TP=1, TQ=1,
-            pad=(0, 0), src_ld=0, dst_ld=0, alpha=1.0, beta=0.0, relu=False, flip=False):
-    """Queue one transform kernel over ``threads`` work items."""
-    args = ARGS.pack(src, dst, bias, tiles, H, W, C, K, TP, TQ, *pad, src_ld, dst_ld, alpha, beta,
-                     int(relu), int(flip))
-    grid = (max(1, min(-(-threads // THREADS), MAX_BLOCKS)), 1, 1)
+            pad=(0, 0), src_ld=0, dst_ld=0, alpha=1.0, beta=0.0, relu=False, flip=False,
+            image=(0, 0, 0, 0, 0, 0)):
+    """Queue one transform kernel over ``threads`` work items (``image``: the
+    output transform's (input, filters, H, W, C, ld) for its direct sums)."""
+    image_ptr, filters_ptr, *image_sizes = image
+    args = ARGS.pack(src, dst, bias, image_ptr, filters_ptr, tiles, H, W, C, K, TP, TQ, *pad,
+                     src_ld, dst_ld, *image_sizes, alpha, beta, int(relu), int(flip))
+    grid = (max(1, min(-(-threads // THREADS), gpu.sms * BLOCKS_PER_SM)), 1, 1)
     gpu.conv_library.function(STEM, name).launch(grid, (THREADS, 1, 1), args, 0)
     gpu._stats["kernels_launched"] += 1
