@@ -18,7 +18,10 @@ update    grad_F = E^T @ col                            --
 
 An fp32 3x3 stride-1 layer with 32 or more channels and filters skips
 all this too: :mod:`~gpuarray.conv.winograd` runs it as Winograd's
-F(2x2, 3x3), transforms around one batched GEMM.  On Hopper most fp16/bf16
+F(2x2, 3x3), transforms around one batched GEMM, and an fp32 stride-1
+layer with 4x4 to 7x7 filters and 16 or more channels and filters skips
+it for :mod:`~gpuarray.conv.fft`: FFTs of overlap-save tiles around
+batched GEMMs over their spectra.  On Hopper most fp16/bf16
 layers skip all this: :mod:`~gpuarray.conv.implicit`
 runs them as one implicit-GEMM kernel that gathers as it goes (a strided
 layer's data gradient too, as a forward convolution over the stride's
@@ -43,7 +46,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..gemm import replay
-from . import fastdiv, implicit, phased, small_c, winograd
+from . import fastdiv, fft, implicit, phased, small_c, winograd
 from .call import is_rows
 from .layer import pointwise
 from .staging import as_rows, contiguous, copy_back, output
@@ -72,7 +75,8 @@ F32 = np.dtype(np.float32)
 
 def run(gpu, call):
     """Queue the kernels of ``call`` (fprop, bprop or update) on ``gpu``."""
-    if small_c.try_run(gpu, call) or implicit.try_run(gpu, call) or winograd.try_run(gpu, call):
+    if (small_c.try_run(gpu, call) or implicit.try_run(gpu, call) or winograd.try_run(gpu, call)
+            or fft.try_run(gpu, call)):
         return
     if call.kind == "bprop" and phased.try_run(gpu, call):
         return

@@ -2,11 +2,17 @@
 
 In: the factory and a call's tensors.  Out: the tensor itself where the
 kernels can use it (contiguous), else a contiguous copy (inputs) or a
-temporary copied back after the kernels (outputs).  Shared by the gather
-route (:mod:`~gpuarray.conv.convolution`) and the Winograd route
-(:mod:`~gpuarray.conv.winograd`), whose kernels index dense NDHWC tensors.
+temporary copied back after the kernels (outputs); and the chunks of a
+batch whose transformed tiles fit a workspace.  Shared by the gather
+route (:mod:`~gpuarray.conv.convolution`), the Winograd route
+(:mod:`~gpuarray.conv.winograd`) and the FFT route
+(:mod:`~gpuarray.conv.fft`), whose kernels index dense NDHWC tensors.
 """
+import numpy as np
+
 from .call import is_rows
+
+F32 = np.dtype(np.float32)
 
 
 def contiguous(gpu, t):
@@ -33,3 +39,17 @@ def copy_back(target, written):
     """Copy the kernels' result into ``target`` when they wrote a temporary."""
     if written is not target:
         target[:] = written
+
+
+def transform_chunks(gpu, images, per_image, widths, points, budget):
+    """Per chunk of images whose transformed tiles fit ``budget`` bytes:
+    ``(n0, n1, tiles, spaces)``, with ``tiles = (n1 - n0) * per_image`` and
+    for each of ``widths`` (values per tile and point) a flat fp32 view of
+    ``points * tiles * width`` elements, cut from one workspace per width
+    allocated once for the largest chunk."""
+    step = max(1, min(images, budget // (points * per_image * sum(widths) * F32.itemsize)))
+    spaces = [gpu.empty((points * step * per_image * w,), F32) for w in widths]
+    for n0 in range(0, images, step):
+        n1 = min(n0 + step, images)
+        tiles = (n1 - n0) * per_image
+        yield n0, n1, tiles, [space[:points * tiles * w] for space, w in zip(spaces, widths)]

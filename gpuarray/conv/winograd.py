@@ -43,7 +43,7 @@ import struct
 import numpy as np
 
 from .call import row_stride
-from .staging import as_rows, contiguous, copy_back, output
+from .staging import as_rows, contiguous, copy_back, output, transform_chunks
 
 STEM = "conv_winograd"
 THREADS = 256
@@ -87,15 +87,10 @@ def tiles(rows, cols):
 def chunks(gpu, images, per_image, widths):
     """Per chunk of images whose transformed tensors fit ``WORKSPACE_BYTES``:
     ``(n0, n1, views)``, a (16, tiles, width) view for each of ``widths``
-    (channels), the chunk's first ``tiles = (n1 - n0) * per_image`` tiles of
-    one workspace per width, allocated once for the largest chunk."""
-    step = max(1, min(images, WORKSPACE_BYTES // (POINTS * per_image * sum(widths) * F32.itemsize)))
-    spaces = [gpu.empty((POINTS * step * per_image * w,), F32) for w in widths]
-    for n0 in range(0, images, step):
-        n1 = min(n0 + step, images)
-        count = (n1 - n0) * per_image
-        yield n0, n1, [space[:POINTS * count * w].reshape(POINTS, count, w)
-                       for space, w in zip(spaces, widths)]
+    (channels) (see :func:`~gpuarray.conv.staging.transform_chunks`)."""
+    for n0, n1, count, spaces in transform_chunks(gpu, images, per_image, widths, POINTS,
+                                                  WORKSPACE_BYTES):
+        yield n0, n1, [space.reshape(POINTS, count, w) for space, w in zip(spaces, widths)]
 
 
 # -- the three passes ------------------------------------------------------------
