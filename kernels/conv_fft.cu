@@ -13,8 +13,10 @@
 //                               | Gi  Gr |
 //     bprop:  the same over the output gradient E, the filters rotated by
 //             180 degrees with C and K swapped, padding R - 1 - pad
-//     update: Z[w] = E^H @ D over the tiles (two GEMMs and a third that
-//             subtracts), then each filter tap is an inverse DFT sum of Z
+//     update: Z[w] = E^H @ D over the tiles, two real GEMMs:
+//             Re Z = [Er Ei]^T @ | Dr |    Im Z = [Er Ei]^T @ |  Di |
+//                                | Di |                       | -Dr |
+//             then each filter tap is an inverse DFT sum of Z
 // The direct convolution needs R * S multiply-adds per output and channel
 // pair; the GEMMs need 4 * L * (L/2 + 1) / (TH * TW) (2.8 for a 5x5
 // filter and L = 32).  Every sum has a fixed order: the same bits on
@@ -34,7 +36,7 @@
 //
 // Parameters: FftArgs below.  ga_fft_input<L> transforms the tiles of src
 // (rows and columns past extent_h, extent_w of a window read as zeros:
-// update's output-gradient tiles); ga_fft_filter<L> transforms (Cout, R,
+// update's output-gradient tiles; parts = 3 adds the negated real part); ga_fft_filter<L> transforms (Cout, R,
 // S, Cin) filters into G' (flip: bprop's rotated filters read from the
 // layer's (K, R, S, C)); ga_fft_output<L> writes relu(alpha * y + bias[k])
 // + beta * dst (beta != 0 only; bias may be null; relu keeps NaN), a tile
@@ -48,9 +50,12 @@
 // (channel, row) transforms rows in registers, then a thread per
 // (channel, column) columns, the channel fastest so that a warp's global
 // loads and stores are 32-byte runs.  ga_fft_filter_grad takes block
-// (256, 1, 1) and any grid: a thread per (k, c), threads striding over
-// the rest.
+// (256, 1, 1) and any grid: a thread per (k, r, c), threads striding
+// over the rest.
 #define FFT_CH 8
+// tile-kernel blocks per multiprocessor: 24 warps to hide the latency of
+// the global loads (at most 85 registers a thread, a few bytes spilled)
+#define FFT_BLOCKS 3
 #define FFT_GRAD_THREADS 256
 // the largest filter side (the filter gradient's sums are held in registers)
 #define FFT_MAX_RS 7
@@ -68,10 +73,12 @@ struct FftArgs {
     int TP, TQ, TH, TW;    // tiles per image along h and w; outputs per tile
     int pad_h, pad_w;      // the tile window's offset
     int extent_h, extent_w;  // ga_fft_input: rows and columns of a window read
-    int src_ld, dst_ld;    // images: elements from one position to the next
-    int image_H, image_W, image_ld;  // ga_fft_output: the input's sizes
+    int src_ld, dst_ld;    // images: elements from one position to the next (src_ld:
+                           // ga_fft_output's image)
+    int image_H, image_W;  // ga_fft_output: the input's size
     float alpha, beta;
     int relu, flip;
+    int parts;             // ga_fft_input: 3 also writes -real as part 2 (update's D)
 };
 
 struct cfloat {
@@ -208,6 +215,8 @@ __device__ void input_transform(const FftArgs &a) {
         float *o = out + (fi * Planes<L>::F + fj) * a.s_point;
         o[0] = v.re;
         o[a.s_part] = v.im;
+        if (a.parts == 3)
+            o[2 * a.s_part] = -v.re;
     });
 }
 
@@ -247,7 +256,7 @@ __device__ float direct_sum(const FftArgs &a, long long n, int y, int x, int o) 
             const int v = x + s - a.pad_w;
             if (h < 0 || h >= a.image_H || v < 0 || v >= a.image_W)
                 continue;
-            const float *in = a.image + ((n * a.image_H + h) * a.image_W + v) * a.image_ld;
+            const float *in = a.image + ((n * a.image_H + h) * a.image_W + v) * a.src_ld;
             for (int i = 0; i < a.Cin; ++i)
                 sum = fmaf(in[i], tap(a, o, i, r, s), sum);
         }
@@ -292,6 +301,21 @@ __device__ void output_transform(const FftArgs &a) {
     const int y = ty * a.TH + u;
     if (k >= a.C || u >= a.TH || y >= a.H)
         return;
+    const float bias = a.bias ? a.bias[k] : 0.f;
+    float *row = a.dst + ((n * a.H + y) * a.W) * a.dst_ld + k;
+    auto store = [&](int xo, float sum) {
+        float value = a.alpha * sum + bias;
+        if (a.relu && value < 0.f)
+            value = 0.f;
+        float *dst = row + (long long)xo * a.dst_ld;
+        *dst = a.beta != 0.f ? value + a.beta * *dst : value;
+    };
+    const int x0 = tx * a.TW, x1 = min(x0 + a.TW, a.W);
+    if (!finite[lane]) {  // rare: the direct sums, kept out of the unrolled path
+        for (int xo = x0; xo < x1; ++xo)
+            store(xo, direct_sum(a, n, y, xo, k));
+        return;
+    }
     // rows: the inverse transform along w of the Hermitian row
     cfloat x[L];
 #pragma unroll
@@ -300,83 +324,69 @@ __device__ void output_transform(const FftArgs &a) {
         x[j] = j < F ? v : cfloat{v.re, -v.im};
     }
     fft<L>(x, p.tw, true);
-    const float bias = a.bias ? a.bias[k] : 0.f;
-    float *row = a.dst + ((n * a.H + y) * a.W) * a.dst_ld + k;
 #pragma unroll
     for (int v = 0; v < L; ++v) {
-        const int xo = tx * a.TW + v;
-        if (v >= a.TW || xo >= a.W)
-            continue;
-        const float sum = finite[lane] ? x[v].re * (1.f / (L * L)) : direct_sum(a, n, y, xo, k);
-        float value = a.alpha * sum + bias;
-        if (a.relu && value < 0.f)
-            value = 0.f;
-        float *dst = row + (long long)xo * a.dst_ld;
-        *dst = a.beta != 0.f ? value + a.beta * *dst : value;
+        if (x0 + v < x1)
+            store(x0 + v, x[v].re * (1.f / (L * L)));
     }
 }
 
-// a thread per (k, c): dF[k, r, s, c] = alpha / L^2 * sum over the
+// a thread per (k, r, c): dF[k, r, s, c] = alpha / L^2 * sum over the
 // spectrum of Re(Z exp(+2 pi i (fi r + fj s) / L)), the half spectrum's
-// columns 0 < fj < L/2 counted twice (for their conjugates), + beta * dF
+// columns 0 < fj < L/2 counted twice (for their conjugates), + beta * dF;
+// the threads of a block share k and read the same Z (L1 hits)
 template <int L>
 __device__ void filter_grad(const FftArgs &a) {
     constexpr int F = Planes<L>::F;
     __shared__ cfloat tw[L];
     load_twiddles<L>(tw);
     __syncthreads();
-    const long long total = (long long)a.Cout * a.Cin, plane = total;
+    const long long plane = (long long)a.Cout * a.Cin, total = plane * a.R;
     for (long long item = blockIdx.x * (long long)blockDim.x + threadIdx.x; item < total;
          item += (long long)gridDim.x * blockDim.x) {
-        const int k = (int)(item / a.Cin), c = (int)(item % a.Cin);
-        float acc[FFT_MAX_RS][FFT_MAX_RS] = {};
+        const int c = (int)(item % a.Cin);
+        const long long kr = item / a.Cin;
+        const int r = (int)(kr % a.R), k = (int)(kr / a.R);
+        const float *zk = a.src + (long long)k * a.Cin + c;
+        float acc[FFT_MAX_RS] = {};
         for (int fj = 0; fj < F; ++fj) {
-            cfloat col[FFT_MAX_RS] = {};  // sum over fi of Z exp(+2 pi i fi r / L)
+            cfloat col = {0.f, 0.f};  // sum over fi of Z exp(+2 pi i fi r / L)
+#pragma unroll 8
             for (int fi = 0; fi < L; ++fi) {
-                const float *z = a.src + (fi * F + fj) * 2 * plane + item;
-                const cfloat v = {z[0], z[plane]};
-#pragma unroll
-                for (int r = 0; r < FFT_MAX_RS; ++r) {
-                    const cfloat w = tw[(fi * r) % L];
-                    col[r] = {col[r].re + v.re * w.re + v.im * w.im,
-                              col[r].im + v.im * w.re - v.re * w.im};
-                }
+                const float *z = zk + (fi * F + fj) * 2 * plane;
+                const cfloat v = {z[0], z[plane]}, w = tw[(fi * r) % L];
+                col = {col.re + v.re * w.re + v.im * w.im, col.im + v.im * w.re - v.re * w.im};
             }
             const float weight = fj == 0 || fj == L / 2 ? 1.f : 2.f;
 #pragma unroll
             for (int s = 0; s < FFT_MAX_RS; ++s) {
                 const cfloat w = tw[(fj * s) % L];  // Re(col * conj(w))
-#pragma unroll
-                for (int r = 0; r < FFT_MAX_RS; ++r)
-                    acc[r][s] += weight * (col[r].re * w.re + col[r].im * w.im);
+                acc[s] += weight * (col.re * w.re + col.im * w.im);
             }
         }
 #pragma unroll
-        for (int r = 0; r < FFT_MAX_RS; ++r) {
-#pragma unroll
-            for (int s = 0; s < FFT_MAX_RS; ++s) {
-                if (r >= a.R || s >= a.S)
-                    continue;
-                float *dst = a.dst + (((long long)k * a.R + r) * a.S + s) * a.Cin + c;
-                const float value = a.alpha * acc[r][s] * (1.f / (L * L));
-                *dst = a.beta != 0.f ? value + a.beta * *dst : value;
-            }
+        for (int s = 0; s < FFT_MAX_RS; ++s) {
+            if (s >= a.S)
+                continue;
+            float *dst = a.dst + (((long long)k * a.R + r) * a.S + s) * a.Cin + c;
+            const float value = a.alpha * acc[s] * (1.f / (L * L));
+            *dst = a.beta != 0.f ? value + a.beta * *dst : value;
         }
     }
 }
 
-#define FFT_KERNELS(L)                                                                          \
-    extern "C" __global__ void __launch_bounds__(FFT_CH * L) ga_fft_input_##L(FftArgs a) {      \
-        input_transform<L>(a);                                                                  \
-    }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(FFT_CH * L) ga_fft_filter_##L(FftArgs a) {     \
-        filter_transform<L>(a);                                                                 \
-    }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(FFT_CH * L) ga_fft_output_##L(FftArgs a) {     \
-        output_transform<L>(a);                                                                 \
-    }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(FFT_GRAD_THREADS) ga_fft_filter_grad_##L(FftArgs a) { \
-        filter_grad<L>(a);                                                                      \
+#define FFT_TILE_KERNEL(name, L, body)                                          \
+    extern "C" __global__ void __launch_bounds__(FFT_CH * L, FFT_BLOCKS)         \
+    name##_##L(FftArgs a) {                                                      \
+        body<L>(a);                                                              \
+    }
+#define FFT_KERNELS(L)                                                           \
+    FFT_TILE_KERNEL(ga_fft_input, L, input_transform)                            \
+    FFT_TILE_KERNEL(ga_fft_filter, L, filter_transform)                          \
+    FFT_TILE_KERNEL(ga_fft_output, L, output_transform)                          \
+    extern "C" __global__ void __launch_bounds__(FFT_GRAD_THREADS)               \
+    ga_fft_filter_grad_##L(FftArgs a) {                                          \
+        filter_grad<L>(a);                                                       \
     }
 
 FFT_KERNELS(16)

@@ -136,7 +136,7 @@ def test_fprop_transforms_around_one_batched_gemm(ng):
     assert (out["dst"], out["H"], out["W"], out["C"], out["dst_ld"]) == (O.ptr, 13, 10, 24, 24)
     assert (out["alpha"], out["beta"], out["relu"], out["bias"]) == (2.0, 0.5, 1, bias.ptr)
     # what the direct sums of non-finite tiles read
-    assert (out["image"], out["filters"], out["image_H"], out["image_W"], out["image_ld"]) == \
+    assert (out["image"], out["filters"], out["image_H"], out["image_W"], out["src_ld"]) == \
         (I.ptr, F.ptr, 15, 9, 16)
     assert (out["Cin"], out["pad_h"], out["pad_w"], out["flip"]) == (16, 1, 3, 0)
 
@@ -169,7 +169,7 @@ def test_bprop_is_the_rotated_forward_convolution_of_E(ng):
 
 def test_update_adds_the_chunks_in_order(ng, monkeypatch):
     layer = ng.conv_layer(F32, **LAYER)
-    per_image = fft.points(16) * 2 * (2 * 16 + 2 * 24) * 4
+    per_image = fft.points(16) * 2 * (3 * 16 + 2 * 24) * 4
     monkeypatch.setattr(fft, "WORKSPACE_BYTES", 2 * per_image)  # chunks of 2 and 1 images
     I, E, grad = _tensors(ng, layer, "update")  # noqa: E741
     ng.update_conv(layer, I, E, grad, alpha=3.0, beta=1.0)
@@ -178,20 +178,23 @@ def test_update_adds_the_chunks_in_order(ng, monkeypatch):
     assert [s[1][0] for s in steps if s != "gemm" and s[0] == "input_16"] == [4, 4, 2, 2]
     image, grad_out = steps[3][3], steps[4][3]
     assert (image["src"], image["pad_h"], image["pad_w"], image["extent_h"]) == (I[2:].ptr, 1, 3, 16)
-    # (points, part, tile, channel): the last chunk, 1 image, has 2 tiles
-    assert (image["s_point"], image["s_tile"], image["s_part"]) == (2 * 2 * 16, 16, 2 * 16)
+    # (points, part, tile, channel), parts real, imaginary and -real: the
+    # last chunk, 1 image, has 2 tiles
+    assert (image["s_point"], image["s_tile"], image["s_part"], image["parts"]) == \
+        (3 * 2 * 16, 16, 2 * 16, 3)
     # the output gradient's tiles: TH x TW values from each tile's corner, no padding
     assert (grad_out["src"], grad_out["H"], grad_out["W"], grad_out["C"]) == (E[2:].ptr, 13, 10, 24)
     assert (grad_out["pad_h"], grad_out["pad_w"], grad_out["extent_h"], grad_out["extent_w"]) == \
         (0, 0, 12, 11)
+    assert (grad_out["s_point"], grad_out["s_part"], grad_out["parts"]) == (2 * 2 * 24, 2 * 24, 0)
     last = steps[-1][3]
     assert last["dst"] == grad.ptr and (last["alpha"], last["beta"]) == (3.0, 1.0)
     assert (last["Cin"], last["Cout"], last["R"], last["S"]) == (16, 24, 5, 6)
 
 
-def test_the_chunks_spectrum_products_add_up(ng):
-    """Z = E^H D: Re over both parts' tiles at once, Im as two products
-    (the second subtracting); a later chunk adds to the sums."""
+def test_update_spectrum_products_are_two_gemms(ng):
+    """Z = E^H D as two products over both parts' tiles: Re of D's real
+    and imaginary parts, Im of its imaginary and negated real parts."""
     layer = ng.conv_layer(F32, **LAYER)
     I, E, grad = _tensors(ng, layer, "update")  # noqa: E741
     calls = []
@@ -199,9 +202,7 @@ def test_the_chunks_spectrum_products_add_up(ng):
         (A.shape, B.shape, C.shape, alpha, beta))
     ng.update_conv(layer, I, E, grad)
     n, tiles = fft.points(16), 3 * 2
-    assert calls == [((n, 24, 2 * tiles), (n, 2 * tiles, 16), (n, 24, 16), 1.0, 0.0),
-                     ((n, 24, tiles), (n, tiles, 16), (n, 24, 16), 1.0, 0.0),
-                     ((n, 24, tiles), (n, tiles, 16), (n, 24, 16), -1.0, 1.0)]
+    assert calls == [((n, 24, 2 * tiles), (n, 2 * tiles, 16), (n, 24, 16), 1.0, 0.0)] * 2
 
 
 def test_other_layers_take_other_routes(ng):
@@ -262,7 +263,7 @@ def test_chunks_give_the_same_result(monkeypatch, kind):
     (a, _), (b, _) = _inputs(ng, layer, kind, rng)
     shape = getattr(layer, OUT[kind])
     whole = _run(ng, layer, kind, a, b, ng.empty(shape, F32))
-    monkeypatch.setattr(fft, "WORKSPACE_BYTES", 2 * fft.points(16) * 2 * (32 + 48) * 4)
+    monkeypatch.setattr(fft, "WORKSPACE_BYTES", 2 * fft.points(16) * 2 * (48 + 48) * 4)
     chunked = _run(ng, layer, kind, a, b, ng.empty(shape, F32))
     # the GEMMs' plans (their splits of the sums) follow the chunk's size: equal to rounding
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-5 * np.abs(whole).max())

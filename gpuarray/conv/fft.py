@@ -18,7 +18,7 @@ pass    transforms in                          GEMMs, transform out
 fprop   D of I's tiles, G' of F                Y' = [Dr Di] @ G', O = IFFT(Y)
 bprop   D of E's tiles (padding R - 1 - pad),  the same, into grad_I
         G' of F rotated, C and K swapped
-update  D of I's tiles, E of dY's tiles        Z = E^H D (3 GEMMs), grad_F = the
+update  D of I's tiles, E of dY's tiles        Z = E^H D (2 GEMMs), grad_F = the
                                                inverse DFT at the R x S taps
 ======= ===================================== =====================================
 
@@ -48,9 +48,9 @@ from .staging import as_rows, contiguous, copy_back, output, transform_chunks
 STEM = "conv_fft"
 #: FftArgs of kernels/conv_fft.cu, in order
 FIELDS = ("src dst bias image filters s_point s_tile s_part H W C Cin Cout R S TP TQ TH TW "
-          "pad_h pad_w extent_h extent_w src_ld dst_ld image_H image_W image_ld alpha beta "
-          "relu flip").split()
-ARGS = struct.Struct("<5Q3q20i2f2i")
+          "pad_h pad_w extent_h extent_w src_ld dst_ld image_H image_W alpha beta "
+          "relu flip parts").split()
+ARGS = struct.Struct("<5Q3q19i2f3i")
 #: the kernels' transform sizes (L)
 SIZES = (16, 32)
 #: the filter sides the route takes (conv_fft.cu's FFT_MAX_RS bounds them)
@@ -150,7 +150,7 @@ def _forward(gpu, L, src, filters, dst, tile_counts, conv, epilogue):
         _launch(gpu, f"ga_fft_output_{L}", (count, _groups(Cout)), L, src=Y.ptr, dst=dst[n0:n1].ptr,
                 s_point=count * 2 * Cout, s_tile=2 * Cout, s_part=Cout, H=P, W=Q, C=Cout,
                 dst_ld=row_stride(dst), image=src[n0:n1].ptr, filters=F.ptr, image_H=H, image_W=W,
-                image_ld=row_stride(src), **sizes, **epilogue)
+                src_ld=row_stride(src), **sizes, **epilogue)
 
 
 def _update(gpu, call, layer):
@@ -161,20 +161,20 @@ def _update(gpu, call, layer):
     n = points(L)
     sizes = dict(R=layer.R, S=layer.S, TP=TP, TQ=TQ, TH=L - layer.R + 1, TW=L - layer.S + 1)
     Z = gpu.empty((n, 2, K, C), F32)
-    for n0, n1, count, (D, Et) in transform_chunks(gpu, layer.N, TP * TQ, (2 * C, 2 * K), n,
+    for n0, n1, count, (D, Et) in transform_chunks(gpu, layer.N, TP * TQ, (3 * C, 2 * K), n,
                                                    WORKSPACE_BYTES):
-        # spectra as (points, part, tile, channel): the tiles and the real
-        # and imaginary parts are the GEMMs' sums
+        # spectra as (points, part, tile, channel): the tiles and the parts
+        # are the GEMMs' sums; D's third part is its real part negated
         _launch(gpu, f"ga_fft_input_{L}", (count, _groups(C)), L, src=I[n0:n1].ptr, dst=D.ptr,
-                s_point=2 * count * C, s_tile=C, s_part=count * C, H=layer.H, W=layer.W, C=C,
+                s_point=3 * count * C, s_tile=C, s_part=count * C, H=layer.H, W=layer.W, C=C,
                 pad_h=layer.pad[1], pad_w=layer.pad[2], extent_h=L, extent_w=L,
-                src_ld=row_stride(I), **sizes)
+                src_ld=row_stride(I), parts=3, **sizes)
         _launch(gpu, f"ga_fft_input_{L}", (count, _groups(K)), L, src=E[n0:n1].ptr, dst=Et.ptr,
                 s_point=2 * count * K, s_tile=K, s_part=count * K, H=layer.P, W=layer.Q, C=K,
                 extent_h=sizes["TH"], extent_w=sizes["TW"], src_ld=row_stride(E), **sizes)
-        _spectrum_products(gpu, Et.reshape(n, 2 * count, K), D.reshape(n, 2 * count, C), Z,
+        _spectrum_products(gpu, Et.reshape(n, 2 * count, K), D.reshape(n, 3 * count, C), Z,
                            first=n0 == 0)
-    grid = max(1, min(-(-K * C // GRAD_THREADS), gpu.sms * BLOCKS_PER_SM))
+    grid = max(1, min(-(-K * C * layer.R // GRAD_THREADS), gpu.sms * BLOCKS_PER_SM))
     gpu.conv_library.function(STEM, f"ga_fft_filter_grad_{L}").launch(
         (grid, 1, 1), (GRAD_THREADS, 1, 1),
         _args(src=Z.ptr, dst=grad.ptr, Cin=C, Cout=K, alpha=call.alpha, beta=call.beta, **sizes), 0)
@@ -184,14 +184,14 @@ def _update(gpu, call, layer):
 
 def _spectrum_products(gpu, E, D, Z, first):
     """Z (points, 2, K, C) (+)= E^H D over a chunk's tiles: E (points, 2 *
-    tiles, K) and D (points, 2 * tiles, C) hold the real parts of their
-    tiles, then the imaginary parts.  Re = Er^T Dr + Ei^T Di, Im = Er^T Di
-    - Ei^T Dr; later chunks add to the earlier ones' sums."""
+    tiles, K) holds the real parts of its tiles, then the imaginary parts,
+    D (points, 3 * tiles, C) the real, imaginary and negated real parts.
+    Re = Er^T Dr + Ei^T Di and Im = Er^T Di - Ei^T Dr are one product each
+    (of D's first two parts, and of its last two); later chunks add to the
+    earlier ones' sums."""
     tiles, beta = E.shape[1] // 2, 0.0 if first else 1.0
-    Er, Ei = E[:, :tiles].transpose(0, 2, 1), E[:, tiles:].transpose(0, 2, 1)
-    gpu.batched_dot(E.transpose(0, 2, 1), D, Z[:, 0], beta=beta)
-    gpu.batched_dot(Er, D[:, tiles:], Z[:, 1], beta=beta)
-    gpu.batched_dot(Ei, D[:, :tiles], Z[:, 1], alpha=-1.0, beta=1.0)
+    gpu.batched_dot(E.transpose(0, 2, 1), D[:, :2 * tiles], Z[:, 0], beta=beta)
+    gpu.batched_dot(E.transpose(0, 2, 1), D[:, tiles:], Z[:, 1], beta=beta)
 
 
 def _filters(gpu, L, F, Cin, Cout, conv):
