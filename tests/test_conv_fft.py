@@ -7,16 +7,17 @@ bprop's rotated convolution, the chunks of the batch and how update adds
 them; on the GPU, every pass and its epilogue against the numpy
 reference (the CPU factory's) over a seeded sweep of filter sizes, image
 sizes and paddings (one tile and several, both transform sizes), chunked
-and not, strided views and channel slices, non-finite inputs, the same
-bits on every run, and no allocation once warm.
+and not.  What it shares with the Winograd route (strided views, channel
+slices, non-finite inputs, same bits, no allocation once warm) is in
+test_conv_transform_routes.py.
 """
 import numpy as np
 import pytest
 
 import gpuarray
-from conftest import assert_no_new_allocations, get_factory, skip_if_no_gpu
+from conftest import get_factory, skip_if_no_gpu
 from gpuarray.conv import fft
-from test_conv import check, data
+from test_conv import check
 from test_conv_launch import _gpu, _Library
 from test_conv_winograd import _inputs, _reference, _run, _tensors
 from test_gemm_plan import tensor_maps  # noqa: F401
@@ -267,77 +268,3 @@ def test_chunks_give_the_same_result(monkeypatch, kind):
     chunked = _run(ng, layer, kind, a, b, ng.empty(shape, F32))
     # the GEMMs' plans (their splits of the sums) follow the chunk's size: equal to rounding
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-5 * np.abs(whole).max())
-
-
-def _gpu_layer(seed, **kw):
-    """(GPU factory, fp32 5x5 layer of ``kw``, seeded generator); skips without a GPU."""
-    skip_if_no_gpu()
-    ng = get_factory("gpu")
-    return ng, ng.conv_layer(F32, R=5, S=5, pad_h=2, pad_w=2, **kw), np.random.default_rng(seed)
-
-
-def test_strided_views_and_same_bits_every_run():
-    ng, layer, rng = _gpu_layer(4, N=2, C=16, K=16, H=10, W=11)
-    host_I = rng.uniform(-1, 1, layer.dimI[:4] + (32,)).astype(F32)
-    I = ng.array(host_I)[..., ::2]  # noqa: E741 - every other channel: not contiguous
-    (E, hE), = [data(ng, rng, layer.dimO, F32)]
-    grad = ng.empty(layer.dimF[:4] + (32,), F32)[..., 1::2]
-    first = _run(ng, layer, "update", I, E, grad)
-    again = _run(ng, layer, "update", I, E, grad)
-    np.testing.assert_array_equal(first, again)
-    ref = _reference(layer, "update", np.ascontiguousarray(host_I[..., ::2]), hE.astype(F32),
-                     np.zeros(layer.dimF, F32))
-    check(first, ref, F32)
-
-
-def test_channel_slices_on_the_gpu():
-    ng, layer, rng = _gpu_layer(6, N=2, C=16, K=24, H=9, W=10)
-    wide_I = rng.uniform(-1, 1, layer.dimI[:4] + (40,)).astype(F32)
-    F = rng.uniform(-1, 1, layer.dimF).astype(F32)
-    wide_O = ng.zeros(layer.dimO[:4] + (64,), F32)
-    ng.fprop_conv(layer, ng.array(wide_I)[..., 8:24], ng.array(F), wide_O[..., 16:40])
-    ref = _reference(layer, "fprop", np.ascontiguousarray(wide_I[..., 8:24]), F,
-                     np.zeros(layer.dimO, F32))
-    got = wide_O.get()
-    check(np.ascontiguousarray(got[..., 16:40]), ref, F32)
-    assert not got[..., :16].any() and not got[..., 40:].any()
-
-
-@pytest.mark.parametrize("kind", ["fprop", "bprop"])
-@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
-def test_non_finite_values_as_the_direct_sum(kind, value):
-    """A non-finite input reaches the outputs the direct sum's does (the
-    transforms alone would spread it over its tile)."""
-    ng, layer, rng = _gpu_layer(9, N=2, C=16, K=16, H=13, W=12)
-    shapes = {"fprop": (layer.dimI, layer.dimF), "bprop": (layer.dimF, layer.dimO)}[kind]
-    a, b = (rng.uniform(0.5, 1, s).astype(F32) for s in shapes)
-    (a if kind == "fprop" else b)[1, 0, 3, 2, 5] = value
-    out = getattr(layer, OUT[kind])
-    got = _run(ng, layer, kind, ng.array(a), ng.array(b), ng.empty(out, F32))
-    ref = _reference(layer, kind, a, b, np.zeros(out, F32))
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(ref))
-    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(ref))
-    assert not np.isfinite(ref).all() and np.isfinite(ref).any()
-    finite = np.isfinite(ref)
-    check(np.where(finite, got, 0), np.where(finite, ref, 0), F32)
-
-
-# no_sanitizer: as the Winograd route's (memcheck keeps finished calls' frames)
-@pytest.mark.no_sanitizer
-def test_warm_passes_allocate_nothing():
-    ng, layer, _ = _gpu_layer(0, N=2, C=16, K=16, H=12, W=12)
-    I, F, O = (ng.ones(d, F32) for d in (layer.dimI, layer.dimF, layer.dimO))  # noqa: E741
-    gI, gF = ng.empty(layer.dimI, F32), ng.empty(layer.dimF, F32)
-
-    def passes():
-        ng.fprop_conv(layer, I, F, O)
-        ng.bprop_conv(layer, F, O, gI)
-        ng.update_conv(layer, I, O, gF)
-
-    passes()
-    before = ng.stats()
-    passes()
-    assert_no_new_allocations(ng, before)
-    # every value of an all-ones fprop is a count of the taps inside the image
-    assert abs(float(O.get()[0, 0, 0, 0, 0]) - 9 * 16) < 1e-3

@@ -5,14 +5,15 @@ recording GPU (no GPU needed): the sequence per pass, the tiles, the
 padding of bprop's flipped convolution, the chunks of the batch and how
 update adds them; on the GPU, every pass and its epilogue against the
 numpy reference (the CPU factory's) over a seeded sweep of sizes and
-paddings, chunked and not, strided views, same bits on every run, and no
-allocation once warm.
+paddings, chunked and not.  What it shares with the FFT route (strided
+views, channel slices, non-finite inputs, same bits, no allocation once
+warm) is in test_conv_transform_routes.py.
 """
 import numpy as np
 import pytest
 
 import gpuarray
-from conftest import assert_no_new_allocations, get_factory, skip_if_no_gpu
+from conftest import get_factory, skip_if_no_gpu
 from gpuarray.conv import winograd
 from test_conv import check, data
 from test_conv_launch import _gpu, _Library
@@ -242,82 +243,3 @@ def test_chunks_give_the_same_result(monkeypatch, kind):
     chunked = _run(ng, layer, kind, a, b, ng.empty(shape, F32))
     # the GEMM's plan (its split of the sums) follows the chunk's size: equal to rounding
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-5 * np.abs(whole).max())
-
-
-def _gpu_layer(seed, **kw):
-    """(GPU factory, fp32 3x3 layer of ``kw``, seeded generator); skips without a GPU."""
-    skip_if_no_gpu()
-    ng = get_factory("gpu")
-    return ng, ng.conv_layer(F32, R=3, S=3, pad_h=1, pad_w=1, **kw), np.random.default_rng(seed)
-
-
-def test_strided_views_and_same_bits_every_run():
-    ng, layer, rng = _gpu_layer(4, N=2, C=32, K=32, H=6, W=7)
-    host_I = rng.uniform(-1, 1, layer.dimI[:4] + (64,)).astype(F32)
-    I = ng.array(host_I)[..., ::2]  # noqa: E741 - every other channel: not contiguous
-    (E, hE), = [data(ng, rng, layer.dimO, F32)]
-    grad = ng.empty(layer.dimF[:4] + (64,), F32)[..., 1::2]
-    first = _run(ng, layer, "update", I, E, grad)
-    again = _run(ng, layer, "update", I, E, grad)
-    np.testing.assert_array_equal(first, again)
-    ref = _reference(layer, "update", np.ascontiguousarray(host_I[..., ::2]), hE.astype(F32),
-                     np.zeros(layer.dimF, F32))
-    check(first, ref, F32)
-
-
-def test_channel_slices_on_the_gpu():
-    ng, layer, rng = _gpu_layer(6, N=2, C=32, K=40, H=5, W=6)
-    wide_I = rng.uniform(-1, 1, layer.dimI[:4] + (48,)).astype(F32)
-    F = rng.uniform(-1, 1, layer.dimF).astype(F32)
-    wide_O = ng.zeros(layer.dimO[:4] + (64,), F32)
-    ng.fprop_conv(layer, ng.array(wide_I)[..., 16:], ng.array(F), wide_O[..., 8:48])
-    ref = _reference(layer, "fprop", np.ascontiguousarray(wide_I[..., 16:]), F,
-                     np.zeros(layer.dimO, F32))
-    got = wide_O.get()
-    check(np.ascontiguousarray(got[..., 8:48]), ref, F32)
-    assert not got[..., :8].any() and not got[..., 48:].any()
-
-
-@pytest.mark.parametrize("kind", ["fprop", "bprop"])
-@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
-def test_non_finite_values_as_the_direct_sum(kind, value):
-    """An infinite input makes +-inf where the direct sum does (the
-    transforms alone would make NaN of the tiles it reaches)."""
-    ng, layer, rng = _gpu_layer(9, N=2, C=32, K=32, H=7, W=6)
-    shapes = {"fprop": (layer.dimI, layer.dimF), "bprop": (layer.dimF, layer.dimO)}[kind]
-    a, b = (rng.uniform(0.5, 1, s).astype(F32) for s in shapes)
-    source = a if kind == "fprop" else b
-    source[1, 0, 3, 2, 5] = value
-    out = {"fprop": layer.dimO, "bprop": layer.dimI}[kind]
-    got = _run(ng, layer, kind, ng.array(a), ng.array(b), ng.empty(out, F32))
-    ref = _reference(layer, kind, a, b, np.zeros(out, F32))
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(ref))
-    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(ref))
-    assert not np.isfinite(ref).all()
-    finite = np.isfinite(ref)
-    check(np.where(finite, got, 0), np.where(finite, ref, 0), F32)
-
-
-# no_sanitizer: under compute-sanitizer the frames of finished calls stay
-# referenced from outside Python (memcheck on the H100: the three workspaces
-# of every call stay in use, none in the plain suite), so memory returns late
-@pytest.mark.no_sanitizer
-def test_warm_passes_allocate_nothing():
-    skip_if_no_gpu()
-    ng = get_factory("gpu")
-    layer = ng.conv_layer(F32, N=2, C=32, K=32, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1)
-    I, F, O = (ng.ones(d, F32) for d in (layer.dimI, layer.dimF, layer.dimO))  # noqa: E741
-    gI, gF = ng.empty(layer.dimI, F32), ng.empty(layer.dimF, F32)
-
-    def passes():
-        ng.fprop_conv(layer, I, F, O)
-        ng.bprop_conv(layer, F, O, gI)
-        ng.update_conv(layer, I, O, gF)
-
-    passes()
-    before = ng.stats()
-    passes()
-    assert_no_new_allocations(ng, before)
-    # every value of an all-ones fprop is a count of the taps inside the image
-    assert float(O.get()[0, 0, 0, 0, 0]) == 4 * 32
