@@ -18,7 +18,7 @@ import gpuarray
 from conftest import get_factory, skip_if_no_gpu
 from gpuarray.conv import fft
 from test_conv import check
-from test_conv_launch import _gpu, _Library
+from test_conv_launch import _gpu, _RouteLibrary, route_steps
 from test_conv_winograd import _inputs, _reference, _run, _tensors
 from test_gemm_plan import tensor_maps  # noqa: F401
 
@@ -73,38 +73,16 @@ def test_plan_covers_the_outputs_in_the_fewest_points(outputs, filt, plan):
 
 # -- on a recording GPU -----------------------------------------------------------------
 
-class _FftKernel:
-    def __init__(self, name, log):
-        self.name, self.log = name, log
-
-    def launch(self, grid, block, data, shared):
-        args = dict(zip(fft.FIELDS, fft.ARGS.unpack(bytes(data))))
-        self.log.append((self.name, grid, block, args, shared))
-
-
-class _FftLibrary(_Library):
-    def function(self, stem, name, smem=0):
-        if stem == fft.STEM:
-            return _FftKernel(name, self.log)
-        return super().function(stem, name, smem)
-
-
 @pytest.fixture
 def ng(tensor_maps):  # noqa: F811 - the fixture imported above
     gpu = _gpu("sm_90")
-    gpu.conv_library = _FftLibrary(gpu.launches)
+    gpu.conv_library = _RouteLibrary(gpu.launches, fft.STEM, fft.FIELDS, fft.ARGS)
     return gpu
 
 
 def _steps(ng):
     """(transform name, grid, block, its arguments) or "gemm" for each run of GEMM launches."""
-    steps = []
-    for name, grid, block, *rest in ng.launches:
-        if isinstance(name, str) and name.startswith("ga_fft_"):
-            steps.append((name[len("ga_fft_"):], grid, block, rest[0]))
-        elif not steps or steps[-1] != "gemm":
-            steps.append("gemm")
-    return steps
+    return route_steps(ng, "ga_fft_")
 
 
 def _names(steps):

@@ -67,6 +67,44 @@ class _Library:
         return _Kernel(name, self.log)
 
 
+class _UnpackedKernel:
+    """Records a launch with its packed arguments unpacked into a dict."""
+
+    def __init__(self, name, log, fields, args):
+        self.name, self.log, self.fields, self.args = name, log, fields, args
+
+    def launch(self, grid, block, data, shared):
+        values = dict(zip(self.fields, self.args.unpack(bytes(data))))
+        self.log.append((self.name, grid, block, values, shared))
+
+
+class _RouteLibrary(_Library):
+    """The gather route's recorder, with the kernels of module ``stem`` (a
+    transform route's) recorded with their arguments unpacked by the
+    struct ``args`` into ``fields``."""
+
+    def __init__(self, log, stem, fields, args):
+        super().__init__(log)
+        self.route = (stem, fields, args)
+
+    def function(self, stem, name, smem=0):
+        if stem == self.route[0]:
+            return _UnpackedKernel(name, self.log, *self.route[1:])
+        return super().function(stem, name, smem)
+
+
+def route_steps(ng, prefix):
+    """``(name less prefix, grid, block, arguments)`` for each launch of a
+    kernel named ``prefix...``, "gemm" for each run of other launches."""
+    steps = []
+    for name, grid, block, *rest in ng.launches:
+        if isinstance(name, str) and name.startswith(prefix):
+            steps.append((name[len(prefix):], grid, block, rest[0]))
+        elif not steps or steps[-1] != "gemm":
+            steps.append("gemm")
+    return steps
+
+
 class _ConvGemmKernel:
     """Records a conv_sm90 launch with its raw ConvGemmArgs bytes."""
 

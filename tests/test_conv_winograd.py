@@ -16,7 +16,7 @@ import gpuarray
 from conftest import get_factory, skip_if_no_gpu
 from gpuarray.conv import winograd
 from test_conv import check, data
-from test_conv_launch import _gpu, _Library
+from test_conv_launch import _gpu, _RouteLibrary, route_steps
 from test_gemm_plan import tensor_maps  # noqa: F401
 
 F32 = np.dtype(np.float32)
@@ -52,39 +52,16 @@ def test_which_layers_take_it(cpu, kw, takes):
 
 # -- on a recording GPU -----------------------------------------------------------------
 
-class _WinogradKernel:
-    def __init__(self, name, log):
-        self.name, self.log = name, log
-
-    def launch(self, grid, block, data, shared):
-        args = dict(zip(FIELDS, winograd.ARGS.unpack(bytes(data))))
-        self.log.append((self.name, grid, block, args, shared))
-
-
-class _WinogradLibrary(_Library):
-    def function(self, stem, name, smem=0):
-        if stem == winograd.STEM:
-            return _WinogradKernel(name, self.log)
-        return super().function(stem, name, smem)
-
-
 @pytest.fixture
 def ng(tensor_maps):  # noqa: F811 - the fixture imported above
     gpu = _gpu("sm_90")
-    gpu.conv_library = _WinogradLibrary(gpu.launches)
+    gpu.conv_library = _RouteLibrary(gpu.launches, winograd.STEM, FIELDS, winograd.ARGS)
     return gpu
 
 
 def _steps(ng):
-    """(transform name, its arguments) or "gemm" for each recorded launch."""
-    steps = []
-    for entry in ng.launches:
-        name = entry[0]
-        if isinstance(name, str) and name.startswith("ga_winograd_"):
-            steps.append((name[len("ga_winograd_"):], entry[3]))
-        elif not steps or steps[-1] != "gemm":
-            steps.append("gemm")
-    return steps
+    """(transform name, its arguments) or "gemm" for each run of GEMM launches."""
+    return [s if s == "gemm" else (s[0], s[3]) for s in route_steps(ng, "ga_winograd_")]
 
 
 LAYER = dict(N=3, C=32, K=40, H=7, W=6, R=3, S=3, pad_h=1, pad_w=0)
