@@ -52,6 +52,8 @@ def thin_layers(request, monkeypatch):
     (dict(dtype=F32, D=3, T=5, pad_d=2), False),
     (dict(dtype=F32, C=63), False),
     (dict(dtype=F32, K=48), False),
+    (dict(dtype=F32, C=256, K=480), True),                  # 1,020 MiB of filter spectra
+    (dict(dtype=F32, C=512, K=256), False),                 # 1,088 MiB: too many
 ])
 def test_which_layers_take_it(cpu, kw, takes):
     sizes = dict(N=2, C=64, K=64, H=12, W=12, R=5, S=5, pad_h=2, pad_w=2)

@@ -3,10 +3,10 @@
 In: a checked :class:`~gpuarray.conv.call.ConvCall` of a float32, 2-D,
 stride-1, undilated layer with filters of 4 to 7 taps a side (and, as
 every layer, padding below the filter size: bprop's R - 1 - pad) and at
-least :data:`MIN_CHANNELS` input channels and filters (:func:`applies`),
-and the GPU factory.  Out: O, grad_I or
-grad_F filled in, queued on the factory's stream; ``try_run`` returns
-False for any other call, which then takes another route.
+least :data:`MIN_CHANNELS` input channels and filters, whose spectra fit
+``FILTER_SPECTRA_BYTES`` (:func:`applies`), and the GPU factory.  Out: O,
+grad_I or grad_F filled in, queued on the factory's stream; ``try_run``
+returns False for any other call, which then takes another route.
 
 Each pass is transforms (kernels/conv_fft.cu) around batched exact-fp32
 GEMMs over the ``L * (L/2 + 1)`` points of an L x L tile's half spectrum
@@ -65,8 +65,10 @@ BLOCKS_PER_SM = 8
 #: transforms (on an H100, GoogLeNet's 5x5 layers, C = 16 to 48, ran 1.1 to
 #: 4.9 times slower than on the gather route)
 MIN_CHANNELS = 64
-#: the most device memory one call's spectra take (the pool caches it)
+#: the most device memory one call's tile spectra take (the pool caches it)
 WORKSPACE_BYTES = 1 << 30
+#: the most its filter spectra may take (they are not cut into chunks)
+FILTER_SPECTRA_BYTES = 1 << 30
 F32 = np.dtype(np.float32)
 
 
@@ -75,7 +77,15 @@ def applies(layer):
     return (layer.dtype == F32 and layer.D == 1 and layer.T == 1
             and layer.R in FILTER_SIDES and layer.S in FILTER_SIDES
             and layer.stride == (1, 1, 1) and layer.dilation == (1, 1, 1)
-            and min(layer.C, layer.K) >= MIN_CHANNELS)
+            and min(layer.C, layer.K) >= MIN_CHANNELS
+            and filter_spectra_bytes(layer) <= FILTER_SPECTRA_BYTES)
+
+
+def filter_spectra_bytes(layer):
+    """Bytes of the filters' spectra G' (4 C K values a point) at L = 32:
+    past ``FILTER_SPECTRA_BYTES`` (C K above 123,000) the layer keeps the
+    gather route rather than allocate them."""
+    return points(max(SIZES)) * 4 * layer.C * layer.K * F32.itemsize
 
 
 def try_run(gpu, call):
