@@ -51,6 +51,7 @@ FIELDS = ("src dst bias image filters s_point s_tile s_part H W C Cin Cout R S T
           "pad_h pad_w extent_h extent_w src_ld dst_ld image_H image_W alpha beta "
           "relu flip parts").split()
 ARGS = struct.Struct("<5Q3q19i2f3i")
+_DEFAULTS = dict(dict.fromkeys(FIELDS, 0), alpha=1.0)
 #: the kernels' transform sizes (L)
 SIZES = (16, 32)
 #: the filter sides the route takes (conv_fft.cu's FFT_MAX_RS bounds them)
@@ -219,10 +220,8 @@ def _groups(channels):
 
 def _args(**fields):
     """FftArgs packed from ``fields`` (zero where not given; alpha 1)."""
-    values = dict.fromkeys(FIELDS, 0)
-    values["alpha"] = 1.0
-    values.update(fields)
-    return ARGS.pack(*(values[name] for name in FIELDS))
+    # updating a copy keeps DEFAULTS' order, FftArgs' order
+    return ARGS.pack(*{**_DEFAULTS, **fields}.values())
 
 
 def _launch(gpu, name, grid, L, **fields):
