@@ -19,7 +19,7 @@ update    grad_F = E^T @ col                            --
 An fp32 3x3 stride-1 layer with 32 or more channels and filters skips
 all this too: :mod:`~gpuarray.conv.winograd` runs it as Winograd's
 F(2x2, 3x3), transforms around one batched GEMM, and an fp32 stride-1
-layer with 4x4 to 7x7 filters and 16 or more channels and filters skips
+layer with 4x4 to 7x7 filters and 64 or more channels and filters skips
 it for :mod:`~gpuarray.conv.fft`: FFTs of overlap-save tiles around
 batched GEMMs over their spectra.  On Hopper most fp16/bf16
 layers skip all this: :mod:`~gpuarray.conv.implicit`
