@@ -11,7 +11,7 @@
 // Summed over channels, the 16 elementwise products of a tile become 16
 // independent GEMMs (one per point xi of the 4x4 transform domain), run by
 // the caller with the exact-fp32 GEMM (gpuarray/gemm):
-//     fprop:  M[xi] = V[xi] @ U[xi]^T      V = B^T d B of I, U = G g G^T
+//     fprop:  M[xi] = V[xi] @ W[xi]        V = B^T d B of I, W = (G g G^T)^T
 //     bprop:  the same over E, with the filters flipped and C and K swapped
 //     update: dU[xi] = E'[xi]^T @ V[xi]    E' = A dY A^T, then dF = G^T dU G
 // 2.25 times fewer multiply-adds than the direct convolution, for the
@@ -22,7 +22,8 @@
 // channel innermost, fp32; filters contiguous, images with their positions
 // src_ld or dst_ld elements apart (a channel slice of a wider tensor: a
 // concatenation's branch reads and writes its slice in place).  Transform-domain tensors are
-// (16, tiles, channels) -- V, M, E' -- and (16, K, C) -- U, dU -- with
+// (16, tiles, channels) -- V, M, E' -- and (16, K, C) -- U, dU -- or, with
+// cmajor, (16, C, K) -- W = U^T, fprop's GEMM operand -- with
 // tile t = (n * TP + ty) * TQ + tx; a tile's outputs are rows 2*ty, 2*ty+1
 // and columns 2*tx, 2*tx+1 (the last row or column may lie outside).
 //
@@ -35,13 +36,14 @@
 // values are not all finite is summed directly from image and filters
 // instead (the transforms would make NaN of an infinite input);
 // ga_winograd_filter transforms (K, 3, 3, C) filters into U (flip: the
-// taps rotated by 180 degrees, for bprop); ga_winograd_filter_grad writes
-// dF = alpha * G^T dU G + beta * dF (beta != 0 only).
+// taps rotated by 180 degrees, for bprop; cmajor: into W);
+// ga_winograd_filter_grad writes dF = alpha * G^T dU G + beta * dF (beta
+// != 0 only).
 //
 // Launch shape: block (256, 1, 1), any grid (threads stride over the
 // work), no shared memory.  One thread per (tile, channel) -- per (k, c)
-// for the filter kernels -- with the channel fastest, so that a warp's
-// loads and stores of one tile are contiguous.
+// for the filter kernels -- with the channel fastest (k for cmajor), so
+// that a warp's loads and stores of one tile are contiguous.
 #define WINOGRAD_THREADS 256
 
 struct WinogradArgs {
@@ -60,6 +62,7 @@ struct WinogradArgs {
     int image_H, image_W, image_C, image_ld;  // ga_winograd_output: the input's sizes
     float alpha, beta;
     int relu, flip;
+    int cmajor;         // ga_winograd_filter: write W (16, C, K)
 };
 
 // a grid-stride loop of i over the work items 0 .. total - 1
@@ -229,8 +232,8 @@ extern "C" __global__ void __launch_bounds__(WINOGRAD_THREADS)
 ga_winograd_filter(WinogradArgs a) {
     const long long total = (long long)a.K * a.C;
     FOR_EACH_ITEM(i, total) {
-        const int c = (int)(i % a.C);
-        const long long k = i / a.C;
+        const int c = (int)(a.cmajor ? i / a.K : i % a.C);
+        const long long k = a.cmajor ? i % a.K : i / a.C;
         float g[3][3];
 #pragma unroll
         for (int r = 0; r < 3; ++r)

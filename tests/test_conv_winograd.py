@@ -22,7 +22,7 @@ from test_gemm_plan import tensor_maps  # noqa: F401
 F32 = np.dtype(np.float32)
 NAMES = ("input", "grad_output", "filter", "filter_grad", "output")
 FIELDS = ("src dst bias image filters tiles H W C K TP TQ pad_h pad_w src_ld dst_ld image_H image_W "
-          "image_C image_ld alpha beta relu flip").split()
+          "image_C image_ld alpha beta relu flip cmajor").split()
 
 
 @pytest.fixture
@@ -82,7 +82,8 @@ def test_fprop_transforms_around_one_batched_gemm(ng):
     steps = _steps(ng)
     assert [s if s == "gemm" else s[0] for s in steps] == ["filter", "input", "gemm", "output"]
     filt, inp, out = steps[0][1], steps[1][1], steps[3][1]
-    assert (filt["src"], filt["K"], filt["C"], filt["flip"]) == (F.ptr, 40, 32, 0)
+    # the transformed filters written (16, C, K): the GEMM's n-contiguous operand
+    assert (filt["src"], filt["K"], filt["C"], filt["flip"], filt["cmajor"]) == (F.ptr, 40, 32, 0, 1)
     assert inp["src"] == I.ptr and inp["tiles"] == 3 * 4 * 2
     assert (inp["H"], inp["W"], inp["C"], inp["TP"], inp["TQ"]) == (7, 6, 32, 4, 2)
     assert (inp["pad_h"], inp["pad_w"], inp["src_ld"]) == (1, 0, 32)
@@ -116,7 +117,7 @@ def test_bprop_is_the_flipped_forward_convolution_of_E(ng):
     steps = _steps(ng)
     assert [s if s == "gemm" else s[0] for s in steps] == ["filter", "input", "gemm", "output"]
     filt, inp, out = steps[0][1], steps[1][1], steps[3][1]
-    assert filt["flip"] == 1
+    assert (filt["flip"], filt["cmajor"]) == (1, 0)
     # E (7 x 4 positions, K channels) padded by 2 - pad gives the 7 x 6 input back
     assert (inp["src"], inp["H"], inp["W"], inp["C"]) == (E.ptr, 7, 4, 40)
     assert (inp["pad_h"], inp["pad_w"], inp["TP"], inp["TQ"]) == (1, 2, 4, 3)

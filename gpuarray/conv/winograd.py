@@ -12,7 +12,7 @@ exact-fp32 GEMM over the 16 points of the transform domain:
 ======= ====================================== ================================
 pass    transforms in                           GEMM (16 batches), transform out
 ======= ====================================== ================================
-fprop   V = B^T d B of I, U = G g G^T of F      M = V @ U^T, O = A^T M A
+fprop   V = B^T d B of I, W = (G g G^T)^T of F  M = V @ W, O = A^T M A
 bprop   V of E (padding 2 - pad), U of F        M = V @ U, grad_I = A^T M A
         rotated 180 degrees
 update  V of I, E' = A dY A^T of E              dU = E'^T @ V, grad_F = G^T dU G
@@ -49,8 +49,8 @@ STEM = "conv_winograd"
 THREADS = 256
 #: WinogradArgs of kernels/conv_winograd.cu: src, dst, bias, image, filters,
 #: tiles, H, W, C, K, TP, TQ, pad_h, pad_w, src_ld, dst_ld, image_H,
-#: image_W, image_C, image_ld, alpha, beta, relu, flip
-ARGS = struct.Struct("<5Qq14i2f2i")
+#: image_W, image_C, image_ld, alpha, beta, relu, flip, cmajor
+ARGS = struct.Struct("<5Qq14i2f3i")
 #: points of the transform domain: the batches of the GEMM
 POINTS = 16
 #: the most device memory one call's transformed tensors take (the pool caches it)
@@ -99,10 +99,13 @@ def _fprop(gpu, call, layer):
     I = as_rows(gpu, call.a)  # noqa: E741
     O = output(gpu, call.out, call.beta, rows_ok=True)  # noqa: E741
     F = contiguous(gpu, call.b)
-    U = _filters(gpu, layer, F, flip=False)
+    # W (16, C, K): the GEMM's second operand n-contiguous, which its fastest
+    # kernels copy by cp.async (U (16, K, C) read transposed would take the
+    # register-staged kernel of half the K-tile)
+    W = _filters(gpu, layer, F, flip=False, cmajor=True)
     TP, TQ = tiles(layer.P, layer.Q)
     bias = 0 if call.bias is None else contiguous(gpu, call.bias).ptr
-    _forward(gpu, I, (F, U.transpose(0, 2, 1), False), O, (layer.H, layer.W, layer.C),
+    _forward(gpu, I, (F, W, False), O, (layer.H, layer.W, layer.C),
              (layer.P, layer.Q, layer.K), (TP, TQ), layer.pad[1:],
              epilogue=(call.alpha, call.beta, bias, call.relu))
     copy_back(call.out, O)
@@ -112,7 +115,7 @@ def _bprop(gpu, call, layer):
     E = as_rows(gpu, call.b)
     grad = output(gpu, call.out, call.beta, rows_ok=True)
     F = contiguous(gpu, call.a)
-    U = _filters(gpu, layer, F, flip=True)
+    U = _filters(gpu, layer, F, flip=True, cmajor=False)
     TP, TQ = tiles(layer.H, layer.W)
     pad = tuple(2 - p for p in layer.pad[1:])
     _forward(gpu, E, (F, U, True), grad, (layer.P, layer.Q, layer.K), (layer.H, layer.W, layer.C),
@@ -159,22 +162,23 @@ def _update(gpu, call, layer):
     copy_back(call.out, grad)
 
 
-def _filters(gpu, layer, F, flip):
-    """U (16, K, C): the transformed contiguous filters F (``flip``: rotated 180 degrees)."""
-    U = gpu.empty((POINTS, layer.K, layer.C), F32)
-    _launch(gpu, "ga_winograd_filter", layer.K * layer.C, F.ptr, U.ptr, C=layer.C, K=layer.K,
-            flip=flip)
+def _filters(gpu, layer, F, flip, cmajor):
+    """The transformed contiguous filters F (``flip``: rotated 180 degrees):
+    U (16, K, C), or with ``cmajor`` its transpose W (16, C, K)."""
+    K, C = layer.K, layer.C
+    U = gpu.empty((POINTS, C, K) if cmajor else (POINTS, K, C), F32)
+    _launch(gpu, "ga_winograd_filter", K * C, F.ptr, U.ptr, C=C, K=K, flip=flip, cmajor=cmajor)
     return U
 
 
 def _launch(gpu, name, threads, src, dst, bias=0, tiles=0, H=0, W=0, C=0, K=0, TP=1, TQ=1,
             pad=(0, 0), src_ld=0, dst_ld=0, alpha=1.0, beta=0.0, relu=False, flip=False,
-            image=(0, 0, 0, 0, 0, 0)):
+            cmajor=False, image=(0, 0, 0, 0, 0, 0)):
     """Queue one transform kernel over ``threads`` work items (``image``: the
     output transform's (input, filters, H, W, C, ld) for its direct sums)."""
     image_ptr, filters_ptr, *image_sizes = image
     args = ARGS.pack(src, dst, bias, image_ptr, filters_ptr, tiles, H, W, C, K, TP, TQ, *pad,
-                     src_ld, dst_ld, *image_sizes, alpha, beta, int(relu), int(flip))
+                     src_ld, dst_ld, *image_sizes, alpha, beta, int(relu), int(flip), int(cmajor))
     grid = (max(1, min(-(-threads // THREADS), gpu.sms * BLOCKS_PER_SM)), 1, 1)
     gpu.conv_library.function(STEM, name).launch(grid, (THREADS, 1, 1), args, 0)
     gpu._stats["kernels_launched"] += 1
