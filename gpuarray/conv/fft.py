@@ -43,7 +43,7 @@ import struct
 import numpy as np
 
 from .call import row_stride
-from .staging import as_rows, contiguous, copy_back, output, transform_chunks
+from .staging import as_rows, contiguous, copy_back, image_ptr, output, transform_chunks
 
 STEM = "conv_fft"
 #: FftArgs of kernels/conv_fft.cu, in order
@@ -154,13 +154,13 @@ def _forward(gpu, L, src, filters, dst, tile_counts, conv, epilogue):
     n = points(L)
     for n0, n1, count, (D, Y) in transform_chunks(gpu, src.shape[0], TP * TQ, (2 * Cin, 2 * Cout),
                                                   n, WORKSPACE_BYTES):
-        _launch(gpu, f"ga_fft_input_{L}", (count, _groups(Cin)), L, src=src[n0:n1].ptr, dst=D.ptr,
+        _launch(gpu, f"ga_fft_input_{L}", (count, _groups(Cin)), L, src=image_ptr(src, n0), dst=D.ptr,
                 s_point=count * 2 * Cin, s_tile=2 * Cin, s_part=Cin, H=H, W=W, C=Cin,
                 extent_h=L, extent_w=L, src_ld=row_stride(src), **sizes)
-        gpu.batched_dot(D.reshape(n, count, 2 * Cin), G, Y.reshape(n, count, 2 * Cout))
-        _launch(gpu, f"ga_fft_output_{L}", (count, _groups(Cout)), L, src=Y.ptr, dst=dst[n0:n1].ptr,
+        gpu.batched_dot(D, G, Y)
+        _launch(gpu, f"ga_fft_output_{L}", (count, _groups(Cout)), L, src=Y.ptr, dst=image_ptr(dst, n0),
                 s_point=count * 2 * Cout, s_tile=2 * Cout, s_part=Cout, H=P, W=Q, C=Cout,
-                dst_ld=row_stride(dst), image=src[n0:n1].ptr, filters=F.ptr, image_H=H, image_W=W,
+                dst_ld=row_stride(dst), image=image_ptr(src, n0), filters=F.ptr, image_H=H, image_W=W,
                 src_ld=row_stride(src), **sizes, **epilogue)
 
 
@@ -176,11 +176,11 @@ def _update(gpu, call, layer):
                                                    WORKSPACE_BYTES):
         # spectra as (points, part, tile, channel): the tiles and the parts
         # are the GEMMs' sums; D's third part is its real part negated
-        _launch(gpu, f"ga_fft_input_{L}", (count, _groups(C)), L, src=I[n0:n1].ptr, dst=D.ptr,
+        _launch(gpu, f"ga_fft_input_{L}", (count, _groups(C)), L, src=image_ptr(I, n0), dst=D.ptr,
                 s_point=3 * count * C, s_tile=C, s_part=count * C, H=layer.H, W=layer.W, C=C,
                 pad_h=layer.pad[1], pad_w=layer.pad[2], extent_h=L, extent_w=L,
                 src_ld=row_stride(I), parts=3, **sizes)
-        _launch(gpu, f"ga_fft_input_{L}", (count, _groups(K)), L, src=E[n0:n1].ptr, dst=Et.ptr,
+        _launch(gpu, f"ga_fft_input_{L}", (count, _groups(K)), L, src=image_ptr(E, n0), dst=Et.ptr,
                 s_point=2 * count * K, s_tile=K, s_part=count * K, H=layer.P, W=layer.Q, C=K,
                 extent_h=sizes["TH"], extent_w=sizes["TW"], src_ld=row_stride(E), **sizes)
         _spectrum_products(gpu, Et.reshape(n, 2 * count, K), D.reshape(n, 3 * count, C), Z,

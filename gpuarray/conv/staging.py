@@ -35,6 +35,11 @@ def output(gpu, target, beta, rows_ok=False):
     return gpu.evaluate(target) if beta else gpu.empty(target.shape, target.dtype)
 
 
+def image_ptr(t, n):
+    """Address of image ``n`` of the batch ``t`` (``t[n:].ptr``, without making the view)."""
+    return t.ptr + n * t.strides[0]
+
+
 def copy_back(target, written):
     """Copy the kernels' result into ``target`` when they wrote a temporary."""
     if written is not target:
@@ -44,12 +49,17 @@ def copy_back(target, written):
 def transform_chunks(gpu, images, per_image, widths, points, budget):
     """Per chunk of images whose transformed tiles fit ``budget`` bytes:
     ``(n0, n1, tiles, spaces)``, with ``tiles = (n1 - n0) * per_image`` and
-    for each of ``widths`` (values per tile and point) a flat fp32 view of
-    ``points * tiles * width`` elements, cut from one workspace per width
-    allocated once for the largest chunk."""
+    for each of ``widths`` (values per tile and point) a contiguous fp32
+    view of shape ``(points, tiles, width)``, cut from one workspace per
+    width allocated once for the largest chunk (the whole workspace where
+    the chunk fills it)."""
     step = max(1, min(images, budget // (points * per_image * sum(widths) * F32.itemsize)))
-    spaces = [gpu.empty((points * step * per_image * w,), F32) for w in widths]
+    spaces = [gpu.empty((points, step * per_image, w), F32) for w in widths]
     for n0 in range(0, images, step):
         n1 = min(n0 + step, images)
         tiles = (n1 - n0) * per_image
-        yield n0, n1, tiles, [space[:points * tiles * w] for space, w in zip(spaces, widths)]
+        if n1 - n0 == step:
+            yield n0, n1, tiles, spaces
+        else:
+            yield n0, n1, tiles, [space.reshape(-1)[:points * tiles * w].reshape(points, tiles, w)
+                                  for space, w in zip(spaces, widths)]

@@ -43,7 +43,7 @@ import struct
 import numpy as np
 
 from .call import row_stride
-from .staging import as_rows, contiguous, copy_back, output, transform_chunks
+from .staging import as_rows, contiguous, copy_back, image_ptr, output, transform_chunks
 
 STEM = "conv_winograd"
 THREADS = 256
@@ -88,9 +88,9 @@ def chunks(gpu, images, per_image, widths):
     """Per chunk of images whose transformed tensors fit ``WORKSPACE_BYTES``:
     ``(n0, n1, views)``, a (16, tiles, width) view for each of ``widths``
     (channels) (see :func:`~gpuarray.conv.staging.transform_chunks`)."""
-    for n0, n1, count, spaces in transform_chunks(gpu, images, per_image, widths, POINTS,
-                                                  WORKSPACE_BYTES):
-        yield n0, n1, [space.reshape(POINTS, count, w) for space, w in zip(spaces, widths)]
+    for n0, n1, _, spaces in transform_chunks(gpu, images, per_image, widths, POINTS,
+                                              WORKSPACE_BYTES):
+        yield n0, n1, spaces
 
 
 # -- the three passes ------------------------------------------------------------
@@ -134,13 +134,13 @@ def _forward(gpu, src, filters, dst, src_size, dst_size, tile_counts, pad, epilo
     alpha, beta, bias, relu = epilogue
     for n0, n1, (V, M) in chunks(gpu, src.shape[0], TP * TQ, (C, K)):
         count = V.shape[1]
-        _launch(gpu, "ga_winograd_input", count * C, src[n0:n1].ptr, V.ptr, tiles=count, H=H, W=W,
+        _launch(gpu, "ga_winograd_input", count * C, image_ptr(src, n0), V.ptr, tiles=count, H=H, W=W,
                 C=C, TP=TP, TQ=TQ, pad=pad, src_ld=row_stride(src))
         gpu.batched_dot(V, U, M)
-        _launch(gpu, "ga_winograd_output", count * K, M.ptr, dst[n0:n1].ptr, bias=bias, tiles=count,
+        _launch(gpu, "ga_winograd_output", count * K, M.ptr, image_ptr(dst, n0), bias=bias, tiles=count,
                 H=P, W=Q, C=K, TP=TP, TQ=TQ, pad=pad, dst_ld=row_stride(dst), alpha=alpha,
                 beta=beta, relu=relu, flip=flip,
-                image=(src[n0:n1].ptr, F.ptr, H, W, C, row_stride(src)))
+                image=(image_ptr(src, n0), F.ptr, H, W, C, row_stride(src)))
 
 
 def _update(gpu, call, layer):
@@ -151,9 +151,9 @@ def _update(gpu, call, layer):
     dU = gpu.empty((POINTS, K, C), F32)
     for n0, n1, (V, Et) in chunks(gpu, layer.N, TP * TQ, (C, K)):
         count = V.shape[1]
-        _launch(gpu, "ga_winograd_input", count * C, I[n0:n1].ptr, V.ptr, tiles=count,
+        _launch(gpu, "ga_winograd_input", count * C, image_ptr(I, n0), V.ptr, tiles=count,
                 H=layer.H, W=layer.W, C=C, TP=TP, TQ=TQ, pad=layer.pad[1:], src_ld=row_stride(I))
-        _launch(gpu, "ga_winograd_grad_output", count * K, E[n0:n1].ptr, Et.ptr, tiles=count,
+        _launch(gpu, "ga_winograd_grad_output", count * K, image_ptr(E, n0), Et.ptr, tiles=count,
                 H=layer.P, W=layer.Q, C=K, TP=TP, TQ=TQ, src_ld=row_stride(E))
         # the chunks add up in fp32, in chunk order
         gpu.batched_dot(Et.transpose(0, 2, 1), V, dU, beta=0.0 if n0 == 0 else 1.0)
@@ -176,8 +176,8 @@ def _launch(gpu, name, threads, src, dst, bias=0, tiles=0, H=0, W=0, C=0, K=0, T
             cmajor=False, image=(0, 0, 0, 0, 0, 0)):
     """Queue one transform kernel over ``threads`` work items (``image``: the
     output transform's (input, filters, H, W, C, ld) for its direct sums)."""
-    image_ptr, filters_ptr, *image_sizes = image
-    args = ARGS.pack(src, dst, bias, image_ptr, filters_ptr, tiles, H, W, C, K, TP, TQ, *pad,
+    image_addr, filters_addr, *image_sizes = image
+    args = ARGS.pack(src, dst, bias, image_addr, filters_addr, tiles, H, W, C, K, TP, TQ, *pad,
                      src_ld, dst_ld, *image_sizes, alpha, beta, int(relu), int(flip), int(cmajor))
     grid = (max(1, min(-(-threads // THREADS), gpu.sms * BLOCKS_PER_SM)), 1, 1)
     gpu.conv_library.function(STEM, name).launch(grid, (THREADS, 1, 1), args, 0)
