@@ -438,6 +438,111 @@ __device__ void small_c_fprop(const SmallCArgs &a) {
     }
 }
 
+// -- fprop, fp32 ----------------------------------------------------------------
+
+// Copy input rows h0 .. h0 + rows - 1 of image `img` (fp32) into the halo as
+// 4-float pieces (zeros outside the image), as load_halo does for 16-bit
+// data; plain loads: the tile's compute waits on them anyway
+__device__ void load_halo_f32(const SmallCArgs &a, const float *img, int h0, int rows, float *halo) {
+    const int pieces = a.pitch / 4;
+    const int d0 = a.lead + a.pad_w * a.C, d1 = d0 + a.row_elems;
+    for (int i = threadIdx.x; i < rows * pieces; i += SC_THREADS) {
+        const int hr = divide(a.by_pieces, i), e0 = (i - hr * pieces) * 4, h = h0 + hr;
+        float v[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int x = e0 + e;
+            v[e] = (unsigned)h < (unsigned)a.H && x >= d0 && x < d1
+                ? img[(long long)h * a.W * a.C + (x - d0)] : 0.f;
+        }
+        *reinterpret_cast<float4 *>(halo + hr * a.pitch + e0) = make_float4(v[0], v[1], v[2], v[3]);
+    }
+    __syncthreads();
+}
+
+// fp32 data has no tensor-core path that keeps fp32's precision: FFMAs.
+// Thread t owns positions m0 + pg + 16 i (i < 8, pg = t % 16) of the tile
+// and filters 8 fg .. 8 fg + 7 (fg = t / 16) of the K chunk: 64
+// accumulators.  Per tap j (ascending, the gather route's order), 8 halo
+// loads and two float4 filter loads (the filters sit [RSC][64] in shared
+// memory) feed 64 FFMAs.  A warp's 16 positions are consecutive (halo
+// words str_w * C apart) and its two filter groups 32 bytes apart.
+__device__ void small_c_fprop_f32(const SmallCArgs &a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    float *halo = reinterpret_cast<float *>(smem);
+    float *fs = halo + (a.halo_rows * a.pitch + 3) / 4 * 4;
+    int *taps = reinterpret_cast<int *>(fs + a.RSC * SC_BK);
+    const float *F = reinterpret_cast<const float *>(a.B);
+    const int pg = threadIdx.x % 16, fg = threadIdx.x / 16;
+    const int PQ = a.P * a.Q, per_chunk = a.N * a.tiles;
+    for (int j = threadIdx.x; j < a.RSC; j += SC_THREADS) taps[j] = tap_offset(a, j);
+    int loaded = -1;
+    for (int index = blockIdx.x; index < per_chunk * a.kchunks; index += gridDim.x) {
+        const int kchunk = divide(a.by_images, index), rest = index - kchunk * per_chunk;
+        const int n = divide(a.by_tiles, rest), tile = rest - n * a.tiles, m0 = tile * SC_BM;
+        __syncthreads();  // the previous tile's reads of the halo (and filters) are done
+        if (kchunk != loaded) {
+            for (int i = threadIdx.x; i < a.RSC * SC_BK; i += SC_THREADS) {
+                const int j = i / SC_BK, k = kchunk * SC_BK + i % SC_BK;
+                fs[i] = k < a.K ? F[(long long)k * a.RSC + j] : 0.f;
+            }
+            loaded = kchunk;
+        }
+        int p_first, rows;
+        tile_rows(a, tile, p_first, rows);
+        load_halo_f32(a, reinterpret_cast<const float *>(a.I) + (long long)n * a.H * a.W * a.C,
+                      p_first * a.str_h - a.pad_h, rows, halo);
+        int roff[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i)  // positions past P*Q repeat the last (not stored)
+            roff[i] = row_offset(a, min(m0 + pg + 16 * i, PQ - 1), p_first);
+        float acc[8][8] = {};
+        const float4 *f4 = reinterpret_cast<const float4 *>(fs) + 2 * fg;
+#pragma unroll 2
+        for (int j = 0; j < a.RSC; ++j) {
+            const int tap = taps[j];
+            const float4 f0 = f4[j * (SC_BK / 4)], f1 = f4[j * (SC_BK / 4) + 1];
+            const float f[8] = {f0.x, f0.y, f0.z, f0.w, f1.x, f1.y, f1.z, f1.w};
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                const float x = halo[roff[i] + tap];
+#pragma unroll
+                for (int k = 0; k < 8; ++k) acc[i][k] = fmaf(x, f[k], acc[i][k]);
+            }
+        }
+        // relu(alpha * acc + bias) (+ beta * O), 8 filters a 32-byte piece
+        const int k0 = kchunk * SC_BK + 8 * fg;
+        if (k0 >= a.K)  // K % 8 == 0: a group is whole or absent
+            continue;
+        const float alpha = (float)a.alpha, beta = (float)a.beta;
+        float bias[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) bias[k] = bias_value(a, k0 + k);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int m = m0 + pg + 16 * i;
+            if (m >= PQ)
+                continue;
+            float v[8];
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                v[k] = __fadd_rn(__fmul_rn(alpha, acc[i][k]), bias[k]);
+                if (a.relu) v[k] = fmaxf(v[k], 0.f);
+            }
+            float4 *dst = reinterpret_cast<float4 *>(reinterpret_cast<float *>(a.out) +
+                                                     ((long long)n * PQ + m) * a.ld + k0);
+            if (a.beta != 0.0) {
+                const float4 o0 = dst[0], o1 = dst[1];
+                const float old[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
+#pragma unroll
+                for (int k = 0; k < 8; ++k) v[k] = __fadd_rn(v[k], __fmul_rn(beta, old[k]));
+            }
+            dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+            dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+        }
+    }
+}
+
 // -- update ---------------------------------------------------------------------
 
 // Stage the errors of positions m0 .. m0 + 127 of image n, filters of K chunk
@@ -735,6 +840,9 @@ SC_BPROP(ga_small_c_bprop_c16_bf16, __nv_bfloat16, 2, SC_MAX_NR_C16, 3)
     }
 SC_FPROP(ga_small_c_fprop_f16, __half)
 SC_FPROP(ga_small_c_fprop_bf16, __nv_bfloat16)
+extern "C" __global__ void __launch_bounds__(SC_THREADS, 4) ga_small_c_fprop_f32(const SmallCArgs a) {
+    small_c_fprop_f32(a);
+}
 
 #define SC_UPDATE(NAME, T, NJ)                                                                \
     extern "C" __global__ void __launch_bounds__(SC_THREADS, 3) NAME(const SmallCArgs a) { \

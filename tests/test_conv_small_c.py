@@ -1,8 +1,8 @@
 """The first layers' kernels (kernels/conv_small_c.cu, issue 11): C <= 4 (fprop, bprop: <= 16).
 
 fprop (with the whole epilogue), the data gradient and the filter gradient
-of fp16/bf16 layers with few input channels run on kernels that keep a tile's input
-rows in shared memory.  Every value test runs on both factories (the CPU
+of fp16/bf16 layers with few input channels, and fp32's fprop (FFMAs), run
+on kernels that keep a tile's input rows in shared memory.  Every value test runs on both factories (the CPU
 runs the numpy reference) against test_conv.py's loop reference, over
 layers that exercise the halo: tiles spanning several output rows and
 ending mid-image, strides, padding past the image, dilation, several
@@ -68,6 +68,26 @@ def test_fprop_with_epilogue(ng, kw, dtype, bias_dtype):
     if isinstance(ng, gpuarray.GPU):
         assert ng.stats()["kernels_launched"] - before == 1
     check(O, np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - vo, dtype)
+
+
+@pytest.mark.parametrize("kw", CASES)
+def test_fp32_fprop_on_ffmas(ng, kw):
+    """fp32 fprop of C <= 4 (its FFMA kernel) with the whole epilogue; on the
+    GPU one kernel where a block's shared memory leaves room for a second
+    (AlexNet's 11x11 in small does not: the gather route)."""
+    F32 = np.dtype(np.float32)
+    layer = ng.conv_layer(F32, **kw)
+    rng = np.random.default_rng(23)
+    (I, vi), (F, vf), (O, vo), (b, vb) = (data(ng, rng, d, F32) for d in
+                                          (layer.dimI, layer.dimF, layer.dimO, (layer.K,)))
+    before = ng.stats().get("kernels_launched", 0)
+    ng.fprop_conv(layer, I, F, O, alpha=0.5, beta=-1.0, relu=True, bias=b)
+    if isinstance(ng, gpuarray.GPU):
+        smem = small_c.smem_bytes("fprop_f32", small_c.geometry(layer))
+        if 2 * (smem + 1024) <= ng.smem_optin + 1024:
+            assert ng.stats()["kernels_launched"] - before == 1
+            assert any(k[0] == "small c" for k in ng._conv_plans)
+    check(O, np.maximum(0.5 * naive_conv(layer, "fprop", vi, vf) + vb, 0) - vo, F32)
 
 
 @pytest.mark.parametrize("kind, alpha, beta", [("bprop", -1.5, 0.5), ("update", 2.0, 0.25)])

@@ -4,10 +4,11 @@ On test_conv_launch's recording GPU (Ampere- and Hopper-class) the first
 layers' passes launch kernels/conv_small_c.cu's kernels: which kernels,
 grids and shared memory, the SmallCArgs (SmallCBpropArgs) handed over --
 sizes, geometry, the multiply-shift divisors -- and that a second call
-replays the recorded launches with its own pointers and scalars.  Layers
-the route does not take (float32, C > 4 -- fprop and bprop: C > 16, or
-more than one 64-filter chunk --, bprop above stride 2 or dilated) launch
-no small-C kernel.
+replays the recorded launches with its own pointers and scalars; fp32's
+fprop on its FFMA kernel.  Layers the route does not take (float32's
+update and bprop, and its fprop of C > 4 or of one block an SM; C > 4 --
+fprop and bprop: C > 16, or more than one 64-filter chunk --, bprop
+above stride 2 or dilated) launch no small-C kernel.
 """
 import numpy as np
 import pytest
@@ -59,6 +60,26 @@ def test_fprop_is_one_launch_with_its_epilogue(tensor_maps, arch):  # noqa: F811
     assert (f["halo_rows"], f["lead"], f["row_elems"], f["vec"]) == (11, 7, 672, 1)
     assert f["pitch"] % 8 == 0 and (f["lead"] + 3 * 3) % 8 == 0
     assert f["divisors"] == (112, 98, f["pitch"] // 8, 2 * 98)
+
+
+def test_fp32_fprop_runs_the_ffma_kernel(tensor_maps):  # noqa: F811
+    ng = _gpu("sm_90")
+    layer = ng.conv_layer(np.float32, **LAYER)
+    I, F, O = _tensors(ng, layer, "fprop")  # noqa: E741
+    ng.fprop_conv(layer, I, F, O, relu=True)
+    (name, grid, block, args, smem), = ng.launches
+    f = _fields(args)
+    geo = small_c.geometry(layer)
+    assert name == "ga_small_c_fprop_f32" and block == (128, 1, 1)
+    # the halo in 4-float pieces: 11 rows, column -3 (9 floats in) on a piece boundary
+    assert (f["halo_rows"], f["lead"], f["row_elems"]) == (11, 3, 672)
+    assert f["pitch"] % 4 == 0 and (f["lead"] + 3 * 3) % 4 == 0
+    assert f["divisors"] == (112, 98, f["pitch"] // 4, 2 * 98)
+    # the fp32 halo, the filters [147][64] and a tap table: 3 blocks an SM fit
+    assert smem == small_c.smem_bytes("fprop_f32", geo) == 11 * f["pitch"] * 4 + 147 * 65 * 4
+    assert 3 * (smem + 1024) <= 228 * 1024 < 4 * (smem + 1024)
+    assert grid == (min(2 * 98, 132 * 3), 1, 1)
+    assert (f["a"], f["b"], f["out"], f["relu"], f["bias_kind"]) == (I.ptr, F.ptr, O.ptr, 1, 0)
 
 
 def test_update_is_partial_sums_then_their_ordered_sum(tensor_maps):  # noqa: F811
@@ -123,7 +144,9 @@ def test_second_call_replays_with_its_own_pointers(tensor_maps, kind):  # noqa: 
 
 
 @pytest.mark.parametrize("dtype, kw, kind", [
-    (np.float32, LAYER, "fprop"),
+    (np.float32, LAYER, "update"),
+    (np.float32, LAYER, "bprop"),
+    (np.float32, dict(LAYER, C=5, K=32), "fprop"),
     (np.float16, dict(LAYER, C=5), "update"),
     (np.float16, dict(LAYER, C=5, K=72), "bprop"),
     (np.float16, dict(LAYER, C=17, K=32), "fprop"),
@@ -133,12 +156,24 @@ def test_second_call_replays_with_its_own_pointers(tensor_maps, kind):  # noqa: 
     (np.float16, dict(LAYER, K=60), "update"),
 ])
 def test_layers_the_route_does_not_take(tensor_maps, dtype, kw, kind):  # noqa: F811
-    """float32; C > 4 (fprop and bprop: C > 16, or C > 4 with more than one
-    64-filter chunk); K % 8 != 0; and the data gradient above stride 2 or dilated
-    along h take the gather route."""
+    """float32's update and bprop, and its fprop of C > 4 or where a block's
+    shared memory leaves no room for a second; C > 4 (fprop and bprop: C >
+    16, or C > 4 with more than one 64-filter chunk); K % 8 != 0; and the
+    data gradient above stride 2 or dilated along h take the gather route."""
     ng = _gpu("sm_80")
     layer = ng.conv_layer(dtype, **dict(kw, N=1, H=20, W=20))
     getattr(ng, f"{kind}_conv")(layer, *_tensors(ng, layer, kind))
+    assert _small(ng.launches) == [] and _names(ng)
+
+
+def test_fp32_fprop_needs_room_for_two_blocks(tensor_maps):  # noqa: F811
+    """AlexNet's conv1 (11x11 at stride 4): its fp32 halo (23 rows) and
+    filters ([363][64]) would hold one block an SM: the gather route."""
+    ng = _gpu("sm_90")
+    layer = ng.conv_layer(np.float32, **dict(LAYER, N=1, R=11, S=11, str_h=4, str_w=4,
+                                             pad_h=2, pad_w=2))
+    assert small_c.smem_bytes("fprop_f32", small_c.geometry(layer)) > 114 * 1024
+    ng.fprop_conv(layer, *_tensors(ng, layer, "fprop"))
     assert _small(ng.launches) == [] and _names(ng)
 
 

@@ -13,7 +13,9 @@ copy the input rows a tile needs into shared memory once and gather the
 im2col elements from there (the kernel file's header has the details).
 
 Which calls: fp16/bf16 2-D layers (D = T = 1) with C <= 4 and K % 8 == 0,
-on sm_80 or later; I, F, grad_I and grad_F contiguous; fprop's O and the
+and fp32 fprop of such layers (FFMAs: no tensor-core path keeps fp32's
+precision) where a block's shared memory leaves room for two, on sm_80 or
+later; I, F, grad_I and grad_F contiguous; fprop's O and the
 errors E with 16-byte aligned rows (they may be channel slices); no stochastic
 rounding of the output; the tile's input rows and the filters fit shared
 memory.  The decision and the packed arguments are recorded per situation,
@@ -40,7 +42,7 @@ BM, BK = 128, 64
 #: (H100; updates mixed: 1.6x and 0.86x; benchmarks/NOTES.rst)
 MAX_C, MAX_ONE_CHUNK_C = 4, 16
 #: blocks of one kernel a multiprocessor holds at most (the launch bounds)
-BLOCKS_PER_SM = {"fprop": 3, "update": 3, "bprop": 4, "bprop_c16": 3}
+BLOCKS_PER_SM = {"fprop": 3, "fprop_f32": 4, "update": 3, "bprop": 4, "bprop_c16": 3}
 #: bprop's tiles: rows and columns of one phase's positions (SC_TH, SC_TW),
 #: and the most filter rows one phase may meet (SC_MAX_NR; the _c16
 #: kernels' SC_MAX_NR_C16)
@@ -70,7 +72,8 @@ MAX_BPROP_C, MIN_C16_TILES_PER_SM = 16, 2
 PHASE_TABLE_BYTES = 2 * (8 * 32 * 8 + 8 * 4)
 #: the holes of SmallCArgs: (byte offset, kind) of I, B, out, extra, alpha, beta
 HOLES = [(0, "add"), (8, "add"), (16, "add"), (24, "add"), (32, "double"), (40, "double")]
-_TYPE = {np.dtype(np.float16): "f16", dtypes.bfloat16: "bf16"}
+_TYPE = {np.dtype(np.float16): "f16", dtypes.bfloat16: "bf16", np.dtype(np.float32): "f32"}
+F32 = np.dtype(np.float32)
 _BIAS_KIND = {np.dtype(np.float32): 1, np.dtype(np.float16): 2, dtypes.bfloat16: 3}
 _NO = "no"
 
@@ -80,6 +83,8 @@ def try_run(gpu, call):
     layer = call.layer
     if (not _takes_channels(call) or layer.K % 8 or layer.dtype not in _TYPE
             or (layer.D, layer.T) != (1, 1) or call.out.rounding):
+        return False
+    if layer.dtype == F32 and (call.kind != "fprop" or layer.C > MAX_C):
         return False
     ld = _row_stride(call)
     if ld is None:
@@ -129,6 +134,15 @@ def _row_stride(call):
     return ld
 
 
+def _kernel_kind(call):
+    """The key of a call's kernel in BLOCKS_PER_SM and smem_bytes."""
+    if call.kind == "bprop" and _two_groups(call.layer):
+        return "bprop_c16"
+    if call.kind == "fprop" and call.layer.dtype == F32:
+        return "fprop_f32"
+    return call.kind
+
+
 def _two_groups(layer):
     """Whether a data gradient takes the _c16 kernels (8 < C <= 16)."""
     return layer.C > 8
@@ -144,14 +158,20 @@ def geometry(layer):
     _, pad_h, pad_w = layer.pad
     _, str_h, str_w = layer.stride
     _, dil_h, dil_w = layer.dilation
+    piece = _piece(layer)
     span = min(layer.P, (BM + layer.Q - 2) // layer.Q + 1)  # output rows a tile can touch
     columns = (layer.Q - 1) * str_w + (layer.S - 1) * dil_w + 1
-    lead = -(pad_w * layer.C) % 8
+    lead = -(pad_w * layer.C) % piece
     rsc = layer.R * layer.S * layer.C
     return dict(halo_rows=(span - 1) * str_h + (layer.R - 1) * dil_h + 1,
-                pitch=-(-(lead + columns * layer.C) // 8) * 8, lead=lead,
+                pitch=-(-(lead + columns * layer.C) // piece) * piece, lead=lead,
                 row_elems=max(0, min(layer.W, columns - pad_w)) * layer.C,
                 RSC=rsc, KW=-(-rsc // 16) * 16, tiles=-(-(layer.P * layer.Q) // BM))
+
+
+def _piece(layer):
+    """Elements of a 16-byte piece of the halo: 8 of 16-bit data, 4 of fp32."""
+    return 16 // layer.dtype.itemsize
 
 
 def update_split(kw):
@@ -183,9 +203,12 @@ def bprop_geometry(layer):
 
 def smem_bytes(kind, geo):
     """Dynamic shared memory of one block: fprop the halo (or its staged
-    output), filters and tap table; update the halo, staged errors and row
-    table; bprop the staged errors, the filter and the phase tables."""
-    if kind == "bprop":  # staged errors, the whole filter ([R*S*C][KP + 8]), phase tables
+    output), filters and tap table (fprop_f32: the fp32 halo, filters
+    [RSC][64] and one tap offset a tap); update the halo, staged errors and
+    row table; bprop the staged errors, the filter and the phase tables."""
+    if kind == "fprop_f32":
+        return -(-geo["halo_rows"] * geo["pitch"] // 4) * 16 + geo["RSC"] * (BK + 1) * 4
+    if kind.startswith("bprop"):  # staged errors, the whole filter ([R*S*C][KP + 8]), phase tables
         pitch = (geo["kp"] + 8) * 2
         return (geo["halo_rows"] * geo["halo_cols"] + geo["taps"]) * pitch + PHASE_TABLE_BYTES
     halo = -(-geo["halo_rows"] * geo["pitch"] * 2 // 16) * 16
@@ -204,7 +227,7 @@ class SmallCPlan:
 
     def __init__(self, gpu, call, ld, geo, smem):
         layer = call.layer
-        kind = "bprop_c16" if call.kind == "bprop" and _two_groups(layer) else call.kind
+        kind = _kernel_kind(call)
         resident = gpu.sms * max(1, min(BLOCKS_PER_SM[kind],
                                         (gpu.smem_optin + 1024) // (smem + 1024)))
         self.part_bytes = 0
@@ -236,7 +259,7 @@ class SmallCPlan:
         images = layer.N * geo["tiles"]
         blocks = min(images * kchunks, resident)
         args = self._packed_args(self._ints(layer, call, ld, geo, kchunks, 0, blocks, 1),
-                                 (layer.Q, geo["tiles"], geo["pitch"] // 8, images))
+                                 (layer.Q, geo["tiles"], geo["pitch"] // _piece(layer), images))
         return args, [(f"ga_small_c_fprop_{dtype}", (blocks, 1, 1), (THREADS, 1, 1), smem)]
 
     def _update(self, call, layer, ld, geo, smem, resident, dtype):
@@ -286,8 +309,12 @@ class SmallCPlan:
         if (call.kind == "bprop" and _two_groups(layer)
                 and layer.N * geo["tiles_h"] * geo["tiles_w"] < MIN_C16_TILES_PER_SM * gpu.sms):
             return _NO
-        smem = smem_bytes(call.kind, geo)
+        smem = smem_bytes(_kernel_kind(call), geo)
         if smem > gpu.smem_optin:
+            return _NO
+        # fp32's FFMAs need warps to hide their loads: at least two blocks an SM
+        # (AlexNet's and Overfeat's 11x11 conv1 would hold one)
+        if layer.dtype == F32 and 2 * (smem + 1024) > gpu.smem_optin + 1024:
             return _NO
         return cls(gpu, call, ld, geo, smem)
 
