@@ -1,5 +1,6 @@
 // conv_small_c.cu: convolutions of few input channels (the first layers of
-// image networks, C = 1 .. 4) on the tensor cores, the filter held on chip.
+// image networks, C = 1 .. 4) on the tensor cores, the filter held on chip;
+// fp32 fprop on FFMAs.
 //
 // What it computes (cuDNN's cross-correlation, 2-D):
 //   fprop   O[n, p, q, k] = relu(alpha * sum_{r,s,c} I[n, h, w, c] F[k, r, s, c]
@@ -26,7 +27,9 @@
 // rows), channel innermost; the taps j = (r*S + s)*C + c run over
 // RSC = R*S*C, padded to KW (a multiple of 16, one mma k-step) with zero
 // filter taps.  fp16 or bf16 data, fp32 accumulation (mma.sync m16n8k16,
-// sm_80 and later).
+// sm_80 and later); fp32 fprop: fp32 data, halo rows in 4-float pieces,
+// the filters [RSC][64] unpadded, FFMAs in ascending tap order (see
+// small_c_fprop_f32).
 //
 // The halo: a tile of BM = 128 consecutive output positions of one image
 // (row-major over P x Q, so it may span several output rows) needs input
@@ -85,13 +88,13 @@
 // bprop: SmallCBpropArgs.
 // Launch shape: block (128, 1, 1); fprop grid (min(tiles, resident), 1, 1)
 // and the dynamic shared memory the host computes (max(halo, staged
-// output) + filter + taps); update grid (B, jchunks, kchunks) with halo +
+// output) + filter + taps; fp32: halo + filters + one int a tap); update grid (B, jchunks, kchunks) with halo +
 // staged errors + row table; reduce grid (ceil(K*RSC / 32), 1, 1), block
 // (256, 1, 1); bprop grid (min(tiles, resident), 1, 1) with the staged
 // errors + filter + phase tables.  Index math within an image is 32-bit;
 // the host refuses images of 2**31 elements.
 //
-// Kernels: ga_small_c_fprop_{f16,bf16}, ga_small_c_update_{f16,bf16}_j{1..6}
+// Kernels: ga_small_c_fprop_{f16,bf16,f32}, ga_small_c_update_{f16,bf16}_j{1..6}
 // (NJ n8 tiles of taps a warp), ga_small_c_reduce_{f16,bf16},
 // ga_small_c_bprop_{f16,bf16}, ga_small_c_bprop_c16_{f16,bf16}.
 #include <cuda_bf16.h>
