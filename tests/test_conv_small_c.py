@@ -15,7 +15,7 @@ that the filter gradient is the same bits run after run.
 import numpy as np
 import pytest
 from conftest import BF16, skip_if_no_gpu
-from test_conv import F16, _conv_tensors, check, data, naive_conv
+from test_conv import F16, F32, _conv_tensors, check, data, naive_conv
 
 import gpuarray
 from gpuarray.conv import small_c
@@ -75,7 +75,6 @@ def test_fp32_fprop_on_ffmas(ng, kw):
     """fp32 fprop of C <= 4 (its FFMA kernel) with the whole epilogue; on the
     GPU one kernel where a block's shared memory leaves room for a second
     (AlexNet's 11x11 in small does not: the gather route)."""
-    F32 = np.dtype(np.float32)
     layer = ng.conv_layer(F32, **kw)
     rng = np.random.default_rng(23)
     (I, vi), (F, vf), (O, vo), (b, vb) = (data(ng, rng, d, F32) for d in
