@@ -35,7 +35,7 @@ from .algorithms.functions import AlgorithmFunctions
 from .conv.functions import ConvFunctions
 from .core.array import Tensor
 from .core.backend import Backend
-from .conv import convolution, pooling
+from .conv import bias, convolution, pooling
 from .cuda import compiler, driver, interop, library, pinned, stream
 from .cuda.capture import CapturedStep, ReplayCounter
 from .cuda.mempool import DeviceMemoryPool
@@ -264,6 +264,8 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         self._conv_plans = {}
         #: recorded pooling passes (gpuarray.conv.pooling)
         self._pool_plans = {}
+        #: recorded bias gradients (gpuarray.conv.bias)
+        self._bias_plans = {}
         #: replays of graphs drawing random numbers, on the device (cuda.capture)
         self._replays = ReplayCounter(self)
         #: sort, compaction, gathers: CUB and kernels/algorithms_host.cu
@@ -453,6 +455,10 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     @_device_call
     def _pool(self, call):
         pooling.run(self, call)
+
+    @_device_call
+    def _update_bias(self, E, grad_b, O, alpha, beta):  # noqa: E741
+        return bias.try_run(self, E, grad_b, O, alpha, beta)
 
     @_device_call
     def _replay_pool(self, kind, pool, *tensors):

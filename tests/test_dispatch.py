@@ -45,7 +45,7 @@ class RecordingGPU(gpu.GPU):
         self.semaphores = mempool.DeviceMemoryPool(alloc=lambda n: _Raw(next(addresses)))
         self.sms, self.arch, self.clusters, self.device_id = 132, "sm_90", True, 0
         self._replays = types.SimpleNamespace(address=0)  # no device word: nothing launches
-        self._kernels, self._conv_plans, self._pool_plans = {}, {}, {}
+        self._kernels, self._conv_plans, self._pool_plans, self._bias_plans = {}, {}, {}, {}
         self._use_dispatcher()
         self.launches = []
 

@@ -129,6 +129,36 @@ def real(value, name):
     return float(value)
 
 
+def bias_call(backend, E, grad_b, O, alpha, beta):  # noqa: E741
+    """Check one ``update_bias`` call; returns ``(E, grad_b, O, alpha, beta)``.
+
+    E: a float16, bfloat16 or float32 tensor of at least one axis, channels
+    last; ``grad_b`` of shape ``(K,)`` and any of those dtypes; O (or None)
+    with E's shape and dtype.
+    """
+    what = "update_bias"
+    E = check_tensor(backend, E, "E", None, None, what)
+    if E.dtype not in DTYPES:
+        raise TypeError(f"{what}: E must be float16, bfloat16 or float32, not "
+                        f"{dtypes.name(E.dtype)}")
+    if E.ndim == 0:
+        raise ValueError(f"{what}: E must have at least one axis (channels last), got a scalar")
+    grad_b = check_tensor(backend, grad_b, "grad_b", None, None, what)
+    if grad_b.dtype not in DTYPES:
+        raise TypeError(f"{what}: grad_b must be float16, bfloat16 or float32, not "
+                        f"{dtypes.name(grad_b.dtype)}")
+    if grad_b.shape != E.shape[-1:]:
+        raise ValueError(f"{what}: grad_b has shape {shapes.shape_str(grad_b.shape)}, but E's "
+                         f"{E.shape[-1]} channels need ({E.shape[-1]},)")
+    if O is not None:
+        O = check_tensor(backend, O, "O", None, None, what)  # noqa: E741
+        if O.shape != E.shape or O.dtype != E.dtype:
+            raise (ValueError if O.shape != E.shape else TypeError)(
+                f"{what}: O is {dtypes.name(O.dtype)} of shape {shapes.shape_str(O.shape)}, "
+                f"but E is {dtypes.name(E.dtype)} of shape {shapes.shape_str(E.shape)}")
+    return E, grad_b, O, real(alpha, f"{what}: alpha"), real(beta, f"{what}: beta")
+
+
 def _check_bias(backend, bias, layer):
     if bias is None:
         return None

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import dtypes, shapes
 from . import fuse
-from .call import check_layer, check_tensor, conv_call, pool_call
+from .call import bias_call, check_layer, check_tensor, conv_call, pool_call
 from .layer import ConvLayer, PoolLayer
 
 #: user layouts to_layout writes: the native axis each of their axes takes
@@ -172,6 +172,42 @@ class ConvFunctions:
         self._conv(conv_call(self, "update", layer, I, E, grad_F, alpha, beta))
         return grad_F
 
+    def update_bias(self, E, grad_b, O=None, alpha=1.0, beta=0.0):  # noqa: E741
+        """Bias gradient ``grad_b = alpha * (E summed over every axis but the last) + beta * grad_b``.
+
+        The gradient of a per-channel bias added to a layer's output (cuDNN's
+        ConvolutionBackwardBias).  Given the layer's output O after its ReLU,
+        E is first masked in place, ``E[:] = E * (O > 0)``: the ReLU's
+        gradient, which the layer's data and filter gradients then read.  On
+        the GPU both take one pass over E where the tensors allow
+        (:mod:`gpuarray.conv.bias`).
+
+        Parameters
+        ----------
+        E : tensor (..., K)
+            Errors of the layer's output, channels last; float16, bfloat16
+            or float32.  Overwritten when O is given.
+        grad_b : tensor (K,)
+            float16, bfloat16 or float32 (sums are float32 either way).
+        O : tensor, optional
+            The layer's ReLU output, E's shape and dtype.
+        alpha, beta : float
+            Scale of the sum and of grad_b's previous value (beta = 0 does
+            not read it).
+
+        Returns
+        -------
+        grad_b
+        """
+        E, grad_b, O, alpha, beta = bias_call(self, E, grad_b, O, alpha, beta)  # noqa: E741
+        if not self._update_bias(E, grad_b, O, alpha, beta):
+            if O is not None:
+                E[:] = E * (O > 0)
+            values = E if grad_b.dtype.itemsize <= E.dtype.itemsize else self.astype(E, grad_b.dtype)
+            total = self.sum(values, axis=tuple(range(E.ndim - 1)))
+            grad_b[:] = total * alpha + grad_b * beta if beta else total * alpha
+        return grad_b
+
     def fprop_pool(self, pool, I, O, argmax=None):  # noqa: E741
         """Pool I ``(N, D, H, W, C)`` into O ``(N, M, P, Q, K)``.
 
@@ -255,6 +291,11 @@ class ConvFunctions:
 
     def _pool(self, call):
         raise NotImplementedError
+
+    def _update_bias(self, E, grad_b, O, alpha, beta):  # noqa: E741
+        """Run a checked bias gradient on the factory's own kernels; False
+        where it has none for these tensors (the op-trees run instead)."""
+        return False
 
     def _replay_pool(self, kind, pool, inputs, out, errors, argmax):
         """Run a recorded pooling pass of this situation (where the factory

@@ -10,7 +10,7 @@ the incoming gradient (no buffer of their own).
 import numpy as np
 
 from ..core import shapes
-from .layer import Layer, rows
+from .layer import Layer
 
 
 def _features(shape):
@@ -71,10 +71,10 @@ class FullyConnected(Layer):
 
     def _bprop(self, grad):
         ng = self.ng
-        if self.relu:
-            grad[:] = grad * (self.output > 0)
         if self.b is not None:
-            self.b.grad.reshape(1, self.nout)[:] = ng.sum(grad, axis=0, keepdims=True)
+            ng.update_bias(grad, self.b.grad, self.output if self.relu else None)
+        elif self.relu:
+            grad[:] = grad * (self.output > 0)
         ng.dot(grad.T, self._flat(self.x), self.W.grad)
         if self.input_grad is None:
             return None
@@ -122,7 +122,7 @@ class Bias(Layer):
         return self.output
 
     def _bprop(self, grad):
-        self.b.grad.reshape(1, self.in_shape[-1])[:] = self.ng.sum(rows(grad), axis=0, keepdims=True)
+        self.ng.update_bias(grad, self.b.grad)
         return grad if self.needs_input_grad else None
 
 

@@ -2,12 +2,13 @@
 
 In: native 5-D activations ``(N, D, H, W, C)``.  Out: ``(N, M, P, Q, K)``.
 :class:`Conv` runs ``ng.fprop_conv`` with its bias and ReLU fused into the
-GEMM's epilogue; its backward pass masks the gradient by the ReLU once (in
-place), sums it for the bias, then runs ``bprop_conv`` and ``update_conv``.
+GEMM's epilogue; its backward pass masks the gradient by the ReLU in place
+and sums it for the bias in one ``update_bias`` call, then runs
+``bprop_conv`` and ``update_conv``.
 :class:`Pool` keeps the argmax of max pooling from fprop for bprop.
 """
 from ..core import shapes
-from .layer import Layer, rows, spatial
+from .layer import Layer, spatial
 
 
 def _triple(name, value, fill):
@@ -78,10 +79,10 @@ class Conv(Layer):
 
     def _bprop(self, grad):
         ng = self.ng
-        if self.relu:
-            grad[:] = grad * (self.output > 0)
         if self.b is not None:
-            self.b.grad.reshape(1, self.K)[:] = ng.sum(rows(grad), axis=0, keepdims=True)
+            ng.update_bias(grad, self.b.grad, self.output if self.relu else None)
+        elif self.relu:
+            grad[:] = grad * (self.output > 0)
         ng.update_conv(self.layer, self.x, grad, self.W.grad)
         if self.input_grad is None:
             return None
