@@ -119,6 +119,9 @@ GRADIENT = {
     "conv_relu": (lambda: nn.Conv(5, 3, pad=1, stride=1, relu=True), (2, 1, 5, 5, 3)),
     "conv_strided": (lambda: nn.Conv(4, (2, 3), pad=(1, 0), stride=2), (2, 1, 6, 7, 2)),
     "pool_max": (lambda: nn.Pool("max", 3, stride=2), (2, 1, 7, 7, 3)),
+    # the pool applies the conv's ReLU and bias gradients (nn.spatial.pair_relu_pools)
+    "conv_relu_pool": (lambda: nn.Sequential([nn.Conv(4, 3, pad=1, relu=True),
+                                              nn.Pool("max", 3, stride=2)]), (2, 1, 7, 7, 3)),
     "pool_avg": (lambda: nn.Pool("avg", 2, pad=1), (2, 1, 5, 5, 4)),
     "fc_relu": (lambda: nn.FullyConnected(7, relu=True), (5, 1, 2, 2, 3)),
     "bias": (lambda: nn.Bias(), (3, 1, 2, 2, 5)),
@@ -185,6 +188,30 @@ def test_softmax_cross_entropy_gradient():
     onehot = np.eye(5)[labels]
     close(layer.bprop(ng.array(labels)), (p - onehot) / 6, 1e-5, "indices")
     close(layer.bprop(ng.array(onehot.astype(np.float32))), (p - onehot) / 6, 1e-5, "one-hot")
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("dtype", [F32, F16], ids=ids([F32, F16]))
+def test_relu_and_bias_gradients_at_the_pool(ng, dtype, bias):
+    """A max pool after a Conv with a ReLU masks and sums its own errors for the
+    conv: the gradients equal those of the two layers run apart."""
+    def run(paired):
+        seq = nn.Sequential([nn.Conv(8, 3, pad=1, relu=True, bias=bias),
+                             nn.Pool("max", 3, stride=2, pad=1)])
+        setup(ng, seq, (2, 1, 9, 9, 8), dtype)
+        conv, pool = seq.layers
+        assert (conv.grads_at_pool is pool) and (pool.relu_conv is conv)
+        if not paired:
+            conv.grads_at_pool = pool.relu_conv = None
+        x, _ = data(ng, (2, 1, 9, 9, 8), dtype)
+        seq.fprop(x)
+        g, _ = data(ng, pool.out_shape, dtype, seed=4)
+        return host(seq.bprop(g)), [host(p.grad) for p in seq.parameters()]
+
+    (got, got_params), (want, want_params) = run(True), run(False)
+    close(got, want, TOL[dtype], "input gradient")
+    for a, b in zip(got_params, want_params):
+        close(a, b, TOL[dtype], "parameter gradient", norm=True)
 
 
 # -- the GPU against the CPU factory ------------------------------------------------

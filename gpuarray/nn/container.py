@@ -20,6 +20,7 @@ import numpy as np
 from ..core import shapes
 from .layer import Layer, check_dtype
 from .loss import SoftmaxCrossEntropy
+from .spatial import pair_relu_pools
 
 
 class Sequential(Layer):
@@ -39,6 +40,7 @@ class Sequential(Layer):
         shape = self.in_shape
         for i, layer in enumerate(self.layers):
             shape = layer.configure(ng, shape, dtype, needs_input_grad if i == 0 else True)
+        pair_relu_pools(self.layers)
         self.out_shape = shape
         return shape
 

@@ -5,7 +5,10 @@ In: native 5-D activations ``(N, D, H, W, C)``.  Out: ``(N, M, P, Q, K)``.
 GEMM's epilogue; its backward pass masks the gradient by the ReLU in place
 and sums it for the bias in one ``update_bias`` call, then runs
 ``bprop_conv`` and ``update_conv``.
-:class:`Pool` keeps the argmax of max pooling from fprop for bprop.
+:class:`Pool` keeps the argmax of max pooling from fprop for bprop; a max
+Pool right after a Conv with a ReLU applies that layer's ReLU and bias
+gradients to its own, smaller, errors before routing them
+(:func:`pair_relu_pools`, which containers call at set-up).
 """
 from ..core import shapes
 from .layer import Layer, spatial
@@ -51,6 +54,9 @@ class Conv(Layer):
         self.size, self.stride = _triple("size", size, 1), _triple("stride", stride, 1)
         self.pad, self.dilation = _triple("pad", pad, 0), _triple("dilation", dilation, 1)
         self.layer = self.W = self.b = None
+        #: the max Pool right after this layer, which applies the ReLU's and the
+        #: bias's gradients on its (smaller) output instead (:func:`pair_relu_pools`)
+        self.grads_at_pool = None
 
     def _configure(self, in_shape):
         N, D, H, W, C = spatial(self.label, in_shape)
@@ -79,10 +85,8 @@ class Conv(Layer):
 
     def _bprop(self, grad):
         ng = self.ng
-        if self.b is not None:
-            ng.update_bias(grad, self.b.grad, self.output if self.relu else None)
-        elif self.relu:
-            grad[:] = grad * (self.output > 0)
+        if self.grads_at_pool is None:
+            _relu_and_bias_grads(ng, grad, self.output if self.relu else None, self.b)
         ng.update_conv(self.layer, self.x, grad, self.W.grad)
         if self.input_grad is None:
             return None
@@ -117,6 +121,9 @@ class Pool(Layer):
         self.stride = self.size if stride is None else _triple("stride", stride, 1)
         self.pad = _triple("pad", pad, 0)
         self.layer = self.argmax = None
+        #: the Conv (with a ReLU) right before this layer whose ReLU and bias
+        #: gradients this layer's bprop applies (:func:`pair_relu_pools`)
+        self.relu_conv = None
 
     def _configure(self, in_shape):
         N, D, H, W, C = spatial(self.label, in_shape)
@@ -140,5 +147,39 @@ class Pool(Layer):
     def _bprop(self, grad):
         if self.input_grad is None:
             return None
+        if self.relu_conv is not None:
+            _relu_and_bias_grads(self.ng, grad, self.output, self.relu_conv.b)
         self.ng.bprop_pool(self.layer, self.x, grad, self.input_grad, argmax=self.argmax)
         return self.input_grad
+
+
+def _relu_and_bias_grads(ng, grad, relu_output, b):
+    """Mask ``grad`` in place by ``relu_output > 0`` (None: no ReLU) and fill
+    the bias parameter ``b``'s gradient (None: no bias)."""
+    if b is not None:
+        ng.update_bias(grad, b.grad, relu_output)
+    elif relu_output is not None:
+        grad[:] = grad * (relu_output > 0)
+
+
+def pair_relu_pools(layers):
+    """Let each max :class:`Pool` right after a :class:`Conv` with a ReLU apply
+    that layer's ReLU and bias gradients on the pooled errors.
+
+    Max pooling routes each error to its window's maximum, an element of the
+    ReLU's output: that element is positive exactly where the window's
+    maximum -- the pool's output -- is, and every error lands on one element,
+    so the bias gradient sums the pooled errors as it would the routed ones.
+    Masked and summed there, the pass reads a tensor a window's size smaller
+    (VGG-A's conv1: 103 MB instead of 411).  Channel pooling (J > 1) keeps
+    them apart.  ``layers``: a container's chain, in order.
+    """
+    for layer in layers:
+        if isinstance(layer, Conv):
+            layer.grads_at_pool = None
+        elif isinstance(layer, Pool):
+            layer.relu_conv = None
+    for conv, pool in zip(layers, layers[1:]):
+        if (isinstance(conv, Conv) and conv.relu and isinstance(pool, Pool)
+                and pool.op == "max" and pool.J == 1):
+            conv.grads_at_pool, pool.relu_conv = pool, conv
