@@ -215,7 +215,8 @@ GA_D void ga_epilogue_chunk(const GemmArgs &p, const GemmTile &g, const float *e
 // bias, relu and the output scale (the same roundings, so the same bits);
 // PLAIN: alpha alone (no bias or relu, output scale 1).  Outputs past M or N
 // are computed too (ga_epilogue16 rounds whole fragments) but never stored:
-// they read no bias, which ends at M x N.
+// they read no bias, which ends at M x N.  (ga_epilogue16 takes
+// ga_epi_lean instead.)
 template <bool PLAIN>
 GA_D float ga_epi_value(const GemmArgs &p, const GemmEpi &st, int m, int n, float acc) {
     float v = __fmul_rn(st.pre, acc);
@@ -225,6 +226,17 @@ GA_D float ga_epi_value(const GemmArgs &p, const GemmEpi &st, int m, int n, floa
         if (p.flags & EPI_RELU) v = v < 0.f ? 0.f : v;  // NaN passes
         if (st.post != 1.f) v = __fmul_rn(v, st.post);
     }
+    return v;
+}
+
+// One output's value in ga_epilogue16 (not PLAIN), `b` its bias: the flags
+// tested once a tile, not per value, and the bias read from shared memory:
+// ga_epi_value's arithmetic and roundings, so the same bits.
+GA_D float ga_epi_lean(const GemmEpi &st, float acc, float b, bool bias, bool relu) {
+    float v = __fmul_rn(st.pre, acc);
+    if (bias) v = __fadd_rn(v, b);
+    if (relu) v = v < 0.f ? 0.f : v;  // NaN passes
+    if (st.post != 1.f) v = __fmul_rn(v, st.post);
     return v;
 }
 
@@ -239,11 +251,28 @@ GA_D float ga_epi_value(const GemmArgs &p, const GemmEpi &st, int m, int n, floa
 // columns at a time and finishing them there, this halves the barriers and
 // cuts the instructions per output about sixfold: that epilogue took 10-45%
 // of a 128x256 tile's time (H100: 4096^3 214 -> 181 us without it).
+//
+// A bias along columns (bias_m = 0: a convolution's or dense layer's) is
+// first copied to the 2 KB past the staging (this warpgroup's share of the
+// fp32 staging, 64 x GA_EPI_STRIDE floats, holds 8 KB + 2 KB), one load
+// latency a tile, and the flags are read once a value from the constant
+// bank.  Loaded per value from global memory, behind per-value tests,
+// they stalled a convolution's short tiles: VGG-A's conv2 fprop (fp16,
+// H100, 128x128 tiles, K = 576) took 241 us plain, 377 with relu and 512
+// with bias and relu.  (Another bias takes the staged epilogue: a row
+// bias would need registers the 128x256 tiles do not have to spare.)
 template <int BN, bool PLAIN>
 GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
                         int m0, int n0, int cw) {
     constexpr int CW = BN < 64 ? BN : 64, VPR = CW / 8;  // chunk width; 16-byte pieces per row
     const int tid = threadIdx.x & 127, warp = tid / 32, lane = tid & 31;
+    const unsigned sbias = stage + 64 * 128;
+    static_assert(64 * GA_EPI_STRIDE * 4 >= 64 * 128 + 256 * 4, "no room for the tile's bias");
+    if (!PLAIN && (p.flags & EPI_BIAS)) {
+        for (int i = tid; i < BN; i += 128)
+            ga_sts32f(sbias + 4 * i, n0 + i < p.N ? gemm_load(p.bias, p.bias_type, (n0 + i) * p.bias_n) : 0.f);
+        ga_wg_sync(cw);
+    }
     const bool half = p.c_type == GEMM_F16;
     // accumulator (row rl (+ 8), columns 8 j + cl, + 1); stmatrix row address of this lane
     const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
@@ -258,8 +287,15 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
             #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 const int j = k * VPR + 2 * pr + (q >> 1), h = q & 1, m = m0 + rl + 8 * h, n = n0 + 8 * j + cl;
-                w[q] = ga_pack16(ga_epi_value<PLAIN>(p, st, m, n, acc[4 * j + 2 * h]),
-                                 ga_epi_value<PLAIN>(p, st, m, n + 1, acc[4 * j + 2 * h + 1]), half);
+                const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
+                if constexpr (PLAIN) {
+                    w[q] = ga_pack16(ga_epi_value<true>(p, st, m, n, a0), ga_epi_value<true>(p, st, m, n + 1, a1),
+                                     half);
+                } else {
+                    const bool bias = p.flags & EPI_BIAS, relu = p.flags & EPI_RELU;
+                    const float2 b = bias ? ga_lds64f(sbias + 4 * (n - n0)) : make_float2(0.f, 0.f);
+                    w[q] = ga_pack16(ga_epi_lean(st, a0, b.x, bias, relu), ga_epi_lean(st, a1, b.y, bias, relu), half);
+                }
             }
             const int piece = 2 * pr + (lane >> 4);
             ga_stmatrix_x4(stage + srow * 128 + ((piece ^ (srow & 7)) << 4), w);
@@ -428,7 +464,8 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         const int vec = p.c_type == GEMM_F32 ? 4 : 8, align = p.c_type >= GEMM_E4M3 ? 7 : 15;
         const bool fast = p.splits == 1 && !(p.flags & (EPI_BETA | EPI_SR | EPI_STATS)) && p.ldc % vec == 0 &&
                           p.batch_c % vec == 0 && !((unsigned long long)p.c & align);
-        const bool fast16 = fast && (p.c_type == GEMM_F16 || p.c_type == GEMM_BF16) && !(p.flags & EPI_AMAX);
+        const bool fast16 = fast && (p.c_type == GEMM_F16 || p.c_type == GEMM_BF16) && !(p.flags & EPI_AMAX) &&
+                            !((p.flags & EPI_BIAS) && p.bias_m != 0);
         const bool fast32 = fast && p.c_type == GEMM_F32 && !(p.flags & EPI_AMAX);
         float *ep = (float *)(smem_raw + (base - ga_smem_addr(smem_raw)) + C::STAGES * C::STAGE_BYTES) +
                     cw * 64 * GA_EPI_STRIDE;

@@ -205,6 +205,22 @@ def test_fprop_epilogue(ng, dtype):
     check(O, ref, dtype)
 
 
+@pytest.mark.parametrize("relu,with_bias", [(False, False), (True, False), (False, True), (True, True)],
+                         ids=["plain", "relu", "bias", "bias_relu"])
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_fprop_epilogue_without_beta(ng, dtype, relu, with_bias):
+    """The implicit GEMM's epilogue modes (plain, relu, a per-channel bias with
+    and without relu): K = 72 leaves a tile's last columns past K."""
+    layer = ng.conv_layer(dtype, 2, 64, 72, H=9, W=9, R=3, S=3, pad_h=1, pad_w=1)
+    rng = np.random.default_rng(5)
+    (I, vi), (F, vf), (b, vb) = (data(ng, rng, d, dtype) for d in
+                                 (layer.dimI, layer.dimF, (layer.K,)))
+    O = ng.empty(layer.dimO, dtype)  # noqa: E741
+    ref = 0.25 * naive_conv(layer, "fprop", vi, vf) + (vb if with_bias else 0)
+    ng.fprop_conv(layer, I, F, O, alpha=0.25, relu=relu, bias=b if with_bias else None)
+    check(O, np.maximum(ref, 0) if relu else ref, dtype)
+
+
 @pytest.mark.parametrize("kind", ["bprop", "update"])
 def test_gradients_alpha_beta(ng, kind):
     layer = ng.conv_layer(F32, 1, 3, 7, D=3, H=4, W=5, T=2, R=3, S=2, pad_h=1, str_w=2)

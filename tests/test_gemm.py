@@ -82,6 +82,26 @@ def test_epilogue(ng, kind, out_dtype, bias_shape):
            and precision is None else "f16")
 
 
+@pytest.mark.parametrize("out_dtype", [F16, BF16], ids=dtype_id)
+@pytest.mark.parametrize("relu", [False, True], ids=["plain", "relu"])
+@pytest.mark.parametrize("bias_shape", [None, "n", "m1", "mn"])
+@pytest.mark.parametrize("m,n,order", [(1031, 264, "C"), (200, 1032, "C"), (1032, 264, "F")])
+def test_epilogue_without_beta(ng, m, n, order, bias_shape, relu, out_dtype):
+    """16-bit outputs finished from the accumulators (no beta): the bias along
+    columns or rows (a column-major C swaps the operands) staged per tile,
+    along both read per value; tiles past M and N."""
+    k = 150
+    rng = np.random.default_rng(6)
+    A, a = _operand(ng, rng, m, k, out_dtype, False)
+    B, b = _operand(ng, rng, k, n, out_dtype, True)
+    C = ng.empty((m, n), out_dtype) if order == "C" else ng.empty((n, m), out_dtype).T
+    shape = {None: None, "n": (n,), "m1": (m, 1), "mn": (m, n)}[bias_shape]
+    bias = None if shape is None else ng.array(rng.standard_normal(shape).astype(out_dtype))
+    ng.dot(A, B, C, alpha=0.5, relu=relu, bias=bias)
+    ref = 0.5 * (a @ b) + (0 if bias is None else bias.get().astype(np.float64))
+    _check(C.get(), np.maximum(ref, 0) if relu else ref, "f16")
+
+
 @pytest.mark.parametrize("kind", KINDS[:3], ids=KIND_IDS[:3])
 @pytest.mark.parametrize("case", ["batched", "shared_b", "shared_a", "accumulate",
                                   "accumulate_folded"])
