@@ -10,7 +10,7 @@ the incoming gradient (no buffer of their own).
 import numpy as np
 
 from ..core import shapes
-from .layer import Layer
+from .layer import Layer, relu_and_bias_grads
 
 
 def _features(shape):
@@ -71,10 +71,7 @@ class FullyConnected(Layer):
 
     def _bprop(self, grad):
         ng = self.ng
-        if self.b is not None:
-            ng.update_bias(grad, self.b.grad, self.output if self.relu else None)
-        elif self.relu:
-            grad[:] = grad * (self.output > 0)
+        relu_and_bias_grads(ng, grad, self.output if self.relu else None, self.b)
         ng.dot(grad.T, self._flat(self.x), self.W.grad)
         if self.input_grad is None:
             return None

@@ -257,6 +257,16 @@ def spatial(label, in_shape):
     return in_shape
 
 
+def relu_and_bias_grads(ng, grad, relu_output, b):
+    """Mask ``grad`` in place by ``relu_output > 0`` (None: no ReLU) and fill
+    the bias parameter ``b``'s gradient (None: no bias): one ``update_bias``
+    call where there is a bias."""
+    if b is not None:
+        ng.update_bias(grad, b.grad, relu_output)
+    elif relu_output is not None:
+        grad[:] = grad * (relu_output > 0)
+
+
 def rows(t):
     """A contiguous tensor as a matrix with its last axis as columns (a view)."""
     return t.reshape(-1, t.shape[-1])

@@ -11,7 +11,7 @@ gradients to its own, smaller, errors before routing them
 (:func:`pair_relu_pools`, which containers call at set-up).
 """
 from ..core import shapes
-from .layer import Layer, spatial
+from .layer import Layer, relu_and_bias_grads, spatial
 
 
 def _triple(name, value, fill):
@@ -86,7 +86,7 @@ class Conv(Layer):
     def _bprop(self, grad):
         ng = self.ng
         if self.grads_at_pool is None:
-            _relu_and_bias_grads(ng, grad, self.output if self.relu else None, self.b)
+            relu_and_bias_grads(ng, grad, self.output if self.relu else None, self.b)
         ng.update_conv(self.layer, self.x, grad, self.W.grad)
         if self.input_grad is None:
             return None
@@ -148,18 +148,9 @@ class Pool(Layer):
         if self.input_grad is None:
             return None
         if self.relu_conv is not None:
-            _relu_and_bias_grads(self.ng, grad, self.output, self.relu_conv.b)
+            relu_and_bias_grads(self.ng, grad, self.output, self.relu_conv.b)
         self.ng.bprop_pool(self.layer, self.x, grad, self.input_grad, argmax=self.argmax)
         return self.input_grad
-
-
-def _relu_and_bias_grads(ng, grad, relu_output, b):
-    """Mask ``grad`` in place by ``relu_output > 0`` (None: no ReLU) and fill
-    the bias parameter ``b``'s gradient (None: no bias)."""
-    if b is not None:
-        ng.update_bias(grad, b.grad, relu_output)
-    elif relu_output is not None:
-        grad[:] = grad * (relu_output > 0)
 
 
 def pair_relu_pools(layers):
