@@ -33,14 +33,12 @@
 //     column blockIdx.x * bx + x of partial rows y, y + by, ...; the block
 //     adds its by sums in shared memory and stores grad_b.  beta = 0 does
 //     not read grad_b.
-#include <cstdint>
-
 #include "convert.cuh"
 
-//: threads of a partial block at most, and blocks a multiprocessor holds (64 registers)
+// threads of a partial block at most, and blocks a multiprocessor holds (64 registers)
 #define BG_THREADS 512
 #define BG_BLOCKS 2
-//: rows of loads a thread keeps in flight
+// rows of loads a thread keeps in flight
 #define BG_UNROLL 4
 
 struct BiasGradArgs {
