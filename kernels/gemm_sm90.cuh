@@ -215,8 +215,8 @@ GA_D void ga_epilogue_chunk(const GemmArgs &p, const GemmTile &g, const float *e
 // bias, relu and the output scale (the same roundings, so the same bits);
 // PLAIN: alpha alone (no bias or relu, output scale 1).  Outputs past M or N
 // are computed too (ga_epilogue16 rounds whole fragments) but never stored:
-// they read no bias, which ends at M x N.  (ga_epilogue16 takes
-// ga_epi_lean instead.)
+// they read no bias, which ends at M x N.  (ga_epilogue16 takes it for
+// PLAIN only, ga_epi_lean otherwise.)
 template <bool PLAIN>
 GA_D float ga_epi_value(const GemmArgs &p, const GemmEpi &st, int m, int n, float acc) {
     float v = __fmul_rn(st.pre, acc);
