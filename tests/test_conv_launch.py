@@ -491,6 +491,40 @@ def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     assert ng.last_gemm.zero[1:] == (fields["partial"] + slots, 132 * 2)
 
 
+@pytest.mark.parametrize("m, n, ktiles, tile, stream_k", [
+    (18432, 256, 72, (128, 256), True),     # Overfeat conv3's data gradient: 2.2 waves of 128x128
+    (18432, 512, 144, (128, 256), True),    # Overfeat conv4's: 4.4 waves of 128x128
+    (21632, 192, 54, (128, 192), True),     # AlexNet conv3's: 1.3 waves of 128x192
+    (18432, 1024, 144, (128, 256), False),  # Overfeat conv5's fprop: 4.4 waves, stream-K slower
+    (12544, 512, 72, (128, 128), False),    # VGG-A conv7's: 3.0 waves
+    (50176, 512, 72, (128, 256), False),    # VGG-A conv6's: 5.9 waves
+    (93312, 64, 75, (128, 64), False),      # AlexNet conv2's data gradient: 5.5 waves
+])
+def test_fprop_schedule(hopper, m, n, ktiles, tile, stream_k):
+    """Stream-K only where it models faster with its K-tiles 1.18x slower
+    (fitted: it lost on every layer but these three data gradients)."""
+    cfg, chosen = plans.choose_fprop(hopper, m, n, ktiles)
+    assert ((cfg.bm, cfg.bn), chosen) == (tile, stream_k)
+
+
+def test_stream_k_bprop_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
+    """Overfeat conv3's data gradient: one kernel over all 132 SMs on 128x256
+    tiles, a partial tile slot per block and then its flags, zeroed before
+    the launch."""
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 128, 256, 512, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1)
+    F, E, G = _tensors(ng, layer, "bprop")
+    ng.bprop_conv(layer, F, E, G)
+    name, grid, _, args, _ = _conv_launch(ng)
+    assert name == "ga_conv_sm90_128x256x64_f16_bprop" and grid == (132, 1, 1)
+    assert _names(ng) == [name]
+    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    assert fields["flags"] == gk.SCHED_STREAM_K
+    assert (fields["M"], fields["N"], fields["tiles_per_split"]) == (18432, 256, 72)
+    slots = 132 * 128 * 256 * 4
+    assert ng.last_gemm.zero[1:] == (fields["partial"] + slots, 132 * 2)
+
+
 #: gather-route filter gradients: channels that fill no 64-wide chunk, C = 6
 #: (col rows padded: 54 taps), a pointwise layer (no gather)
 GATHERED_UPDATES = [

@@ -1,11 +1,13 @@
-"""The filter gradient's schedules on Hopper: stream-K and split-K (issue 11).
+"""The implicit GEMM's schedules on Hopper: stream-K and split-K for the
+filter gradient, stream-K for fprop and the data gradient (issue 11).
 
-The planner picks one per layer (implicit_plan.choose_schedule); here each
-is forced on layers whose output tiles are cut between many blocks, a few,
-or none, and checked against the loop reference of test_conv.py -- also
-when the recorded plan runs again on new tensors (stream-K's flags are
-zeroed before every launch) and when a replay of the last launch repeats
-it -- and stream-K's sums must be the same bits run after run.
+The planner picks one per layer (implicit_plan.choose_schedule,
+choose_fprop); here each is forced on layers whose output tiles are cut
+between many blocks, a few, or none, and checked against the loop
+reference of test_conv.py -- also when the recorded plan runs again on new
+tensors (stream-K's flags are zeroed before every launch) and when a replay
+of the last launch repeats it -- and stream-K's sums must be the same bits
+run after run.
 """
 import numpy as np
 import pytest
@@ -81,3 +83,78 @@ def test_stream_k_is_deterministic_and_replays(hopper_ng, monkeypatch, kw):
         np.testing.assert_array_equal(G.get(), first)
         ng.update_conv(layer, I, E, G)
         np.testing.assert_array_equal(G.get(), first)
+
+
+#: fprop / bprop layers (C, K multiples of 64) under a forced stream-K on 128x256 tiles
+FPROP_CASES = [
+    # 10 tiles (n = 256), 18 K-tiles each: 180 iterations over 132 blocks, cut unevenly
+    pytest.param(dict(N=20, C=128, K=256, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="cuts"),
+    # 4 tiles of 72 K-tiles: each cut between about three blocks; K-tiles
+    # of bprop (C = 512 filters' channels) likewise
+    pytest.param(dict(N=2, C=512, K=512, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="shared"),
+]
+
+
+def _forced_fprop(monkeypatch, ng, stream_k):
+    """Record new fprop / bprop plans on 128x256 tiles, stream-K or not."""
+    monkeypatch.setattr(plans, "choose_fprop", lambda *args: (plans._config(128, 256), stream_k))
+    ng._conv_plans.clear()
+
+
+@pytest.mark.parametrize("kw", FPROP_CASES)
+@pytest.mark.parametrize("relu, with_bias", [(False, False), (True, True)], ids=["plain", "bias-relu"])
+def test_stream_k_fprop_matches_loops(hopper_ng, monkeypatch, kw, relu, with_bias):
+    """Every block's share of the K-tiles, the cut tiles' partial sums added
+    by the block finishing them, then the epilogue (alpha, bias, relu; beta
+    on the second call, which replays the plan)."""
+    ng = hopper_ng
+    _forced_fprop(monkeypatch, ng, True)
+    layer = ng.conv_layer(F16, **kw)
+    rng = np.random.default_rng(23)
+    (I, vi), (F, vf), (b, vb) = (data(ng, rng, d, F16) for d in (layer.dimI, layer.dimF, (layer.K,)))
+    conv = naive_conv(layer, "fprop", vi, vf)
+    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:
+        O, vo = data(ng, rng, layer.dimO, F16)  # noqa: E741
+        ref = alpha * conv + (vb if with_bias else 0)
+        ref = (np.maximum(ref, 0) if relu else ref) + beta * vo  # beta after the relu
+        ng.fprop_conv(layer, I, F, O, alpha=alpha, beta=beta, relu=relu, bias=b if with_bias else None)
+        check(O, ref, F16)
+        assert ng.last_gemm.zero is not None
+
+
+@pytest.mark.parametrize("kw", FPROP_CASES)
+def test_stream_k_bprop_matches_loops(hopper_ng, monkeypatch, kw):
+    ng = hopper_ng
+    _forced_fprop(monkeypatch, ng, True)
+    layer = ng.conv_layer(BF16, **kw)
+    rng = np.random.default_rng(24)
+    (F, vf), (E, ve) = (data(ng, rng, d, BF16) for d in (layer.dimF, layer.dimO))
+    grad = naive_conv(layer, "bprop", vf, ve)
+    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:
+        G, vg = data(ng, rng, layer.dimI, BF16)
+        ng.bprop_conv(layer, F, E, G, alpha=alpha, beta=beta)
+        check(G, alpha * grad + beta * vg, BF16)
+        assert ng.last_gemm.zero is not None
+
+
+def test_stream_k_fprop_is_deterministic_and_matches_data_parallel(hopper_ng, monkeypatch):
+    """The same bits on every run and after a replay of the launch; within
+    a rounding of the data-parallel schedule's result."""
+    ng = hopper_ng
+    layer = ng.conv_layer(F16, **FPROP_CASES[1].values[0])
+    rng = np.random.default_rng(25)
+    (I, vi), (F, vf) = (data(ng, rng, d, F16) for d in (layer.dimI, layer.dimF))
+    O = ng.empty(layer.dimO, F16)  # noqa: E741
+    _forced_fprop(monkeypatch, ng, False)
+    ng.fprop_conv(layer, I, F, O)
+    whole = O.get()
+    _forced_fprop(monkeypatch, ng, True)
+    ng.fprop_conv(layer, I, F, O)
+    first = O.get()
+    check(first, whole.astype(np.float64), F16)
+    for _ in range(3):
+        O[:] = 0
+        ng.last_gemm.replay()
+        np.testing.assert_array_equal(O.get(), first)
+        ng.fprop_conv(layer, I, F, O)
+        np.testing.assert_array_equal(O.get(), first)

@@ -43,6 +43,13 @@ STREAM_K = "stream-K"
 #: between more than about five blocks)
 STREAM_K_FIXUP_S = 2e-6
 STREAM_K_BYTES_PER_S = 30e9
+#: fprop's and bprop's K-tiles run this much slower under stream-K than in
+#: waves of whole tiles: its blocks work on tiles far apart, which share
+#: little of the gathered input in L2, and every SM runs to the end.
+#: Fitted to the convnets' layers on an H100 (fp16, 2026-11-28: 1.15 to
+#: 1.22 picks the faster schedule of every layer measured; 1.19-1.26 per
+#: K-tile on Overfeat's conv5 and VGG-A's conv6, whose tiles fill the waves)
+STREAM_K_FPROP_SLOWDOWN = 1.18
 
 
 class Im2colMap:
@@ -90,6 +97,41 @@ def choose(gpu, m, n):
     return best[1]
 
 
+def choose_fprop(gpu, m, n, ktiles):
+    """fprop's (and bprop's) tile and schedule for an M x N output of
+    ``ktiles`` K-tiles: ``(cfg, stream_k)``.  Data-parallel on the tile of
+    :func:`choose`, unless stream-K on some tile models faster, its K-tiles
+    :data:`STREAM_K_FPROP_SLOWDOWN` slower: where the tiles leave the last
+    wave mostly empty and stream-K can take larger ones (Overfeat's conv3
+    data gradient: 288 tiles of 128x128, 2.2 waves, 99 us; stream-K on
+    128x256, 72 us) it runs every SM's equal share of all the K-tiles."""
+    cfg = choose(gpu, m, n)
+    tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
+    best = (-(-tiles // gpu.sms) * ktiles * gemm_tiles.ktile_seconds(gpu, cfg), cfg, False)
+    for other in _configs():
+        seconds = stream_k_seconds(gpu, other, -(-m // other.bm) * -(-n // other.bn), ktiles,
+                                   STREAM_K_FPROP_SLOWDOWN)
+        if seconds is not None and seconds < best[0]:
+            best = (seconds, other, True)
+    return best[1], best[2]
+
+
+def stream_k_seconds(gpu, cfg, tiles, ktiles, slowdown=1.0):
+    """Modelled seconds of the stream-K schedule over ``tiles`` output tiles
+    of ``ktiles`` K-tiles each (kernels/stream_k.cuh), or None where it
+    cannot run: every SM runs an equal share of all the K-tiles, each
+    ``slowdown`` times the tile's K-tile time, and a tile cut between
+    blocks costs its finishing block one partial tile read per other block
+    sharing it, through L2."""
+    iters = tiles * ktiles
+    if not gpu.sms <= iters < 2**31:  # a K-tile per block; the kernel's 32-bit indices
+        return None
+    share = -(-iters // gpu.sms)
+    sharing = -(-ktiles // share) + 1  # the most blocks one tile is cut between
+    fixup = STREAM_K_FIXUP_S + sharing * cfg.bm * cfg.bn * 4 / STREAM_K_BYTES_PER_S
+    return share * gemm_tiles.ktile_seconds(gpu, cfg) * slowdown + fixup
+
+
 def _configs():
     return [cfg for cfg in gemm_tiles.CONFIGS + gemm_tiles.CONV_CONFIGS
             if cfg.family == "sm90" and "f16" in cfg.inputs and (cfg.bm, cfg.bn) in TILES]
@@ -105,10 +147,10 @@ def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None, ldi=N
     ``ldi`` / ``ldo``: elements between the input's / output's positions
     (default: their channel counts; larger for a channel slice)."""
     m, n = layer.N * layer.P * layer.Q, layer.K
-    cfg = choose(gpu, m, n)
     ktiles = layer.R * layer.S * -(-layer.C // CHUNK)
+    cfg, stream_k = choose_fprop(gpu, m, n, ktiles)
     flags = ((gk.EPI_RELU if relu else 0) | (gk.EPI_BIAS if bias is not None else 0)
-             | (gk.EPI_BETA if beta else 0))
+             | (gk.EPI_BETA if beta else 0) | (gk.SCHED_STREAM_K if stream_k else 0))
     strides = (0, 1, 1, 0, ldo or n, 0, 0, 0, 0,
                bias.strides[0] // bias.itemsize if bias is not None else 0)
     ints = (m, n, ktiles * CHUNK, 1, 1, 1, ktiles, flags, gk.TYPE_CODE[layer.dtype],
@@ -170,7 +212,8 @@ def choose_schedule(gpu, cfg, m, n, ktiles):
 
     Stream-K (kernels/stream_k.cuh): every SM runs an equal share of all
     tiles' K-tiles; a tile cut between blocks costs its finishing block
-    one partial tile read per other block sharing it, through L2."""
+    one partial tile read per other block sharing it, through L2
+    (:func:`stream_k_seconds`)."""
     tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
     per_ktile = gemm_tiles.ktile_seconds(gpu, cfg)
     partial = 2 * m * n * 4 / gemm_tiles.DRAM_BYTES_PER_S
@@ -180,13 +223,8 @@ def choose_schedule(gpu, cfg, m, n, ktiles):
         return main + (splits * partial + gemm_tiles.SPLIT_S if splits > 1 else 0.0)
 
     best = min(range(1, max(1, ktiles // MIN_KTILES_PER_SPLIT) + 1), key=seconds)
-    iters = tiles * ktiles
-    if not gpu.sms <= iters < 2**31:  # a K-tile per block; the kernel's 32-bit indices
-        return best
-    share = -(-iters // gpu.sms)
-    sharing = -(-ktiles // share) + 1  # the most blocks one tile is cut between
-    fixup = STREAM_K_FIXUP_S + sharing * cfg.bm * cfg.bn * 4 / STREAM_K_BYTES_PER_S
-    return STREAM_K if share * per_ktile + fixup < seconds(best) else best
+    stream_k = stream_k_seconds(gpu, cfg, tiles, ktiles)
+    return STREAM_K if stream_k is not None and stream_k < seconds(best) else best
 
 
 def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps):
