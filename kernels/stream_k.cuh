@@ -5,9 +5,15 @@
 // Two schedules.  Data-parallel (and split-K, and the cluster K-split): a
 // block walks the tile-split indices blockIdx.x / CS, + gridDim.x / CS, ...
 // (gemm_tile), each with its K range.  Stream-K (flags & SCHED_STREAM_K,
-// splits == 1, no clusters): the grid's G blocks share the I = tiles x KT
-// K-tile iterations evenly, block b taking [b I / G, (b + 1) I / G), tile
-// by tile (G <= I, so no range is empty).  A tile cut between blocks is
+// splits == 1, no clusters): where there are at least two waves of tiles
+// (T >= 2 G for the grid's G blocks), all but the last one or two waves
+// first run data-parallel, D = (T / G - 1) G whole tiles, block b taking
+// tiles b, b + G, ...: blocks side by side work on neighbouring tiles,
+// which share their operands in L2 (stream-K's K-tiles ran 1.2x slower on
+// the convnets' layers, its blocks on tiles far apart).  The grid's blocks
+// then share the remaining I = (T - D) x KT K-tile iterations evenly,
+// block b taking [b I / G, (b + 1) I / G) of them, tile by tile (G <= I,
+// so no range is empty).  A tile cut between blocks is
 // finished by the block holding its first K-tile, for which it is the
 // tail of its range; for each later block the tile is the head of its
 // range, and it leaves its partial sums in `partial` (slot b: NC x 64 x BN
@@ -22,7 +28,9 @@
 // and a long K.  Split-K cuts K into equal parts, so tiles x splits rarely
 // fills the last wave, and it writes `splits` partial sums of the whole
 // output to DRAM for a second kernel; stream-K balances the iterations
-// exactly and moves at most one partial tile per block, through L2.
+// exactly and moves at most one partial tile per block, through L2.  And
+// a convolution's fprop or data gradient whose tiles leave the last wave
+// mostly empty (gpuarray/conv/implicit_plan.py, choose_fprop).
 #pragma once
 #include "sm90_ptx.cuh"
 
@@ -30,20 +38,31 @@
 
 // A block's place in its schedule.  Data-parallel: the next tile-split
 // index, their count and the stride; stream-K: the next and the end
-// iteration (32-bit: the host keeps I below 2**31) and K-tiles per tile.
-// (Three fields for both: the producer thread has 40 registers.)
+// iteration of all T x KT (32-bit: the host keeps them below 2**31; the
+// data-parallel tiles' come first) and K-tiles per tile.  (Three fields
+// for both: the producer thread has 40 registers.)
 struct GaWork {
     int next, end, step;
 };
+
+// Stream-K's data-parallel tiles D, out of `total`.
+GA_D int ga_stream_k_whole(int total) {
+    return total >= 2 * (int)gridDim.x ? (total / (int)gridDim.x - 1) * (int)gridDim.x : 0;
+}
+
+// Block b's first stream-K iteration (b = gridDim.x: one past the last).
+GA_D int ga_stream_k_begin(int total, int ktiles, unsigned b) {
+    const int whole = ga_stream_k_whole(total);
+    return whole * ktiles + (int)(b * (long long)(total - whole) * ktiles / gridDim.x);
+}
 
 GA_D GaWork ga_work_start(const GemmArgs &p, int BM, int BN, int BK, unsigned cs) {
     const int total = gemm_tiles_total(p, BM, BN);
     GaWork w;
     if (p.flags & SCHED_STREAM_K) {
         w.step = gemm_ktiles(p, BK);
-        const long long iters = (long long)total * w.step;
-        w.next = (int)(blockIdx.x * iters / gridDim.x);
-        w.end = (int)((blockIdx.x + 1) * iters / gridDim.x);
+        w.next = ga_stream_k_whole(total) ? blockIdx.x * w.step : ga_stream_k_begin(total, w.step, blockIdx.x);
+        w.end = ga_stream_k_begin(total, w.step, blockIdx.x + 1);
     } else {
         w.next = blockIdx.x / cs;
         w.end = total;
@@ -59,11 +78,17 @@ GA_D bool ga_next_work(const GemmArgs &p, GaWork &w, unsigned rank, unsigned cs,
                        int &kt1) {
     if (w.next >= w.end) return false;
     if (p.flags & SCHED_STREAM_K) {
-        const int tile = w.next / w.step;
+        const int tile = w.next / w.step, total = gemm_tiles_total(p, BM, BN);
+        g = gemm_tile(p, tile, BM, BN);
         kt0 = w.next - tile * w.step;
+        if (tile < ga_stream_k_whole(total)) {  // a whole tile, then the next wave's or the shared part
+            kt1 = w.step;
+            w.next += gridDim.x * w.step;
+            if (w.next >= ga_stream_k_whole(total) * w.step) w.next = ga_stream_k_begin(total, w.step, blockIdx.x);
+            return true;
+        }
         kt1 = min(w.step, kt0 + (w.end - w.next));
         w.next += kt1 - kt0;
-        g = gemm_tile(p, tile, BM, BN);
         return true;
     }
     g = gemm_tile(p, w.next, BM, BN);
@@ -108,8 +133,11 @@ GA_D bool ga_stream_k_fixup(const GemmArgs &p, const GaWork &w, float (&acc)[BN 
         return false;
     }
     // This block's range ended inside the tile: the block holding the tile's
-    // last iteration (one past it: x1) is the last to add.
-    const long long x1 = w.end - kt1 + ktiles, iters = (long long)gemm_tiles_total(p, BM, BN) * ktiles;
+    // last iteration (one past it: x1, counted from the shared part's
+    // first) is the last to add.
+    const int total = gemm_tiles_total(p, BM, BN), whole = ga_stream_k_whole(total);
+    const long long x1 = w.end - kt1 + ktiles - (long long)whole * ktiles;
+    const long long iters = (long long)(total - whole) * ktiles;
     const int last = (int)((x1 * gridDim.x + iters - 1) / iters) - 1;
     for (int b = blockIdx.x + 1; b <= last; ++b) {
         if (tid == 0) ga_flag_wait(flags + b * NC + cw);

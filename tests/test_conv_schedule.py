@@ -92,6 +92,9 @@ FPROP_CASES = [
     # 4 tiles of 72 K-tiles: each cut between about three blocks; K-tiles
     # of bprop (C = 512 filters' channels) likewise
     pytest.param(dict(N=2, C=512, K=512, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="shared"),
+    # 324 tiles (2.5 waves), 4 K-tiles each: the first wave's 132 tiles run
+    # whole, then 768 iterations of the other 192 are shared
+    pytest.param(dict(N=8, C=256, K=256, H=72, W=72), id="whole-waves"),
 ]
 
 

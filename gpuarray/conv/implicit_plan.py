@@ -43,13 +43,14 @@ STREAM_K = "stream-K"
 #: between more than about five blocks)
 STREAM_K_FIXUP_S = 2e-6
 STREAM_K_BYTES_PER_S = 30e9
-#: fprop's and bprop's K-tiles run this much slower under stream-K than in
-#: waves of whole tiles: its blocks work on tiles far apart, which share
-#: little of the gathered input in L2, and every SM runs to the end.
-#: Fitted to the convnets' layers on an H100 (fp16, 2026-11-28: 1.15 to
-#: 1.22 picks the faster schedule of every layer measured; 1.19-1.26 per
-#: K-tile on Overfeat's conv5 and VGG-A's conv6, whose tiles fill the waves)
-STREAM_K_FPROP_SLOWDOWN = 1.18
+#: fprop's and bprop's shared K-tiles run this much slower under stream-K
+#: than in waves of whole tiles: its blocks work on tiles far apart, which
+#: share less of the gathered input in L2.  Fitted to the convnets' layers
+#: on an H100 (benchmarks/conv_schedule.py, fp16, 2026-11-28: 1.02 to 1.10
+#: lose least against the fastest schedule measured per layer, 7 us over
+#: 47 layer passes; without the whole waves first, stream-K's K-tiles ran
+#: 1.19-1.26x slower than data-parallel ones)
+STREAM_K_FPROP_SLOWDOWN = 1.06
 
 
 class Im2colMap:
@@ -100,11 +101,12 @@ def choose(gpu, m, n):
 def choose_fprop(gpu, m, n, ktiles):
     """fprop's (and bprop's) tile and schedule for an M x N output of
     ``ktiles`` K-tiles: ``(cfg, stream_k)``.  Data-parallel on the tile of
-    :func:`choose`, unless stream-K on some tile models faster, its K-tiles
-    :data:`STREAM_K_FPROP_SLOWDOWN` slower: where the tiles leave the last
-    wave mostly empty and stream-K can take larger ones (Overfeat's conv3
-    data gradient: 288 tiles of 128x128, 2.2 waves, 99 us; stream-K on
-    128x256, 72 us) it runs every SM's equal share of all the K-tiles."""
+    :func:`choose`, unless stream-K on some tile models faster, its shared
+    K-tiles :data:`STREAM_K_FPROP_SLOWDOWN` slower: where the tiles leave
+    the last wave part-empty (Overfeat's conv3 data gradient: 288 tiles of
+    128x128, 2.2 waves, 104 us; stream-K on 128x256, 74 us), the whole
+    waves but the last one or two run as they are and every SM then takes
+    an equal share of the other tiles' K-tiles."""
     cfg = choose(gpu, m, n)
     tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
     best = (-(-tiles // gpu.sms) * ktiles * gemm_tiles.ktile_seconds(gpu, cfg), cfg, False)
@@ -119,17 +121,20 @@ def choose_fprop(gpu, m, n, ktiles):
 def stream_k_seconds(gpu, cfg, tiles, ktiles, slowdown=1.0):
     """Modelled seconds of the stream-K schedule over ``tiles`` output tiles
     of ``ktiles`` K-tiles each (kernels/stream_k.cuh), or None where it
-    cannot run: every SM runs an equal share of all the K-tiles, each
-    ``slowdown`` times the tile's K-tile time, and a tile cut between
-    blocks costs its finishing block one partial tile read per other block
-    sharing it, through L2."""
+    cannot run.  With two waves of tiles or more, all but the last one or
+    two waves run whole, one tile a block; every SM then runs an equal
+    share of the other tiles' K-tiles, each ``slowdown`` times the tile's
+    K-tile time, and a tile cut between blocks costs its finishing block
+    one partial tile read per other block sharing it, through L2."""
     iters = tiles * ktiles
     if not gpu.sms <= iters < 2**31:  # a K-tile per block; the kernel's 32-bit indices
         return None
-    share = -(-iters // gpu.sms)
+    whole = (tiles // gpu.sms - 1) * gpu.sms if tiles >= 2 * gpu.sms else 0
+    share = -(-(tiles - whole) * ktiles // gpu.sms)
     sharing = -(-ktiles // share) + 1  # the most blocks one tile is cut between
     fixup = STREAM_K_FIXUP_S + sharing * cfg.bm * cfg.bn * 4 / STREAM_K_BYTES_PER_S
-    return share * gemm_tiles.ktile_seconds(gpu, cfg) * slowdown + fixup
+    per_ktile = gemm_tiles.ktile_seconds(gpu, cfg)
+    return (whole // gpu.sms * ktiles + share * slowdown) * per_ktile + fixup
 
 
 def _configs():
