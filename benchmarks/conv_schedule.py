@@ -48,7 +48,7 @@ def modelled(plans, tiles_mod, ng, choice, m, n, ktiles, slowdown):
     cfg, stream_k = choice
     tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
     if stream_k:
-        return plans.stream_k_seconds(ng, cfg, tiles, ktiles, slowdown)
+        return plans.stream_k_seconds(ng, cfg, tiles, ktiles, slowdown, whole_first=True)
     return -(-tiles // ng.sms) * ktiles * tiles_mod.ktile_seconds(ng, cfg)
 
 

@@ -5,13 +5,14 @@
 // Two schedules.  Data-parallel (and split-K, and the cluster K-split): a
 // block walks the tile-split indices blockIdx.x / CS, + gridDim.x / CS, ...
 // (gemm_tile), each with its K range.  Stream-K (flags & SCHED_STREAM_K,
-// splits == 1, no clusters): where there are at least two waves of tiles
-// (T >= 2 G for the grid's G blocks), all but the last one or two waves
-// first run data-parallel, D = (T / G - 1) G whole tiles, block b taking
-// tiles b, b + G, ...: blocks side by side work on neighbouring tiles,
-// which share their operands in L2 (stream-K's K-tiles ran 1.2x slower on
-// the convnets' layers, its blocks on tiles far apart).  The grid's blocks
-// then share the remaining I = (T - D) x KT K-tile iterations evenly,
+// splits == 1, no clusters): with SCHED_WHOLE_FIRST too, and at least two
+// waves of tiles (T >= 2 G for the grid's G blocks), all but the last one
+// or two waves first run data-parallel, D = (T / G - 1) G whole tiles,
+// block b taking tiles b, b + G, ...: blocks side by side work on
+// neighbouring tiles, which share their operands in L2 (a convolution's
+// stream-K K-tiles ran 1.2x slower without it, its blocks on tiles far
+// apart; D = 0 otherwise).  The grid's blocks then share the remaining
+// I = (T - D) x KT K-tile iterations evenly,
 // block b taking [b I / G, (b + 1) I / G) of them, tile by tile (G <= I,
 // so no range is empty).  A tile cut between blocks is
 // finished by the block holding its first K-tile, for which it is the
@@ -34,7 +35,8 @@
 #pragma once
 #include "sm90_ptx.cuh"
 
-#define SCHED_STREAM_K 64  // GemmArgs::flags: the stream-K schedule
+#define SCHED_STREAM_K 64      // GemmArgs::flags: the stream-K schedule
+#define SCHED_WHOLE_FIRST 128  // ... its whole waves first (fprop, bprop: not the filter gradient's)
 
 // A block's place in its schedule.  Data-parallel: the next tile-split
 // index, their count and the stride; stream-K: the next and the end
@@ -45,14 +47,17 @@ struct GaWork {
     int next, end, step;
 };
 
-// Stream-K's data-parallel tiles D, out of `total`.
-GA_D int ga_stream_k_whole(int total) {
-    return total >= 2 * (int)gridDim.x ? (total / (int)gridDim.x - 1) * (int)gridDim.x : 0;
+// Stream-K's data-parallel tiles D, out of `total`.  (The filter gradient,
+// with few tiles of long K, measured slower with them: Overfeat's conv5,
+// 288 tiles, 568 -> 651 us on an H100.)
+GA_D int ga_stream_k_whole(const GemmArgs &p, int total) {
+    if (!(p.flags & SCHED_WHOLE_FIRST) || total < 2 * (int)gridDim.x) return 0;
+    return (total / (int)gridDim.x - 1) * (int)gridDim.x;
 }
 
 // Block b's first stream-K iteration (b = gridDim.x: one past the last).
-GA_D int ga_stream_k_begin(int total, int ktiles, unsigned b) {
-    const int whole = ga_stream_k_whole(total);
+GA_D int ga_stream_k_begin(const GemmArgs &p, int total, int ktiles, unsigned b) {
+    const int whole = ga_stream_k_whole(p, total);
     return whole * ktiles + (int)(b * (long long)(total - whole) * ktiles / gridDim.x);
 }
 
@@ -61,8 +66,9 @@ GA_D GaWork ga_work_start(const GemmArgs &p, int BM, int BN, int BK, unsigned cs
     GaWork w;
     if (p.flags & SCHED_STREAM_K) {
         w.step = gemm_ktiles(p, BK);
-        w.next = ga_stream_k_whole(total) ? blockIdx.x * w.step : ga_stream_k_begin(total, w.step, blockIdx.x);
-        w.end = ga_stream_k_begin(total, w.step, blockIdx.x + 1);
+        w.next = ga_stream_k_whole(p, total) ? blockIdx.x * w.step
+                                             : ga_stream_k_begin(p, total, w.step, blockIdx.x);
+        w.end = ga_stream_k_begin(p, total, w.step, blockIdx.x + 1);
     } else {
         w.next = blockIdx.x / cs;
         w.end = total;
@@ -81,10 +87,11 @@ GA_D bool ga_next_work(const GemmArgs &p, GaWork &w, unsigned rank, unsigned cs,
         const int tile = w.next / w.step, total = gemm_tiles_total(p, BM, BN);
         g = gemm_tile(p, tile, BM, BN);
         kt0 = w.next - tile * w.step;
-        if (tile < ga_stream_k_whole(total)) {  // a whole tile, then the next wave's or the shared part
+        const int whole = ga_stream_k_whole(p, total);
+        if (tile < whole) {  // a whole tile, then the next wave's or the shared part
             kt1 = w.step;
             w.next += gridDim.x * w.step;
-            if (w.next >= ga_stream_k_whole(total) * w.step) w.next = ga_stream_k_begin(total, w.step, blockIdx.x);
+            if (w.next >= whole * w.step) w.next = ga_stream_k_begin(p, total, w.step, blockIdx.x);
             return true;
         }
         kt1 = min(w.step, kt0 + (w.end - w.next));
@@ -135,7 +142,7 @@ GA_D bool ga_stream_k_fixup(const GemmArgs &p, const GaWork &w, float (&acc)[BN 
     // This block's range ended inside the tile: the block holding the tile's
     // last iteration (one past it: x1, counted from the shared part's
     // first) is the last to add.
-    const int total = gemm_tiles_total(p, BM, BN), whole = ga_stream_k_whole(total);
+    const int total = gemm_tiles_total(p, BM, BN), whole = ga_stream_k_whole(p, total);
     const long long x1 = w.end - kt1 + ktiles - (long long)whole * ktiles;
     const long long iters = (long long)(total - whole) * ktiles;
     const int last = (int)((x1 * gridDim.x + iters - 1) / iters) - 1;

@@ -510,8 +510,8 @@ def test_fprop_schedule(hopper, m, n, ktiles, tile, stream_k):
 
 def test_stream_k_bprop_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     """Overfeat conv3's data gradient: one kernel over all 132 SMs on 128x256
-    tiles, a partial tile slot per block and then its flags, zeroed before
-    the launch."""
+    tiles (stream-K, its whole waves first), a partial tile slot per block
+    and then its flags, zeroed before the launch."""
     ng = hopper
     layer = ng.conv_layer(np.float16, 128, 256, 512, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1)
     F, E, G = _tensors(ng, layer, "bprop")
@@ -520,7 +520,7 @@ def test_stream_k_bprop_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     assert name == "ga_conv_sm90_128x256x64_f16_bprop" and grid == (132, 1, 1)
     assert _names(ng) == [name]
     fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
-    assert fields["flags"] == gk.SCHED_STREAM_K
+    assert fields["flags"] == gk.SCHED_STREAM_K | gk.SCHED_WHOLE_FIRST
     assert (fields["M"], fields["N"], fields["tiles_per_split"]) == (18432, 256, 72)
     slots = 132 * 128 * 256 * 4
     assert ng.last_gemm.zero[1:] == (fields["partial"] + slots, 132 * 2)

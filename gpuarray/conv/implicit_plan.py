@@ -112,24 +112,25 @@ def choose_fprop(gpu, m, n, ktiles):
     best = (-(-tiles // gpu.sms) * ktiles * gemm_tiles.ktile_seconds(gpu, cfg), cfg, False)
     for other in _configs():
         seconds = stream_k_seconds(gpu, other, -(-m // other.bm) * -(-n // other.bn), ktiles,
-                                   STREAM_K_FPROP_SLOWDOWN)
+                                   STREAM_K_FPROP_SLOWDOWN, whole_first=True)
         if seconds is not None and seconds < best[0]:
             best = (seconds, other, True)
     return best[1], best[2]
 
 
-def stream_k_seconds(gpu, cfg, tiles, ktiles, slowdown=1.0):
+def stream_k_seconds(gpu, cfg, tiles, ktiles, slowdown=1.0, whole_first=False):
     """Modelled seconds of the stream-K schedule over ``tiles`` output tiles
     of ``ktiles`` K-tiles each (kernels/stream_k.cuh), or None where it
-    cannot run.  With two waves of tiles or more, all but the last one or
-    two waves run whole, one tile a block; every SM then runs an equal
-    share of the other tiles' K-tiles, each ``slowdown`` times the tile's
-    K-tile time, and a tile cut between blocks costs its finishing block
-    one partial tile read per other block sharing it, through L2."""
+    cannot run.  With ``whole_first`` and two waves of tiles or more, all
+    but the last one or two waves run whole, one tile a block; every SM
+    then runs an equal share of the other tiles' K-tiles, each ``slowdown``
+    times the tile's K-tile time, and a tile cut between blocks costs its
+    finishing block one partial tile read per other block sharing it,
+    through L2."""
     iters = tiles * ktiles
     if not gpu.sms <= iters < 2**31:  # a K-tile per block; the kernel's 32-bit indices
         return None
-    whole = (tiles // gpu.sms - 1) * gpu.sms if tiles >= 2 * gpu.sms else 0
+    whole = (tiles // gpu.sms - 1) * gpu.sms if whole_first and tiles >= 2 * gpu.sms else 0
     share = -(-(tiles - whole) * ktiles // gpu.sms)
     sharing = -(-ktiles // share) + 1  # the most blocks one tile is cut between
     fixup = STREAM_K_FIXUP_S + sharing * cfg.bm * cfg.bn * 4 / STREAM_K_BYTES_PER_S
@@ -155,7 +156,8 @@ def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None, ldi=N
     ktiles = layer.R * layer.S * -(-layer.C // CHUNK)
     cfg, stream_k = choose_fprop(gpu, m, n, ktiles)
     flags = ((gk.EPI_RELU if relu else 0) | (gk.EPI_BIAS if bias is not None else 0)
-             | (gk.EPI_BETA if beta else 0) | (gk.SCHED_STREAM_K if stream_k else 0))
+             | (gk.EPI_BETA if beta else 0)
+             | (gk.SCHED_STREAM_K | gk.SCHED_WHOLE_FIRST if stream_k else 0))
     strides = (0, 1, 1, 0, ldo or n, 0, 0, 0, 0,
                bias.strides[0] // bias.itemsize if bias is not None else 0)
     ints = (m, n, ktiles * CHUNK, 1, 1, 1, ktiles, flags, gk.TYPE_CODE[layer.dtype],

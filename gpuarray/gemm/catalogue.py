@@ -41,8 +41,9 @@ TYPE_CODE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, dtypes.bfloat16: 
 # GemmArgs::flags
 EPI_RELU, EPI_BIAS, EPI_BETA, EPI_SR, EPI_STATS, EPI_AMAX = 1, 2, 4, 8, 16, 32
 EPI_SR_BITS_SHIFT = 8
-#: GemmArgs::flags: the sm90 kernels' stream-K schedule (kernels/stream_k.cuh)
-SCHED_STREAM_K = 64
+#: GemmArgs::flags: the sm90 kernels' stream-K schedule (kernels/stream_k.cuh),
+#: and its variant running the whole waves but the last one or two first
+SCHED_STREAM_K, SCHED_WHOLE_FIRST = 64, 128
 
 
 @dataclass(frozen=True)
