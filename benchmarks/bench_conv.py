@@ -1,7 +1,7 @@
 """Convolution benchmark: every conv layer of the convnet benchmarks, ours beside cuDNN.
 
     python3 benchmarks/bench_conv.py [--quick] [--dtype float16|bfloat16|float32]
-                                     [--nets alexnet,vgg-a,...]
+                                     [--nets alexnet,vgg-a,...] [--name conv_part]
 
 Each layer of AlexNet, Overfeat, VGG-A and GoogLeNet v1 (conv_nets.py)
 runs fprop, bprop (data gradient) and update (filter gradient) on
@@ -17,7 +17,7 @@ time of one call (each timed alone, the queue drained between batches).  cuDNN r
 through torch with ``cudnn.benchmark = True`` in NCHW and channels_last,
 the faster taken.  Prints a progress line per layer, a table and the
 per-network sums of the conv stack, both ways; writes
-benchmarks/results/conv[_<dtype>].json and .png.
+benchmarks/results/conv[_<dtype>].json and .png (or ``--name``'s).
 
 Targets (issue 11, 16-bit): every compute-bound layer (3x3 and 5x5 with
 C >= 64) >= 1.0x cuDNN per pass; the network's conv stack >= 1.1x.
@@ -136,6 +136,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="three layers only")
     parser.add_argument("--dtype", default="float16", choices=("float16", "bfloat16", "float32"))
     parser.add_argument("--nets", default=",".join(NETWORKS))
+    parser.add_argument("--name", help="results/<name>.json (default conv[_<dtype>])")
     args = parser.parse_args()
     peers = torch_and_gpu("bench_conv")
     if peers is None:
@@ -161,11 +162,10 @@ def main():
               f"{theirs / ours:.2f}x as called; kernels alone {k_ours:.2f} against {k_theirs:.2f} ms, "
               f"{k_theirs / k_ours:.2f}x (target 1.1x); host time of the calls "
               f"{host_sums[net][0]:.2f} against torch's {host_sums[net][1]:.2f} ms")
-    suffix = "" if args.dtype == "float16" else "_" + args.dtype
-    write_results("conv" + suffix, rows, {"impls": IMPLS, "quick": args.quick,
-                                          "dtype": args.dtype, "network_ms": sums,
-                                          "network_kernel_ms": kernel_sums,
-                                          "network_host_ms": host_sums})
+    name = args.name or "conv" + ("" if args.dtype == "float16" else "_" + args.dtype)
+    write_results(name, rows, {"impls": IMPLS, "quick": args.quick, "dtype": args.dtype,
+                               "network_ms": sums, "network_kernel_ms": kernel_sums,
+                               "network_host_ms": host_sums})
     return 0
 
 

@@ -472,6 +472,14 @@ def test_update_schedule_fills_the_machine(hopper, m, n, ktiles, schedule):
     assert plans.choose_schedule(hopper, cfg, m, n, ktiles) == schedule
 
 
+def _stream_k_fields(ng, name):
+    """GemmArgs of the one launch, ``name`` over all 132 SMs (no reduce kernel)."""
+    launched, grid, _, args, _ = _conv_launch(ng)
+    assert launched == name and grid == (132, 1, 1)
+    assert _names(ng) == [name]
+    return dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+
+
 def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     """VGG-A conv8's filter gradient: one kernel over all 132 SMs, a partial
     tile slot per block and then its flags, which are zeroed before the
@@ -480,10 +488,7 @@ def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     layer = ng.conv_layer(np.float16, 64, 512, 512, H=14, W=14, R=3, S=3, pad_h=1, pad_w=1)
     I, E, G = _tensors(ng, layer, "update")
     ng.update_conv(layer, I, E, G)
-    name, grid, _, args, _ = _conv_launch(ng)
-    assert name == "ga_conv_sm90_128x256x64_f16_update" and grid == (132, 1, 1)
-    assert _names(ng) == [name]  # no reduce kernel
-    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    fields = _stream_k_fields(ng, "ga_conv_sm90_128x256x64_f16_update")
     assert fields["flags"] == gk.SCHED_STREAM_K
     assert (fields["splits"], fields["tiles_per_split"]) == (1, 196)
     slots = 132 * 128 * 256 * 4
@@ -516,10 +521,7 @@ def test_stream_k_bprop_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     layer = ng.conv_layer(np.float16, 128, 256, 512, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1)
     F, E, G = _tensors(ng, layer, "bprop")
     ng.bprop_conv(layer, F, E, G)
-    name, grid, _, args, _ = _conv_launch(ng)
-    assert name == "ga_conv_sm90_128x256x64_f16_bprop" and grid == (132, 1, 1)
-    assert _names(ng) == [name]
-    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    fields = _stream_k_fields(ng, "ga_conv_sm90_128x256x64_f16_bprop")
     assert fields["flags"] == gk.SCHED_STREAM_K | gk.SCHED_WHOLE_FIRST
     assert (fields["M"], fields["N"], fields["tiles_per_split"]) == (18432, 256, 72)
     slots = 132 * 128 * 256 * 4
