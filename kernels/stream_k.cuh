@@ -12,18 +12,18 @@
 // neighbouring tiles, which share their operands in L2 (a convolution's
 // stream-K K-tiles ran 1.2x slower without it, its blocks on tiles far
 // apart; D = 0 otherwise).  The grid's blocks then share the remaining
-// I = (T - D) x KT K-tile iterations evenly,
-// block b taking [b I / G, (b + 1) I / G) of them, tile by tile (G <= I,
-// so no range is empty).  A tile cut between blocks is
-// finished by the block holding its first K-tile, for which it is the
-// tail of its range; for each later block the tile is the head of its
-// range, and it leaves its partial sums in `partial` (slot b: NC x 64 x BN
-// fp32, each thread's 16-byte pieces side by side) and raises its flag
-// (the G x NC ints after the slots, zeroed before the launch).  The
-// finishing block adds them in block order -- the bits depend on G, not
-// on timing -- and runs the normal epilogue.  The wait cannot deadlock:
-// a block only waits on blocks of higher index, which raise their flag
-// after their first segment, and the last block never waits.
+// I = (T - D) x KT K-tile iterations evenly, block b taking [b I / G,
+// (b + 1) I / G) of them, tile by tile (G <= I, so no range is empty).
+// A tile cut between blocks is finished by the block holding its first
+// K-tile, for which it is the tail of its range; for each later block the
+// tile is the head of its range, and it leaves its partial sums in
+// `partial` (slot b: NC x 64 x BN fp32, each thread's 16-byte pieces side
+// by side) and raises its flag (the G x NC ints after the slots, zeroed
+// before the launch).  The finishing block adds them in block order --
+// the bits depend on G, not on timing -- and runs the normal epilogue.
+// The wait cannot deadlock: a block only waits on blocks of higher index,
+// which raise their flag after their whole tiles and first segment, and
+// the last block never waits.
 //
 // What it is for: the filter gradient's products have few output tiles
 // and a long K.  Split-K cuts K into equal parts, so tiles x splits rarely
