@@ -6,7 +6,8 @@ For every stride-1 layer of the convnets (conv_nets.py) with C >= 16, fprop
 and the data gradient run under each schedule the planner could pick
 (``gpuarray.conv.implicit_plan.choose_fprop``, forced in turn): waves of
 whole tiles on the tile of ``choose`` ("dp"), and stream-K on that tile and
-on 128x256 / 128x128.  Each stream-K result is validated against the
+on 128x256 / 128x128, and data-parallel on the best tile of the other
+height (256 rows, or at most 128).  Each result is validated against the
 data-parallel one first (max|err| / mean|ref| <= 7e-3: only the order of
 the K sums differs), then timed, kernels alone (host hidden).  Prints a
 line per layer and pass with the model's figure beside each measurement,
@@ -41,6 +42,10 @@ def schedules(plans, ng, m, n):
         modes["sk128x256"] = (plans._config(128, 256), True)
     if dp.bn > 128 and n % 128 == 0:
         modes["sk128x128"] = (plans._config(128, 128), True)
+    # the best tile of the other height (256 rows or at most 128) beside
+    # the pick: what the 256-row tiles' efficiencies are fitted to
+    other = plans.choose(ng, m, n, [c for c in plans._configs() if (c.bm > 128) != (dp.bm > 128)])
+    modes[f"dp{other.bm}x{other.bn}"] = (other, False)
     return modes
 
 
@@ -134,7 +139,7 @@ def main():
     print(f"slowdowns whose picks lose least ({least:.1f} us over {len(found)} passes against the "
           f"fastest schedule of each): {good[0]:.2f} to {good[-1]:.2f} "
           f"(implicit_plan.STREAM_K_FPROP_SLOWDOWN = {plans.STREAM_K_FPROP_SLOWDOWN})")
-    modes = ("dp", "sk128x256", "sk128x128", "sk128x192", "sk128x64", "sk64x128", "sk64x64")
+    modes = ["dp"] + sorted({mode for *_, times in found for mode in times} - {"dp"})
     rows = []
     for case, (m, n, ktiles), _, times in found:
         row = new_row(case, f"M{m} N{n} K-tiles {ktiles}", modes)

@@ -44,12 +44,13 @@
 // (fprop) or one 64-wide "n"-major B panel (update).  fprop's B: tiled,
 // rank 3, dims {C, K, R*S}, byte strides {R*S*C, C} * esz, box {64, BN, 1},
 // swizzle 128B, loaded at (c0, n0, tap); bprop's B: the same map of the
-// original F with box {64, 64, 1}, loaded at (n0 + 64 j, c0, R*S-1-tap).
+// original F with box {64, 64, 1}, loaded at (n0 + 64 j, c0, R*S-1-tap)
+// for each of ceil(BN / 64) panels.
 // update's A: tiled, dims {K,
 // N*P*Q, 1}, byte strides {K * esz, -}, box {64, 64, 1}, swizzle 128B.
 //
 // Launch shape: as gemm_sm90.cu (persistent grid, min(tiles * splits, SMs)
-// blocks of 128 * (BM / 64 + 1) threads, the same dynamic shared memory;
+// blocks of 128 * (min(BM / 64, 2) + 1) threads, the same dynamic shared memory;
 // the split-K reduce of gemm_splitk.cu after it when splits > 1).  The
 // update may instead run the stream-K schedule (stream_k.cuh): flags |=
 // SCHED_STREAM_K, splits = 1, min(SMs, tiles * K-tiles) blocks, `partial`
@@ -58,7 +59,11 @@
 //
 // Kernels: ga_conv_sm90_<BM>x<BN>x64_<f16|bf16>_<fprop|bprop|update> for the
 // tiles 128x256, 128x192 (layers of 192 or 384 channels: no quarter-empty
-// tile), 128x128, 128x64, 64x128 and 64x64.
+// tile), 128x128, 128x64, 64x128 and 64x64, and fprop and bprop on 256x128,
+// 256x96 and 256x64 (two consumer warpgroups of 128 rows: layers of few
+// output channels, whose 128-row tiles wait on operand bytes from L2; 96
+// wide for 96 filters or channels, which leave a 128-wide tile a quarter
+// empty).
 #include "gemm_sm90.cuh"
 
 struct ConvGemmArgs {
@@ -72,16 +77,21 @@ static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARG
         ga_conv_sm90_##BM##x##BN##x64_##TY##_##PASS(const __grid_constant__ ConvGemmArgs a) { \
         ga_gemm_sm90<BM, BN, IN, LA, LB, MODE>(a.p, &a.g);                                   \
     }
-#define GA_CONV_PASSES(BM, BN, IN, TY)                                                  \
+#define GA_CONV_DATA_PASSES(BM, BN, IN, TY)                                             \
     GA_CONV_KERNEL(BM, BN, IN, TY, fprop, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP)         \
-    GA_CONV_KERNEL(BM, BN, IN, TY, bprop, GA_MAJOR_K, GA_MAJOR_MN, GA_CONV_BPROP)        \
+    GA_CONV_KERNEL(BM, BN, IN, TY, bprop, GA_MAJOR_K, GA_MAJOR_MN, GA_CONV_BPROP)
+#define GA_CONV_PASSES(BM, BN, IN, TY)    \
+    GA_CONV_DATA_PASSES(BM, BN, IN, TY)   \
     GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE)
-#define GA_CONV_SHAPES(IN, TY)        \
-    GA_CONV_PASSES(128, 256, IN, TY)  \
-    GA_CONV_PASSES(128, 192, IN, TY)  \
-    GA_CONV_PASSES(128, 128, IN, TY)  \
-    GA_CONV_PASSES(128, 64, IN, TY)   \
-    GA_CONV_PASSES(64, 128, IN, TY)   \
+#define GA_CONV_SHAPES(IN, TY)            \
+    GA_CONV_DATA_PASSES(256, 128, IN, TY) \
+    GA_CONV_DATA_PASSES(256, 96, IN, TY)  \
+    GA_CONV_DATA_PASSES(256, 64, IN, TY)  \
+    GA_CONV_PASSES(128, 256, IN, TY)      \
+    GA_CONV_PASSES(128, 192, IN, TY)      \
+    GA_CONV_PASSES(128, 128, IN, TY)      \
+    GA_CONV_PASSES(128, 64, IN, TY)       \
+    GA_CONV_PASSES(64, 128, IN, TY)       \
     GA_CONV_PASSES(64, 64, IN, TY)
 
 GA_CONV_SHAPES(GA_IN_F16, f16)

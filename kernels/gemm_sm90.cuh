@@ -46,8 +46,9 @@ GA_D void ga_conv_origin(const ConvGeom &cg, int m, int &w, int &h, int &n) {
 // (r, s) and 64 channels from c0.  A (im2col): output rows m0 .. m0 + BM - 1
 // from the input position of row m0's window; B: filters n0 .. n0 + BN - 1
 // at that tap ("k"-major), or for bprop the original filters at the
-// mirrored tap R*S - 1 - tap, BN / 64 "n"-major panels of 64 of their
-// channels.  Channels past C (and rows past N*P*Q) are zero-filled.
+// mirrored tap R*S - 1 - tap, "n"-major panels of 64 of their channels
+// (a 96-wide tile's second panel: the 32 it uses, then 32 it does not
+// read).  Channels past C (and rows past N*P*Q) are zero-filled.
 template <int BN, int CONV>
 GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsigned sb, unsigned full, int kt,
                         int m0, int n0) {
@@ -58,7 +59,7 @@ GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsi
     ga_tma_load_im2col(sa, &p.tmap_a, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
     if constexpr (CONV == GA_CONV_BPROP) {
         #pragma unroll
-        for (int j = 0; j < BN / 64; ++j)
+        for (int j = 0; j < (BN + 63) / 64; ++j)
             ga_tma_load(sb + j * 8192, &p.tmap_b, full, n0 + 64 * j, c0, cg.R * cg.S - 1 - tap);
     } else {
         ga_tma_load(sb, &p.tmap_b, full, c0, n0, tap);
@@ -90,12 +91,25 @@ GA_D void ga_conv_update_loads(const ConvGeom &cg, const GemmArgs &p, unsigned s
 #define GA_EPI_STRIDE 40
 
 template <int BM, int BN, int IN> struct GaSm90Cfg {
-    static constexpr int NC = BM / 64;                  // consumer warpgroups, 64 rows each
+    // Consumer warpgroups: one per 64 rows, or for BM = 256 two of 128 rows
+    // (two m64 wgmmas a K step, on SUB = 2 accumulator sets).  A 256-row
+    // tile reads as many operand bytes per flop as a 128x256 one: layers of
+    // few output channels, which leave a 128-row tile short of operand
+    // bandwidth from L2 (H100: ~7.9 TB/s into the SMs, 55% tensor-pipe use on
+    // 128x128 tiles), get the 128x256 tile's reuse.
+    static constexpr int NC = BM > 128 ? 2 : BM / 64;
+    static constexpr int SUB = BM / 64 / NC;            // 64-row parts per consumer warpgroup
     static constexpr int THREADS = 128 * (NC + 1);      // + the producer warpgroup
     static constexpr int ESZ = IN == GA_IN_TF32 ? 4 : IN >= GA_IN_E4M3 ? 1 : 2;
     static constexpr int BK = 128 / ESZ;                // one 128-byte swizzle row of K
     static constexpr int KSTEP = 32 / ESZ;              // K of one wgmma
-    static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
+    // An "n"-major B arrives in 64-wide panels (a 128-byte swizzle row
+    // each): a 96-wide tile's second panel is half used, and its stage
+    // holds the whole panel.  A "k"-major B is BN rows of 128 bytes.
+    static constexpr int B_ROWS = BN > 64 ? (BN + 63) / 64 * 64 : BN;
+    static constexpr int A_BYTES = BM * 128, B_BYTES = B_ROWS * 128, STAGE_BYTES = A_BYTES + B_BYTES;
+    // the bytes a stage's copies bring, by B's layout
+    template <int LB> static constexpr int TX_BYTES = A_BYTES + (LB == GA_MAJOR_K ? BN * 128 : B_BYTES);
     static constexpr int EPI_BYTES = NC * 64 * GA_EPI_STRIDE * 4;  // fp32 staging of 64 x 32 per consumer
     // As many stages as fit (up to 16): a skinny tile streams its operands
     // from DRAM, and one block keeps about STAGES * STAGE_BYTES in flight.
@@ -103,9 +117,9 @@ template <int BM, int BN, int IN> struct GaSm90Cfg {
     static constexpr int STAGES = FIT < 16 ? FIT : 16;
     // + a full and an empty mbarrier per stage, + the cluster K-split's two
     static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + EPI_BYTES + 16 * STAGES + 16;
-    // a consumer warpgroup's accumulators as the cluster K-split passes them
+    // a 64-row part's accumulators as the cluster K-split passes them
     static constexpr int FRAG_BYTES = 64 * BN * 4;
-    static_assert(NC * FRAG_BYTES <= STAGES * STAGE_BYTES, "the accumulators pass through the drained ring");
+    static_assert(NC * SUB * FRAG_BYTES <= STAGES * STAGE_BYTES, "the accumulators pass through the drained ring");
 };
 
 // The cluster K-split.  A launch with cluster dimensions (CS, 1, 1) gives
@@ -121,16 +135,22 @@ template <int BM, int BN, int IN> struct GaSm90Cfg {
 // refill the rings for the next tile, and runs the epilogue.  (No block
 // leaves the kernel before a last cluster barrier: a block's shared memory
 // lives only as long as the block.)  Returns whether this block finishes
-// the tile.
-template <int BN, int NC>
-GA_D bool ga_cluster_reduce(float (&acc)[BN / 2], unsigned frag, unsigned ready, unsigned freed, unsigned rank,
-                            unsigned cs, unsigned parity) {
+// the tile.  `frag`: this thread's place in its warpgroup's first part's
+// FRAG_BYTES (a 64-row part's accumulators); its other parts' follow.
+template <int BN, int NC, int SUB>
+GA_D bool ga_cluster_reduce(float (&acc)[SUB][BN / 2], unsigned frag, unsigned ready, unsigned freed,
+                            unsigned rank, unsigned cs, unsigned parity) {
+    constexpr unsigned PART = 64 * BN * 4;
     if (rank != 0) {
         // The ring's last stages may still feed the other consumer
         // warpgroup's wgmmas: every consumer is past its mainloop first.
         if constexpr (NC > 1) ga_consumers_sync<NC>();
         #pragma unroll
-        for (int i = 0; i < BN / 2; i += 4) ga_sts128f(frag + 512 * i, acc[i], acc[i + 1], acc[i + 2], acc[i + 3]);
+        for (int u = 0; u < SUB; ++u) {
+            #pragma unroll
+            for (int i = 0; i < BN / 2; i += 4)
+                ga_sts128f(frag + u * PART + 512 * i, acc[u][i], acc[u][i + 1], acc[u][i + 2], acc[u][i + 3]);
+        }
         ga_mbar_arrive_cluster(ga_mapa(ready, 0));
         ga_mbar_wait_cluster(freed, parity);
         return false;
@@ -139,12 +159,15 @@ GA_D bool ga_cluster_reduce(float (&acc)[BN / 2], unsigned frag, unsigned ready,
     for (unsigned r = 1; r < cs; ++r) {
         const unsigned remote = ga_mapa(frag, r);
         #pragma unroll
-        for (int i = 0; i < BN / 2; i += 4) {
-            const float4 v = ga_ld_cluster128f(remote + 512 * i);
-            acc[i] += v.x;
-            acc[i + 1] += v.y;
-            acc[i + 2] += v.z;
-            acc[i + 3] += v.w;
+        for (int u = 0; u < SUB; ++u) {
+            #pragma unroll
+            for (int i = 0; i < BN / 2; i += 4) {
+                const float4 v = ga_ld_cluster128f(remote + u * PART + 512 * i);
+                acc[u][i] += v.x;
+                acc[u][i + 1] += v.y;
+                acc[u][i + 2] += v.z;
+                acc[u][i + 3] += v.w;
+            }
         }
     }
     for (unsigned r = 0; r < cs; ++r) ga_mbar_arrive_cluster(ga_mapa(freed, r));
@@ -264,7 +287,8 @@ GA_D float ga_epi_lean(const GemmEpi &st, float acc, float b, bool bias, bool re
 template <int BN, bool PLAIN>
 GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
                         int m0, int n0, int cw) {
-    constexpr int CW = BN < 64 ? BN : 64, VPR = CW / 8;  // chunk width; 16-byte pieces per row
+    // chunk width (a divisor of BN); 16-byte pieces per row
+    constexpr int CW = BN < 64 ? BN : BN % 64 ? 32 : 64, VPR = CW / 8;
     const int tid = threadIdx.x & 127, warp = tid / 32, lane = tid & 31;
     const unsigned sbias = stage + 64 * 128;
     static_assert(64 * GA_EPI_STRIDE * 4 >= 64 * 128 + 256 * 4, "no room for the tile's bias");
@@ -365,6 +389,34 @@ GA_D void ga_partials32(const GemmArgs &p, const GemmTile &g, const float (&acc)
     }
 }
 
+// A consumer warpgroup's 64 x BN outputs (corner m0, n0) otherwise: staged
+// through its fp32 staging `ep` 32 columns at a time and finished by
+// ga_epilogue_chunk.  The loop stays rolled (one copy of the epilogue
+// code), and each chunk's registers are picked by compile-time indices.
+template <int BN>
+GA_D void ga_epilogue_staged(const GemmArgs &p, const GemmTile &g, GemmEpi &st, const float (&acc)[BN / 2], float *ep,
+                             int m0, int n0, bool fast, int cw) {
+    const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
+    const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
+    #pragma unroll 1
+    for (int c = 0; c < BN / 32; ++c) {
+        ga_wg_sync(cw);
+        #pragma unroll
+        for (int cc = 0; cc < BN / 32; ++cc) {
+            if (cc != c) continue;
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    *(float2 *)(ep + (rl + 8 * h) * GA_EPI_STRIDE + 8 * j + cl) =
+                        make_float2(acc[16 * cc + 4 * j + 2 * h], acc[16 * cc + 4 * j + 2 * h + 1]);
+            }
+        }
+        ga_wg_sync(cw);
+        ga_epilogue_chunk(p, g, ep, m0, n0 + 32 * c, fast, st);
+    }
+}
+
 // CONV (GA_CONV_*): the producer gathers one operand by im2col (conv_sm90.cu).
 // PROMOTE (FP8): each K-tile's products are summed by the tensor cores into
 // a second accumulator set, which is then added to the first in fp32 --
@@ -421,7 +473,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                     gemm_k_tile(p, g.ob, kt, C::BK, &db, &k0);
                     const unsigned full = bars + 8 * s, sa = base + s * C::STAGE_BYTES, sb = sa + C::A_BYTES;
                     ga_mbar_wait(bars + 8 * (C::STAGES + s), phase ^ 1);
-                    ga_mbar_expect_tx(full, C::STAGE_BYTES);
+                    ga_mbar_expect_tx(full, C::template TX_BYTES<LB>);
                     // A broadcast operand (batch stride 0) has a one-batch tensor map.
                     const int dba = p.batch_a ? db : 0, dbb = p.batch_b ? db : 0;
                     const int m0 = g.tm * BM, n0 = g.tn * BN;
@@ -451,7 +503,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         }
     } else {
         if constexpr (C::NC == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-        const int cw = wg - 1, warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
+        const int cw = wg - 1, lane = threadIdx.x & 31;
         // Descriptor constants per operand layout (see the header's table).
         constexpr unsigned A_KSTEP = LA == GA_MAJOR_K ? 32 : 2048;  // bytes per wgmma K step
         constexpr unsigned B_KSTEP = LB == GA_MAJOR_K ? 32 : (BN < 64 ? 1024 : 2048);
@@ -459,7 +511,9 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         constexpr unsigned B_LBO = LB == GA_MAJOR_K ? 16 : (BN < 64 ? 4096 : 8192);
         constexpr unsigned B_SBO = LB == GA_MAJOR_K || BN >= 64 ? 1024 : 512;
         constexpr unsigned B_SWZ = LB == GA_MAJOR_K || BN >= 64 ? 1 : 2;
-        const unsigned a_off = cw * (LA == GA_MAJOR_K ? 64 * 128 : 8192);
+        // A's 64-row parts in a stage: 64 rows of 128 bytes ("k"-major) or one 64-wide panel
+        constexpr unsigned A_PART = LA == GA_MAJOR_K ? 64 * 128 : 8192;
+        const unsigned a_off = cw * C::SUB * A_PART;
         // ga_store8's alignment: 16 bytes (8 bytes for FP8's 8-byte stores)
         const int vec = p.c_type == GEMM_F32 ? 4 : 8, align = p.c_type >= GEMM_E4M3 ? 7 : 15;
         const bool fast = p.splits == 1 && !(p.flags & (EPI_BETA | EPI_SR | EPI_STATS)) && p.ldc % vec == 0 &&
@@ -477,18 +531,23 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         // (PROMOTE's second set holds a K-tile's partial sums instead: of
         // the whole tile, or of each half in turn for BN = 256, whose two
         // full sets would not fit in the registers.)
-        constexpr bool DUAL = !PROMOTE && (BN <= 64 || (C::NC == 1 && BN <= 128));
+        // (A warpgroup of two 64-row parts has two chains already.)
+        static_assert(!PROMOTE || C::SUB == 1, "FP8's promoted K-tiles: 64 rows a warpgroup");
+        constexpr bool DUAL = !PROMOTE && C::SUB == 1 && (BN <= 64 || (C::NC == 1 && BN <= 128));
         constexpr int PART = BN == 256 ? BN / 4 : BN / 2;
-        float acc[BN / 2], acc2[DUAL || PROMOTE ? PART : 1];
-        const unsigned frag = base + cw * C::FRAG_BYTES + 16 * (threadIdx.x & 127);
+        float acc[C::SUB][BN / 2], acc2[DUAL || PROMOTE ? PART : 1];
+        const unsigned frag = base + cw * C::SUB * C::FRAG_BYTES + 16 * (threadIdx.x & 127);
         int s = 0;
         unsigned phase = 0, it = 0;
         for (; ga_next_work<BM, BN, C::BK>(p, work, rank, cs, g, kt0, kt1); ++it) {
             #pragma unroll
-            for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+            for (int u = 0; u < C::SUB; ++u) {
+                #pragma unroll
+                for (int i = 0; i < BN / 2; ++i) acc[u][i] = 0.f;
+                ga_fence_regs(acc[u]);
+            }
             #pragma unroll
             for (int i = 0; i < (DUAL ? BN / 2 : 1); ++i) acc2[i] = 0.f;  // (PROMOTE overwrites it)
-            ga_fence_regs(acc);
             ga_fence_regs(acc2);
             int prev = -1;
             for (int kt = kt0; kt < kt1; ++kt) {
@@ -512,22 +571,26 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                                                                        ga_desc(sb, B_LBO, B_SBO, B_SWZ) + 1024 * h);
                             ga_wgmma_commit();
                             ga_wgmma_wait<0>();
-                            ga_promote_at(acc, acc2, h * BN / 4);
+                            ga_promote_at(acc[0], acc2, h * BN / 4);
                         }
                     } else {
                         ga_fp8_ktile<BN, IN, C::BK / C::KSTEP>(acc2, ga_desc(sa, A_LBO, A_SBO, 1),
                                                                ga_desc(sb, B_LBO, B_SBO, B_SWZ));
                         ga_wgmma_commit();
                         ga_wgmma_wait<0>();
-                        ga_promote_at(acc, acc2, 0);
+                        ga_promote_at(acc[0], acc2, 0);
                     }
                     if (lane == 0) ga_mbar_arrive(bars + 8 * (C::STAGES + s));
                 } else {
                     #pragma unroll
-                    for (int kk = 0; kk < C::BK / C::KSTEP; ++kk)
-                        GaWgmma<BN>::template mma<IN, LA, LB>(DUAL && (kk & 1) ? acc2 : acc,
-                                                              ga_desc(sa + kk * A_KSTEP, A_LBO, A_SBO, 1),
-                                                              ga_desc(sb + kk * B_KSTEP, B_LBO, B_SBO, B_SWZ));
+                    for (int kk = 0; kk < C::BK / C::KSTEP; ++kk) {
+                        #pragma unroll
+                        for (int u = 0; u < C::SUB; ++u)
+                            GaWgmma<BN>::template mma<IN, LA, LB>(DUAL && (kk & 1) ? acc2 : acc[u],
+                                                                  ga_desc(sa + u * A_PART + kk * A_KSTEP, A_LBO,
+                                                                          A_SBO, 1),
+                                                                  ga_desc(sb + kk * B_KSTEP, B_LBO, B_SBO, B_SWZ));
+                    }
                     ga_wgmma_commit();
                     // Keep one K-tile of wgmma in flight; the one before it has
                     // finished reading its stage, which goes back to the producer.
@@ -538,19 +601,25 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 if (++s == C::STAGES) { s = 0; phase ^= 1; }
             }
             ga_wgmma_wait<0>();
-            ga_fence_regs(acc);
+            #pragma unroll
+            for (int u = 0; u < C::SUB; ++u) ga_fence_regs(acc[u]);
             ga_fence_regs(acc2);
             if (prev >= 0 && lane == 0) ga_mbar_arrive(bars + 8 * (C::STAGES + prev));
             if constexpr (DUAL) {
                 #pragma unroll
-                for (int i = 0; i < BN / 2; ++i) acc[i] += acc2[i];
+                for (int i = 0; i < BN / 2; ++i) acc[0][i] += acc2[i];
             }
-            if (cs > 1 && !ga_cluster_reduce<BN, C::NC>(acc, frag, ready, freed, rank, cs, it & 1)) continue;
+            if (cs > 1 && !ga_cluster_reduce<BN, C::NC, C::SUB>(acc, frag, ready, freed, rank, cs, it & 1)) continue;
             // (not with PROMOTE: FP8's second accumulator set leaves no
             // registers for the fix-up, and its planner never asks for it)
             if constexpr (!PROMOTE) {
-                if ((p.flags & SCHED_STREAM_K) && !ga_stream_k_fixup<BM, BN, C::NC>(p, work, acc, kt0, kt1, cw))
-                    continue;
+                if (p.flags & SCHED_STREAM_K) {
+                    bool finish = true;  // (the same answer for every part)
+                    #pragma unroll
+                    for (int u = 0; u < C::SUB; ++u)
+                        finish = ga_stream_k_fixup<BM, BN>(p, work, acc[u], kt0, kt1, cw, cw * C::SUB + u);
+                    if (!finish) continue;
+                }
             }
 
             // Accumulator layout of m64nN: thread (warp, lane) holds rows
@@ -558,43 +627,21 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             // A 16-bit or fp32 C with at most alpha, bias, relu and an
             // output scale is finished from the registers (the epilogue's
             // share of a tile fell from 10-45% to 2-14%).
-            if (fast16) {
-                const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
-                const int m0 = g.tm * BM + cw * 64, n0 = g.tn * BN;
-                if (plain) ga_epilogue16<BN, true>(p, st, acc, stage, g.ob, m0, n0, cw);
-                else ga_epilogue16<BN, false>(p, st, acc, stage, g.ob, m0, n0, cw);
-                continue;
-            }
-            if (fast32) {
-                const int m0 = g.tm * BM + cw * 64, n0 = g.tn * BN;
-                if (plain) ga_epilogue32<BN, true>(p, st, acc, g.ob, m0, n0);
-                else ga_epilogue32<BN, false>(p, st, acc, g.ob, m0, n0);
-                continue;
-            }
-            if (p.splits > 1 && p.N % 2 == 0) {
-                ga_partials32<BN>(p, g, acc, g.tm * BM + cw * 64, g.tn * BN);
-                continue;
-            }
-            // Otherwise staged through shared memory 32 columns at a time;
-            // the loop stays rolled (one copy of the epilogue code), and each
-            // chunk's registers are picked by compile-time indices.
-            const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
-            #pragma unroll 1
-            for (int c = 0; c < BN / 32; ++c) {
-                ga_wg_sync(cw);
-                #pragma unroll
-                for (int cc = 0; cc < BN / 32; ++cc) {
-                    if (cc != c) continue;
-                    #pragma unroll
-                    for (int j = 0; j < 4; ++j) {
-                        #pragma unroll
-                        for (int h = 0; h < 2; ++h)
-                            *(float2 *)(ep + (rl + 8 * h) * GA_EPI_STRIDE + 8 * j + cl) =
-                                make_float2(acc[16 * cc + 4 * j + 2 * h], acc[16 * cc + 4 * j + 2 * h + 1]);
-                    }
+            #pragma unroll
+            for (int u = 0; u < C::SUB; ++u) {
+                const int m0 = g.tm * BM + (cw * C::SUB + u) * 64, n0 = g.tn * BN;
+                if (fast16) {
+                    const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
+                    if (plain) ga_epilogue16<BN, true>(p, st, acc[u], stage, g.ob, m0, n0, cw);
+                    else ga_epilogue16<BN, false>(p, st, acc[u], stage, g.ob, m0, n0, cw);
+                } else if (fast32) {
+                    if (plain) ga_epilogue32<BN, true>(p, st, acc[u], g.ob, m0, n0);
+                    else ga_epilogue32<BN, false>(p, st, acc[u], g.ob, m0, n0);
+                } else if (p.splits > 1 && p.N % 2 == 0) {
+                    ga_partials32<BN>(p, g, acc[u], m0, n0);
+                } else {
+                    ga_epilogue_staged<BN>(p, g, st, acc[u], ep, m0, n0, fast, cw);
                 }
-                ga_wg_sync(cw);
-                ga_epilogue_chunk(p, g, ep, g.tm * BM + cw * 64, g.tn * BN + 32 * c, fast, st);
             }
         }
         gemm_epi_flush(p, st);

@@ -118,6 +118,11 @@ GA_D ga_u64 ga_desc(unsigned addr, unsigned lbo, unsigned sbo, unsigned swizzle)
 #define GA_ARG64 "%32, %33, p, 1, 1"
 #define GA_SCALE64 "%34"
 #define GA_TRANS64 ", %35, %36"
+#define GA_ACC96 "{" GA_REGS_0 ", " GA_REGS_16 ", " GA_REGS_32 "}"
+#define GA_OUT96(d) GA_OUT64(d), GA_OUT16(d, 32)
+#define GA_ARG96 "%48, %49, p, 1, 1"
+#define GA_SCALE96 "%50"
+#define GA_TRANS96 ", %51, %52"
 #define GA_ACC128 "{" GA_REGS_0 ", " GA_REGS_16 ", " GA_REGS_32 ", " GA_REGS_48 "}"
 #define GA_OUT128(d) GA_OUT64(d), GA_OUT16(d, 32), GA_OUT16(d, 48)
 #define GA_ARG128 "%64, %65, p, 1, 1"
@@ -176,6 +181,7 @@ template <int N> struct GaWgmma;
     };
 GA_WGMMA(32)
 GA_WGMMA(64)
+GA_WGMMA(96)
 GA_WGMMA(128)
 GA_WGMMA(192)
 GA_WGMMA(256)

@@ -17,9 +17,9 @@
 // A tile cut between blocks is finished by the block holding its first
 // K-tile, for which it is the tail of its range; for each later block the
 // tile is the head of its range, and it leaves its partial sums in
-// `partial` (slot b: NC x 64 x BN fp32, each thread's 16-byte pieces side
-// by side) and raises its flag (the G x NC ints after the slots, zeroed
-// before the launch).  The finishing block adds them in block order --
+// `partial` (slot b: BM / 64 parts of 64 x BN fp32, each thread's 16-byte
+// pieces side by side) and raises their flags (the G x BM / 64 ints after
+// the slots, zeroed before the launch).  The finishing block adds them in block order --
 // the bits depend on G, not on timing -- and runs the normal epilogue.
 // The wait cannot deadlock: a block only waits on blocks of higher index,
 // which raise their flag after their whole tiles and first segment, and
@@ -118,25 +118,28 @@ GA_D void ga_flag_wait(const int *flag) {
     } while (v == 0);
 }
 
-// After the mainloop of a stream-K segment [kt0, kt1) of consumer warpgroup
-// cw (accumulators acc): true when this block finishes the tile -- the whole
-// tile was its own, or it held the tile's first K-tile and has now added
-// the later blocks' partial sums -- false when it left its partial sums
-// for the block that finishes the tile.
-template <int BM, int BN, int NC>
-GA_D bool ga_stream_k_fixup(const GemmArgs &p, const GaWork &w, float (&acc)[BN / 2], int kt0, int kt1, int cw) {
+// After the mainloop of a stream-K segment [kt0, kt1), for the 64-row part
+// `part` of the tile (accumulators acc) of consumer warpgroup cw: true when
+// this block finishes the tile -- the whole tile was its own, or it held
+// the tile's first K-tile and has now added the later blocks' partial sums
+// -- false when it left its partial sums for the block that finishes the
+// tile.
+template <int BM, int BN>
+GA_D bool ga_stream_k_fixup(const GemmArgs &p, const GaWork &w, float (&acc)[BN / 2], int kt0, int kt1, int cw,
+                            int part) {
+    constexpr int PARTS = BM / 64;
     const int ktiles = w.step;
     if (kt0 == 0 && kt1 == ktiles) return true;
     const int tid = threadIdx.x & 127;
     constexpr int PIECES = BN / 8;  // a thread's 16-byte pieces
-    int *flags = (int *)(p.partial + (long long)gridDim.x * NC * 64 * BN);
+    int *flags = (int *)(p.partial + (long long)gridDim.x * PARTS * 64 * BN);
     if (kt0 != 0) {
-        float4 *slot = (float4 *)(p.partial + ((long long)blockIdx.x * NC + cw) * 64 * BN);
+        float4 *slot = (float4 *)(p.partial + ((long long)blockIdx.x * PARTS + part) * 64 * BN);
         #pragma unroll
         for (int i = 0; i < PIECES; ++i)
             slot[i * 128 + tid] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
         ga_wg_sync(cw);
-        if (tid == 0) ga_flag_raise(flags + blockIdx.x * NC + cw);
+        if (tid == 0) ga_flag_raise(flags + blockIdx.x * PARTS + part);
         return false;
     }
     // This block's range ended inside the tile: the block holding the tile's
@@ -147,9 +150,9 @@ GA_D bool ga_stream_k_fixup(const GemmArgs &p, const GaWork &w, float (&acc)[BN 
     const long long iters = (long long)(total - whole) * ktiles;
     const int last = (int)((x1 * gridDim.x + iters - 1) / iters) - 1;
     for (int b = blockIdx.x + 1; b <= last; ++b) {
-        if (tid == 0) ga_flag_wait(flags + b * NC + cw);
+        if (tid == 0) ga_flag_wait(flags + b * PARTS + part);
         ga_wg_sync(cw);
-        const float4 *slot = (const float4 *)(p.partial + ((long long)b * NC + cw) * 64 * BN);
+        const float4 *slot = (const float4 *)(p.partial + ((long long)b * PARTS + part) * 64 * BN);
         // eight pieces in flight at a time: all of them beside the
         // accumulators would spill
         #pragma unroll

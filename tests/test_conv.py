@@ -342,23 +342,27 @@ def test_conv_implicit_gemm_bprop(ng, kw, dtype):
     check(G, 2 * naive_conv(layer, "bprop", vf, ve) + 0.5 * vg, dtype)
 
 
-@pytest.mark.parametrize("kind, C, K", [("fprop", 8, 192), ("bprop", 192, 8)])
-def test_192_channel_outputs_take_the_128x192_tile(gpu_ng, kind, C, K):
-    """fprop with K = 192, and bprop with C = 192, over enough positions to
-    fill the GPU run on 128x192 tiles on Hopper (a 128x256 tile would be a
-    quarter empty, 128x128 tiles would take two waves), and are right."""
+@pytest.mark.parametrize("kind, C, K, H, dtype, tile", [
+    ("fprop", 8, 192, 80, F16, "128x192"), ("bprop", 192, 8, 80, F16, "128x192"),
+    ("fprop", 8, 96, 94, BF16, "256x96"), ("bprop", 96, 8, 94, F16, "256x96")])
+def test_outputs_of_192_or_96_channels_take_their_tiles(gpu_ng, kind, C, K, H, dtype, tile):
+    """fprop with K = 192 or 96, and bprop with C = 192 or 96, run on Hopper
+    on tiles as wide as the output (a tile of 256 or 128 columns would be a
+    quarter empty): 100 tiles of 128x192 (128x128 tiles would take two
+    waves), or 139 of 256x96 (two 128-row tiles' worth of rows reading one
+    B tile), and are right."""
     skip_if_no_gpu()
     ng = gpu_ng
     if ng.arch != "sm_90":
         pytest.skip("the implicit-GEMM kernels are Hopper's")
-    layer = ng.conv_layer(F16, 2, C, K, H=94, W=94, R=3, S=3, pad_h=1, pad_w=1)
+    layer = ng.conv_layer(dtype, 2, C, K, H=H, W=H, R=3, S=3, pad_h=1, pad_w=1)
     rng = np.random.default_rng(14)
     (a, b), (va, vb) = _conv_tensors(ng, layer, kind, rng)
     ref = naive_conv(layer, kind, va, vb)
-    out, vo = data(ng, rng, ref.shape, F16)
+    out, vo = data(ng, rng, ref.shape, dtype)
     getattr(ng, f"{kind}_conv")(layer, a, b, out, alpha=0.5, beta=2.0)
-    assert "_128x192x64_f16_" in ng.last_gemm.name
-    check(out, 0.5 * ref + 2.0 * vo, F16)
+    assert f"_{tile}x64_{'f16' if dtype == F16 else 'bf16'}_{kind}" in ng.last_gemm.name
+    check(out, 0.5 * ref + 2.0 * vo, dtype)
 
 
 #: filter gradients the implicit-GEMM kernel takes on Hopper (C and K % 8 == 0;

@@ -105,9 +105,9 @@ FPROP_CASES = [
 ]
 
 
-def _forced_fprop(monkeypatch, ng, stream_k):
-    """Record new fprop / bprop plans on 128x256 tiles, stream-K or not."""
-    monkeypatch.setattr(plans, "choose_fprop", lambda *args: (plans._config(128, 256), stream_k))
+def _forced_fprop(monkeypatch, ng, stream_k, tile=(128, 256)):
+    """Record new fprop / bprop plans on ``tile``, stream-K or not."""
+    monkeypatch.setattr(plans, "choose_fprop", lambda *args: (plans._config(*tile), stream_k))
     ng._conv_plans.clear()
 
 
@@ -162,3 +162,33 @@ def test_stream_k_fprop_is_deterministic_and_matches_data_parallel(hopper_ng, mo
     ng.fprop_conv(layer, I, F, O)
     check(O.get(), whole.astype(np.float64), F16)
     _same_bits_again(ng, O, lambda: ng.fprop_conv(layer, I, F, O))
+
+
+@pytest.mark.parametrize("stream_k", [False, True], ids=["whole", "stream-k"])
+@pytest.mark.parametrize("kind", ["fprop", "bprop"])
+@pytest.mark.parametrize("tile", [(256, 128), (256, 96), (256, 64)], ids=lambda t: f"{t[0]}x{t[1]}")
+def test_256_row_tiles(hopper_ng, monkeypatch, tile, kind, stream_k):
+    """fprop (bias, relu) and bprop (beta) of 200 filters / channels over
+    576 positions on forced 256-row tiles: the last tile across and the
+    last one down part-empty (a 96-wide tile's B arriving as 64-wide
+    panels, the last one half used); under stream-K the 81 K-tile
+    iterations go one to a block, each tile cut between nine blocks, each
+    of its two warpgroups' 64-row parts finished separately."""
+    ng = hopper_ng
+    _forced_fprop(monkeypatch, ng, stream_k, tile)
+    C, K = (64, 200) if kind == "fprop" else (200, 64)
+    layer = ng.conv_layer(F16, 4, C, K, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1)
+    rng = np.random.default_rng(26)
+    shapes = (layer.dimI, layer.dimF) if kind == "fprop" else (layer.dimF, layer.dimO)
+    (a, va), (b, vb) = (data(ng, rng, d, F16) for d in shapes)
+    ref = naive_conv(layer, kind, va, vb)
+    out, vo = data(ng, rng, ref.shape, F16)
+    if kind == "fprop":
+        bias, vbias = data(ng, rng, (K,), F16)
+        ng.fprop_conv(layer, a, b, out, alpha=0.5, relu=True, bias=bias)
+        check(out, np.maximum(0.5 * ref + vbias, 0), F16)
+    else:
+        ng.bprop_conv(layer, a, b, out, alpha=0.5, beta=2.0)
+        check(out, 0.5 * ref + 2.0 * vo, F16)
+    assert f"_{tile[0]}x{tile[1]}x64_f16_{kind}" in ng.last_gemm.name
+    assert (ng.last_gemm.zero is not None) == stream_k

@@ -97,6 +97,7 @@ def test_conv_kernels_exist(reports):
     built = {kernel for report in reports.values() for kernel, _ in report}
     assert {(c.bm, c.bn) for c in implicit_plan._configs()} == set(implicit_plan.TILES)
     for bm, bn in implicit_plan.TILES:
+        kinds = ("fprop", "bprop", "update") if bm <= 128 else ("fprop", "bprop")
         for dtype in ("f16", "bf16"):
-            for kind in ("fprop", "bprop", "update"):
+            for kind in kinds:
                 assert f"ga_conv_sm90_{bm}x{bn}x64_{dtype}_{kind}" in built

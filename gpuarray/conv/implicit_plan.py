@@ -21,8 +21,9 @@ from . import fastdiv
 from .layer import ConvLayer
 
 STEM = "conv_sm90"
-#: tiles conv_sm90.cu instantiates
-TILES = ((128, 256), (128, 192), (128, 128), (128, 64), (64, 128), (64, 64))
+#: tiles conv_sm90.cu instantiates (the 256-row ones for fprop and bprop only)
+TILES = ((256, 128), (256, 96), (256, 64), (128, 256), (128, 192), (128, 128), (128, 64),
+         (64, 128), (64, 64))
 #: channels (or output positions) per K-tile: one 128-byte swizzle row of fp16/bf16
 CHUNK = 64
 #: ConvGeom (gemm_sm90.cuh): P, Q, R, S, cchunks, C, strides, paddings,
@@ -84,12 +85,13 @@ def _bprop_layer(dtype, N, C, K, P, Q, R, S, pad, dil):
                      pad_w=dil[1] * (S - 1) - pad[1], dil_h=dil[0], dil_w=dil[1])
 
 
-def choose(gpu, m, n):
+def choose(gpu, m, n, configs=None):
     """The tile with the least modelled time for an M x N output: waves of
     tiles over the SMs, each costing its area over the tile's measured
-    efficiency (the GEMM catalogue's)."""
+    efficiency (the GEMM catalogue's); among ``configs`` (default: every
+    fprop tile)."""
     best = None
-    for cfg in _configs():
+    for cfg in configs or _configs():
         count = -(-m // cfg.bm) * -(-n // cfg.bn)
         waves = -(-count // gpu.sms)
         cost = (waves * cfg.bm * cfg.bn / cfg.efficiency, -cfg.bm * cfg.bn)

@@ -92,7 +92,8 @@ def _sm90(bm, bn, bk, smem, inputs, efficiency, layouts=("kn", "kk", "mn", "mk")
     b_n = (32, 64, 64) if bn == 32 else (64, 64, 128)
     tma = {("a", "k"): (bk, bm, 128), ("a", "m"): (64, 64, 128),
            ("b", "n"): b_n, ("b", "k"): (bk, bn, 128)}
-    return Config(family, bm, bn, bk, 384 if bm == 128 else 256, smem, inputs, layouts,
+    threads = 128 * (min(bm // 64, 2) + 1)  # consumer warpgroups (two of 128 rows at bm = 256), producer
+    return Config(family, bm, bn, bk, threads, smem, inputs, layouts,
                   tma=tma, efficiency=efficiency, persistent=True)
 
 
@@ -137,9 +138,18 @@ CONFIGS = (
 
 #: tiles only the convolution kernels are built with (kernels/conv_sm90.cu):
 #: 128x192 for layers of 192 or 384 channels, which a 128x256 tile leaves
-#: a quarter empty (efficiency: between its neighbours', not yet swept)
+#: a quarter empty (efficiency: between its neighbours', not swept), and
+#: (fprop and the data gradient only) 256-row tiles for layers of few output
+#: channels, whose 128-row tiles wait on operand bytes from L2.  Their
+#: efficiencies were set against benchmarks/conv_schedule.py's sweep of
+#: the convnets' layers (H100, fp16, 2026-11-28): 256x96 at 0.68 took
+#: AlexNet conv5's 256 filters (57 against 52 us on 128x128); at 0.6 it
+#: keeps to outputs of about 96 columns
 CONV_CONFIGS = (
     _sm90(128, 192, 64, 226400, _HALF, 0.74),
+    _sm90(256, 128, 64, 218192, _HALF, 0.75),
+    _sm90(256, 96, 64, 218192, _HALF, 0.6),
+    _sm90(256, 64, 64, 226400, _HALF, 0.52),
 )
 
 
