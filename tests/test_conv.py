@@ -285,6 +285,9 @@ IMPLICIT_CASES = [
                       dil_w=2), id="tail-stride-dilation"),
     pytest.param(dict(N=2, C=8, K=8, H=5, W=5, str_h=2, str_w=2), id="1x1-stride2"),
     pytest.param(dict(N=3, C=64, K=130, H=12, W=12, R=3, S=3), id="k-tail"),
+    # a tap's last 64-channel chunk part-filled: half for fprop's C = 96,
+    # three quarters for bprop's K = 48 (the channels past C read as zeros)
+    pytest.param(dict(N=2, C=96, K=48, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="part-chunks"),
     pytest.param(dict(N=2, C=8, K=16, H=6, W=7, R=2, S=2), id="even-filter"),
     pytest.param(dict(N=2, C=8, K=32, H=17, W=17, R=7, S=7, pad_h=3, pad_w=3, str_h=2,
                       str_w=2), id="7x7-stride2"),
