@@ -19,8 +19,9 @@
 // tile is the head of its range, and it leaves its partial sums in
 // `partial` (slot b: BM / 64 parts of 64 x BN fp32, each thread's 16-byte
 // pieces side by side) and raises their flags (the G x BM / 64 ints after
-// the slots, zeroed before the launch).  The finishing block adds them in block order --
-// the bits depend on G, not on timing -- and runs the normal epilogue.
+// the slots, zeroed before the launch).  The finishing block adds them in
+// block order -- the bits depend on G, not on timing -- and runs the
+// normal epilogue.
 // The wait cannot deadlock: a block only waits on blocks of higher index,
 // which raise their flag after their whole tiles and first segment, and
 // the last block never waits.
