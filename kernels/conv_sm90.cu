@@ -30,7 +30,7 @@
 // Parameters: ConvGemmArgs below: the GEMM's GemmArgs (fprop: M = N*P*Q,
 // N = K, K = R*S*cchunks*64, ldc = K, bias_n = 1; update: M = K, N =
 // R*S*Cp, K = N*P*Q, ldc = R*S*Cp; batch = kbatch = 1) followed by the
-// geometry (ConvGeom in gemm_sm90.cuh: P, Q, R, S, cchunks = ceil(C/64), C,
+// geometry (ConvGeom in conv_loads.cuh: P, Q, R, S, cchunks = ceil(C/64), C,
 // strides, paddings, dilations, and the FastDiv multiply-shifts of P*Q, Q,
 // S, cchunks and Cp).  Channels past C and positions past
 // N*P*Q read as zeros.

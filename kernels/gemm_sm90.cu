@@ -27,7 +27,7 @@
 // consumers (232) in the 2-consumer kernels.  Tiles with BN <= 64, and
 // 64x128, alternate K steps between two accumulator sets (two dependent
 // wgmma chains instead of one; summed before the epilogue).  Epilogue
-// (gemm_sm90.cuh): an fp16/bf16 C in 16-byte aligned rows is finished in
+// (sm90_epilogue.cuh): an fp16/bf16 C in 16-byte aligned rows is finished in
 // registers, staged as 8x8 matrices (stmatrix) 64 columns at a time and
 // written in 16-byte pieces (ga_epilogue16); an fp32 C as 8-byte pairs
 // straight from the accumulators (ga_epilogue32), and so are split-K

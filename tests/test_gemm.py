@@ -454,7 +454,7 @@ def test_cluster_k_split(gpu_ng, monkeypatch, kind, tile, cluster, even):
                          ids=lambda s: "x".join(map(str, s)))
 def test_vector_epilogue_gives_the_element_epilogues_bits(gpu_ng, out_dtype, bias_shape, relu, mnk):
     """A C whose rows start on 16 bytes is finished in registers and stored
-    from there (gemm_sm90.cuh's ga_epilogue16: 16-bit values staged and
+    from there (sm90_epilogue.cuh's ga_epilogue16: 16-bit values staged and
     copied out in 16-byte pieces; ga_epilogue32: fp32 pairs); one whose rows
     do not goes element by element.  Same tiles, same accumulators:
     the bits must agree -- ragged last pieces (N % 8 != 0), the NaNs of a

@@ -26,7 +26,7 @@ TILES = ((256, 128), (256, 96), (256, 64), (128, 256), (128, 192), (128, 128), (
          (64, 128), (64, 64))
 #: channels (or output positions) per K-tile: one 128-byte swizzle row of fp16/bf16
 CHUNK = 64
-#: ConvGeom (gemm_sm90.cuh): P, Q, R, S, cchunks, C, strides, paddings,
+#: ConvGeom (kernels/conv_loads.cuh): P, Q, R, S, cchunks, C, strides, paddings,
 #: dilations, then the FastDiv of P*Q, Q, S, cchunks and 64 * cchunks
 GEOM = struct.Struct("<12i" + fastdiv.FORMAT * 5)
 #: ConvGemmArgs is GemmArgs then ConvGeom, padded to the 64-byte alignment

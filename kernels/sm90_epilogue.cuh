@@ -1,0 +1,257 @@
+// sm90_epilogue.cuh: the Hopper GEMM body's epilogues (gemm_sm90.cuh): a
+// consumer warpgroup's 64 x BN accumulators (the wgmma m64nN layout: thread
+// (warp, lane) holds rows 16 warp + lane / 4 (+ 8), columns 8 j + 2 (lane %
+// 4) (+ 1)) finished and stored -- straight from the registers for a 16-bit
+// or fp32 C with at most alpha, bias, relu and an output scale, as split-K
+// partial sums, or staged through shared memory 32 columns at a time for
+// the rest of gemm_common.cuh's epilogue (beta, stochastic rounding,
+// statistics, FP8).
+#pragma once
+#include "sm90_ptx.cuh"
+
+// Row stride (floats) of the epilogue staging: 64-bit stores of a half-warp
+// (4 rows x 8 floats) then hit 32 distinct banks.
+#define GA_EPI_STRIDE 40
+
+// Eight adjacent outputs (m, n .. n + 7) when neither beta, stochastic
+// rounding nor statistics is on: gemm_finish's arithmetic (gemm_value, the
+// amax, the output scale), one 16-byte store (two for fp32, one of 8 bytes
+// for FP8).
+GA_D void ga_store8(const GemmArgs &p, GemmEpi &st, int ob, int m, int n, const float *src) {
+    float4 lo = *(const float4 *)src, hi = *(const float4 *)(src + 4);
+    float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    #pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        v[i] = gemm_value(p, st, ob, m, n + i, v[i]);
+        if (p.flags & EPI_AMAX) st.amax = fmaxf(st.amax, fabsf(v[i]));
+        if (st.post != 1.f) v[i] = __fmul_rn(v[i], st.post);
+    }
+    long long ci = ob * p.batch_c + m * p.ldc + n;
+    if (p.c_type >= GEMM_E4M3) {
+        unsigned w[2];
+        #pragma unroll
+        for (int i = 0; i < 2; ++i)
+            w[i] = gemm_fp8x2_bits(v[4 * i], v[4 * i + 1], p.c_type) |
+                   ((unsigned)gemm_fp8x2_bits(v[4 * i + 2], v[4 * i + 3], p.c_type) << 16);
+        *(uint2 *)((unsigned char *)p.c + ci) = make_uint2(w[0], w[1]);
+    } else if (p.c_type == GEMM_F32) {
+        *(float4 *)((float *)p.c + ci) = make_float4(v[0], v[1], v[2], v[3]);
+        *(float4 *)((float *)p.c + ci + 4) = make_float4(v[4], v[5], v[6], v[7]);
+    } else {
+        unsigned w[4];
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            unsigned a = p.c_type == GEMM_F16 ? ga_f2h_bits(v[2 * i]) : ga_f2bf_bits(v[2 * i]);
+            unsigned b = p.c_type == GEMM_F16 ? ga_f2h_bits(v[2 * i + 1]) : ga_f2bf_bits(v[2 * i + 1]);
+            w[i] = a | (b << 16);
+        }
+        *(uint4 *)((ga_half *)p.c + ci) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
+// Outputs of one staged 64 x 32 chunk whose corner is (m0, n0), by the 128
+// threads of a consumer warpgroup, row by row (coalesced).
+GA_D void ga_epilogue_chunk(const GemmArgs &p, const GemmTile &g, const float *ep, int m0, int n0, bool fast,
+                            GemmEpi &st) {
+    const int tid = threadIdx.x & 127;
+    if (fast) {
+        for (int q = tid; q < 64 * 4; q += 128) {
+            const int r = q >> 2, m = m0 + r, n = n0 + 8 * (q & 3);
+            const float *src = ep + r * GA_EPI_STRIDE + 8 * (q & 3);
+            if (m >= p.M) continue;
+            if (n + 8 <= p.N) {
+                ga_store8(p, st, g.ob, m, n, src);
+            } else {
+                for (int i = 0; i < 8; ++i) gemm_output(p, g, m, n + i, src[i], st);
+            }
+        }
+    } else {
+        for (int e = tid; e < 64 * 32; e += 128) {
+            const int r = e >> 5, col = e & 31;
+            gemm_output(p, g, m0 + r, n0 + col, ep[r * GA_EPI_STRIDE + col], st);
+        }
+    }
+}
+
+// One output's value in ga_epilogue16/32: gemm_finish's arithmetic for alpha,
+// bias, relu and the output scale (the same roundings, so the same bits);
+// PLAIN: alpha alone (no bias or relu, output scale 1).  Outputs past M or N
+// are computed too (ga_epilogue16 rounds whole fragments) but never stored:
+// they read no bias, which ends at M x N.  (ga_epilogue16 takes it for
+// PLAIN only, ga_epi_lean otherwise.)
+template <bool PLAIN>
+GA_D float ga_epi_value(const GemmArgs &p, const GemmEpi &st, int m, int n, float acc) {
+    float v = __fmul_rn(st.pre, acc);
+    if constexpr (!PLAIN) {
+        if ((p.flags & EPI_BIAS) && m < p.M && n < p.N)
+            v = __fadd_rn(v, gemm_load(p.bias, p.bias_type, m * p.bias_m + n * p.bias_n));
+        if (p.flags & EPI_RELU) v = v < 0.f ? 0.f : v;  // NaN passes
+        if (st.post != 1.f) v = __fmul_rn(v, st.post);
+    }
+    return v;
+}
+
+// One output's value in ga_epilogue16 (not PLAIN), `b` its bias: the flags
+// tested once a tile, not per value, and the bias read from shared memory:
+// ga_epi_value's arithmetic and roundings, so the same bits.
+GA_D float ga_epi_lean(const GemmEpi &st, float acc, float b, bool bias, bool relu) {
+    float v = __fmul_rn(st.pre, acc);
+    if (bias) v = __fadd_rn(v, b);
+    if (relu) v = v < 0.f ? 0.f : v;  // NaN passes
+    if (st.post != 1.f) v = __fmul_rn(v, st.post);
+    return v;
+}
+
+// A consumer warpgroup's 64 x BN outputs (corner m0, n0) straight from its
+// accumulators, when C is fp16/bf16 in 16-byte aligned rows and the
+// epilogue is at most alpha, bias, relu and an output scale: the values are
+// finished in registers and rounded two to a word, written to the
+// warpgroup's 8 KB of staging as 8 x 8 matrices (stmatrix; 128-byte rows
+// whose 16-byte pieces are XOR-swizzled by row, so neither side has bank
+// conflicts), 64 columns at a time, then copied out one 16-byte piece a
+// thread, a row's pieces side by side.  Against staging fp32 values 32
+// columns at a time and finishing them there, this halves the barriers and
+// cuts the instructions per output about sixfold: that epilogue took 10-45%
+// of a 128x256 tile's time (H100: 4096^3 214 -> 181 us without it).
+//
+// A bias along columns (bias_m = 0: a convolution's or dense layer's) is
+// first copied to the 2 KB past the staging (this warpgroup's share of the
+// fp32 staging, 64 x GA_EPI_STRIDE floats, holds 8 KB + 2 KB), one load
+// latency a tile, and the flags are read once a value from the constant
+// bank.  Loaded per value from global memory, behind per-value tests,
+// they stalled a convolution's short tiles: VGG-A's conv2 fprop (fp16,
+// H100, 128x128 tiles, K = 576) took 241 us plain, 377 with relu and 512
+// with bias and relu.  (Another bias takes the staged epilogue: a row
+// bias would need registers the 128x256 tiles do not have to spare.)
+template <int BN, bool PLAIN>
+GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
+                        int m0, int n0, int cw) {
+    // chunk width (a divisor of BN); 16-byte pieces per row
+    constexpr int CW = BN < 64 ? BN : BN % 64 ? 32 : 64, VPR = CW / 8;
+    const int tid = threadIdx.x & 127, warp = tid / 32, lane = tid & 31;
+    const unsigned sbias = stage + 64 * 128;
+    static_assert(64 * GA_EPI_STRIDE * 4 >= 64 * 128 + 256 * 4, "no room for the tile's bias");
+    if (!PLAIN && (p.flags & EPI_BIAS)) {
+        for (int i = tid; i < BN; i += 128)
+            ga_sts32f(sbias + 4 * i, n0 + i < p.N ? gemm_load(p.bias, p.bias_type, (n0 + i) * p.bias_n) : 0.f);
+        ga_wg_sync(cw);
+    }
+    const bool half = p.c_type == GEMM_F16;
+    // accumulator (row rl (+ 8), columns 8 j + cl, + 1); stmatrix row address of this lane
+    const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
+    const int srow = warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+    unsigned short *c = (unsigned short *)p.c + (long long)ob * p.batch_c;
+    #pragma unroll
+    for (int k = 0; k < BN / CW; ++k) {
+        #pragma unroll
+        for (int pr = 0; pr < CW / 16; ++pr) {
+            // matrices: column groups j, j + 1 (8 columns each) x row halves
+            unsigned w[4];
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int j = k * VPR + 2 * pr + (q >> 1), h = q & 1, m = m0 + rl + 8 * h, n = n0 + 8 * j + cl;
+                const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
+                if constexpr (PLAIN) {
+                    w[q] = ga_pack16(ga_epi_value<true>(p, st, m, n, a0), ga_epi_value<true>(p, st, m, n + 1, a1),
+                                     half);
+                } else {
+                    const bool bias = p.flags & EPI_BIAS, relu = p.flags & EPI_RELU;
+                    const float2 b = bias ? ga_lds64f(sbias + 4 * (n - n0)) : make_float2(0.f, 0.f);
+                    w[q] = ga_pack16(ga_epi_lean(st, a0, b.x, bias, relu), ga_epi_lean(st, a1, b.y, bias, relu), half);
+                }
+            }
+            const int piece = 2 * pr + (lane >> 4);
+            ga_stmatrix_x4(stage + srow * 128 + ((piece ^ (srow & 7)) << 4), w);
+        }
+        ga_wg_sync(cw);
+        #pragma unroll
+        for (int i = 0; i < 64 * VPR / 128; ++i) {
+            const int v = tid + 128 * i, r = v / VPR, piece = v % VPR;
+            const int m = m0 + r, n = n0 + k * CW + 8 * piece;
+            const uint4 x = ga_lds128(stage + r * 128 + ((piece ^ (r & 7)) << 4));
+            if (m >= p.M || n >= p.N) continue;
+            unsigned short *dst = c + m * p.ldc + n;
+            if (n + 8 <= p.N) {
+                *(uint4 *)dst = x;
+            } else {
+                const unsigned words[4] = {x.x, x.y, x.z, x.w};
+                #pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    if (n + e < p.N) dst[e] = (unsigned short)(words[e / 2] >> (16 * (e & 1)));
+            }
+        }
+        ga_wg_sync(cw);
+    }
+}
+
+// The same for an fp32 C in 16-byte aligned rows: each pair of values goes
+// straight from the accumulators to memory as one 8-byte store (four lanes
+// fill a 32-byte sector), with no staging and no barrier.
+template <int BN, bool PLAIN>
+GA_D void ga_epilogue32(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], int ob, int m0, int n0) {
+    const int tid = threadIdx.x & 127, warp = tid / 32, lane = tid & 31;
+    const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
+    float *c = (float *)p.c + (long long)ob * p.batch_c;
+    #pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = m0 + rl + 8 * h, n = n0 + 8 * j + cl;
+            if (m >= p.M || n >= p.N) continue;
+            const float v0 = ga_epi_value<PLAIN>(p, st, m, n, acc[4 * j + 2 * h]);
+            float *dst = c + m * p.ldc + n;
+            if (n + 2 <= p.N)
+                *(float2 *)dst = make_float2(v0, ga_epi_value<PLAIN>(p, st, m, n + 1, acc[4 * j + 2 * h + 1]));
+            else
+                *dst = v0;
+        }
+    }
+}
+
+// A consumer warpgroup's 64 x BN split-K partial sums (corner m0, n0) straight
+// from its accumulators into the split's fp32 slab (rows of N floats; N even),
+// as ga_epilogue32 stores: 8-byte pairs, four lanes to a 32-byte sector.
+// Staging them 32 columns at a time cost two warpgroup barriers a chunk.
+template <int BN>
+GA_D void ga_partials32(const GemmArgs &p, const GemmTile &g, const float (&acc)[BN / 2], int m0, int n0) {
+    const int tid = threadIdx.x & 127, warp = tid / 32, lane = tid & 31;
+    const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
+    float *slab = p.partial + (long long)(g.split * p.batch + g.ob) * p.M * p.N;
+    #pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = m0 + rl + 8 * h, n = n0 + 8 * j + cl;
+            if (m < p.M && n < p.N)
+                *(float2 *)(slab + (long long)m * p.N + n) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        }
+    }
+}
+
+// A consumer warpgroup's 64 x BN outputs (corner m0, n0) otherwise: staged
+// through its fp32 staging `ep` 32 columns at a time and finished by
+// ga_epilogue_chunk.  The loop stays rolled (one copy of the epilogue
+// code), and each chunk's registers are picked by compile-time indices.
+template <int BN>
+GA_D void ga_epilogue_staged(const GemmArgs &p, const GemmTile &g, GemmEpi &st, const float (&acc)[BN / 2], float *ep,
+                             int m0, int n0, bool fast, int cw) {
+    const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x & 31;
+    const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
+    #pragma unroll 1
+    for (int c = 0; c < BN / 32; ++c) {
+        ga_wg_sync(cw);
+        #pragma unroll
+        for (int cc = 0; cc < BN / 32; ++cc) {
+            if (cc != c) continue;
+            #pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    *(float2 *)(ep + (rl + 8 * h) * GA_EPI_STRIDE + 8 * j + cl) =
+                        make_float2(acc[16 * cc + 4 * j + 2 * h], acc[16 * cc + 4 * j + 2 * h + 1]);
+            }
+        }
+        ga_wg_sync(cw);
+        ga_epilogue_chunk(p, g, ep, m0, n0 + 32 * c, fast, st);
+    }
+}
