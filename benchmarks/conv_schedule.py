@@ -49,12 +49,13 @@ def schedules(plans, ng, m, n):
     return modes
 
 
-def modelled(plans, tiles_mod, ng, choice, m, n, ktiles, slowdown):
+def modelled(plans, ng, choice, m, n, ktiles, slowdown):
+    """The planner's seconds for one (cfg, stream_k) choice."""
     cfg, stream_k = choice
     tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
     if stream_k:
         return plans.stream_k_seconds(ng, cfg, tiles, ktiles, slowdown, whole_first=True)
-    return -(-tiles // ng.sms) * ktiles * tiles_mod.ktile_seconds(ng, cfg)
+    return plans.waves_seconds(ng, cfg, tiles, ktiles)
 
 
 def measure(np, ng, plans, run, result, modes):
@@ -94,15 +95,14 @@ def run_layer(np, ng, plans, net, N, spec, dtype):
     return found
 
 
-def fitted_range(plans, tiles_mod, ng, found):
+def fitted_range(plans, ng, found):
     """(µs lost, slowdowns): the slowdowns whose picks lose least against the
     fastest schedule measured per layer and pass, summed (within 1 µs)."""
     lost = {}
     for slowdown in SLOWDOWNS:
         lost[slowdown] = 0.0
         for _, (m, n, ktiles), modes, times in found:
-            pick = min(modes, key=lambda k: modelled(plans, tiles_mod, ng, modes[k], m, n, ktiles,
-                                                     slowdown))
+            pick = min(modes, key=lambda k: modelled(plans, ng, modes[k], m, n, ktiles, slowdown))
             lost[slowdown] += times[pick][0] - min(t for t, _ in times.values())
     least = min(lost.values())
     return least, [s for s in SLOWDOWNS if lost[s] <= least + 1.0]
@@ -119,7 +119,6 @@ def main():
     import numpy as np
 
     from gpuarray.conv import implicit_plan as plans
-    from gpuarray.gemm import tiles as tiles_mod
     _, ng = peers
     found = []
     for net in args.nets.split(","):
@@ -129,13 +128,12 @@ def main():
                 continue
             for case, shape, modes, times in run_layer(np, ng, plans, net, N, spec, args.dtype):
                 found.append((case, shape, modes, times))
-                model = {mode: 1e6 * modelled(plans, tiles_mod, ng, choice, *shape,
-                                              plans.STREAM_K_FPROP_SLOWDOWN)
+                model = {mode: 1e6 * modelled(plans, ng, choice, *shape, plans.STREAM_K_FPROP_SLOWDOWN)
                          for mode, choice in modes.items()}
                 print(f"{case} M, N, K-tiles {shape}: " + ", ".join(
                     f"{mode} {us:.1f} us (model {model[mode]:.1f})" for mode, (us, _) in times.items()),
                     flush=True)
-    least, good = fitted_range(plans, tiles_mod, ng, found)
+    least, good = fitted_range(plans, ng, found)
     print(f"slowdowns whose picks lose least ({least:.1f} us over {len(found)} passes against the "
           f"fastest schedule of each): {good[0]:.2f} to {good[-1]:.2f} "
           f"(implicit_plan.STREAM_K_FPROP_SLOWDOWN = {plans.STREAM_K_FPROP_SLOWDOWN})")

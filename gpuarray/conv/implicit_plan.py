@@ -110,14 +110,19 @@ def choose_fprop(gpu, m, n, ktiles):
     waves but the last one or two run as they are and every SM then takes
     an equal share of the other tiles' K-tiles."""
     cfg = choose(gpu, m, n)
-    tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
-    best = (-(-tiles // gpu.sms) * ktiles * gemm_tiles.ktile_seconds(gpu, cfg), cfg, False)
+    best = (waves_seconds(gpu, cfg, -(-m // cfg.bm) * -(-n // cfg.bn), ktiles), cfg, False)
     for other in _configs():
         seconds = stream_k_seconds(gpu, other, -(-m // other.bm) * -(-n // other.bn), ktiles,
                                    STREAM_K_FPROP_SLOWDOWN, whole_first=True)
         if seconds is not None and seconds < best[0]:
             best = (seconds, other, True)
     return best[1], best[2]
+
+
+def waves_seconds(gpu, cfg, tiles, ktiles):
+    """Modelled seconds of ``tiles`` whole tiles of ``ktiles`` K-tiles each,
+    in waves over the SMs (the data-parallel schedule, or a K-split's)."""
+    return -(-tiles // gpu.sms) * ktiles * gemm_tiles.ktile_seconds(gpu, cfg)
 
 
 def stream_k_seconds(gpu, cfg, tiles, ktiles, slowdown=1.0, whole_first=False):
@@ -224,11 +229,10 @@ def choose_schedule(gpu, cfg, m, n, ktiles):
     one partial tile read per other block sharing it, through L2
     (:func:`stream_k_seconds`)."""
     tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
-    per_ktile = gemm_tiles.ktile_seconds(gpu, cfg)
     partial = 2 * m * n * 4 / gemm_tiles.DRAM_BYTES_PER_S
 
     def seconds(splits):
-        main = -(-tiles * splits // gpu.sms) * -(-ktiles // splits) * per_ktile
+        main = waves_seconds(gpu, cfg, tiles * splits, -(-ktiles // splits))
         return main + (splits * partial + gemm_tiles.SPLIT_S if splits > 1 else 0.0)
 
     best = min(range(1, max(1, ktiles // MIN_KTILES_PER_SPLIT) + 1), key=seconds)
