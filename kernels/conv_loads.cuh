@@ -67,7 +67,12 @@ GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsi
 // The loads of one K-tile kt of the filter gradient: A (E^T, "m"-major
 // panels of 64 filters) at output positions kt*64 ..; B's panel j (64
 // output positions x 64 channels) gathered at tap (n0 + 64 j) / (64 cchunks).
-template <int BM, int BN>
+// With multicast pairs (MC > 1: the cluster's blocks hold vertically
+// adjacent tiles, the same B) the block of cluster rank r (blockIdx.x mod
+// MC: clusters run along x; a register fewer than asking for the rank,
+// which the 40-register producer would spill) gathers panels j = r mod MC
+// into every block of the cluster.
+template <int BM, int BN, int MC>
 GA_D void ga_conv_update_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsigned sb, unsigned full,
                                int kt, int m0, int n0) {
     const int m = kt * 64;
@@ -77,8 +82,14 @@ GA_D void ga_conv_update_loads(const ConvGeom &cg, const GemmArgs &p, unsigned s
     ga_conv_origin(cg, m, w, h, n);
     #pragma unroll
     for (int j = 0; j < BN / 64; ++j) {
+        if (MC > 1 && j % MC != (int)(blockIdx.x % MC)) continue;
         const int col = n0 + 64 * j, tap = divide(cg.by_cpad, col), c0 = col - tap * cg.by_cpad.d;
         const int fr = divide(cg.by_s, tap), fs = tap - fr * cg.S;
-        ga_tma_load_im2col(sb + j * 8192, &p.tmap_b, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
+        if constexpr (MC > 1) {
+            ga_tma_load_im2col_multicast(sb + j * 8192, &p.tmap_b, full, c0, w, h, n, fs * cg.dil_w,
+                                         fr * cg.dil_h, (1u << MC) - 1);
+        } else {
+            ga_tma_load_im2col(sb + j * 8192, &p.tmap_b, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
+        }
     }
 }

@@ -55,7 +55,11 @@
 // update may instead run the stream-K schedule (stream_k.cuh): flags |=
 // SCHED_STREAM_K, splits = 1, min(SMs, tiles * K-tiles) blocks, `partial`
 // a workspace of a BM x BN fp32 slot per block and then (BM / 64) flags per
-// block, zeroed before each launch.
+// block, zeroed before each launch.  The update's multicast pairs
+// (..._update_mc2): clusters of 2 blocks along x, the grid twice the
+// clusters the GPU holds at once (at most), the two blocks of a cluster on
+// vertically adjacent tiles (rows 256 t .. 256 t + 255), each gathering
+// half of B's panels into both (gemm_sm90.cuh, MC).
 //
 // Kernels: ga_conv_sm90_<BM>x<BN>x64_<f16|bf16>_<fprop|bprop|update> for the
 // tiles 128x256, 128x192 (layers of 192 or 384 channels: no quarter-empty
@@ -63,7 +67,7 @@
 // 256x96 and 256x64 (two consumer warpgroups of 128 rows: layers of few
 // output channels, whose 128-row tiles wait on operand bytes from L2; 96
 // wide for 96 filters or channels, which leave a 128-wide tile a quarter
-// empty).
+// empty); and the update on 128x256 tiles in multicast pairs.
 #include "gemm_sm90.cuh"
 
 struct ConvGemmArgs {
@@ -83,11 +87,17 @@ static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARG
 #define GA_CONV_PASSES(BM, BN, IN, TY)    \
     GA_CONV_DATA_PASSES(BM, BN, IN, TY)   \
     GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE)
+#define GA_CONV_PAIRED_UPDATE(BM, BN, IN, TY)                                                   \
+    extern "C" __global__ void __launch_bounds__(GaSm90Cfg<BM, BN, IN>::THREADS, 1)               \
+        ga_conv_sm90_##BM##x##BN##x64_##TY##_update_mc2(const __grid_constant__ ConvGemmArgs a) { \
+        ga_gemm_sm90<BM, BN, IN, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, false, 2>(a.p, &a.g);  \
+    }
 #define GA_CONV_SHAPES(IN, TY)            \
     GA_CONV_DATA_PASSES(256, 128, IN, TY) \
     GA_CONV_DATA_PASSES(256, 96, IN, TY)  \
     GA_CONV_DATA_PASSES(256, 64, IN, TY)  \
     GA_CONV_PASSES(128, 256, IN, TY)      \
+    GA_CONV_PAIRED_UPDATE(128, 256, IN, TY) \
     GA_CONV_PASSES(128, 192, IN, TY)      \
     GA_CONV_PASSES(128, 128, IN, TY)      \
     GA_CONV_PASSES(128, 64, IN, TY)       \

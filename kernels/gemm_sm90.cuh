@@ -96,14 +96,43 @@ GA_D bool ga_cluster_reduce(float (&acc)[SUB][BN / 2], unsigned frag, unsigned r
     return true;
 }
 
+// The schedule's next tile of this block: that of its unit (stream_k.cuh),
+// whose MC blocks take its MC row blocks, one each, over the same K-tiles
+// (the rank narrows K-tiles only for the cluster K-split).
+template <int BM, int BN, int BK, int MC>
+GA_D bool ga_next_tile(const GemmArgs &p, GaWork &w, unsigned rank, unsigned cs, GemmTile &g, int &kt0, int &kt1) {
+    if (!ga_next_work<BM * MC, BN, BK, MC>(p, w, MC > 1 ? 0u : rank, cs, g, kt0, kt1)) return false;
+    if constexpr (MC > 1) g.tm = g.tm * MC + (int)(blockIdx.x % MC);  // the cluster rank (clusters run along x)
+    return true;
+}
+
+// A drained stage goes back to the producer of every block that writes into
+// it: this block's, and with multicast pairs each block of the cluster's.
+template <int MC> GA_D void ga_stage_release(unsigned empty) {
+    if constexpr (MC > 1) {
+        #pragma unroll
+        for (int r = 0; r < MC; ++r) ga_mbar_arrive_remote(ga_mapa(empty, r));
+    } else {
+        ga_mbar_arrive(empty);
+    }
+}
+
 // CONV (GA_CONV_*): the producer gathers one operand by im2col (conv_sm90.cu).
 // PROMOTE (FP8): each K-tile's products are summed by the tensor cores into
 // a second accumulator set, which is then added to the first in fp32 --
 // the tensor cores' own FP8 accumulation keeps fewer bits than fp32
 // (cuBLASLt's default does the same; "fast accumulation" does not).
-template <int BM, int BN, int IN, int LA, int LB, int CONV = GA_CONV_NONE, bool PROMOTE = false>
+// MC (multicast pairs; the filter gradient): launched in clusters of MC
+// blocks, which take MC vertically adjacent tiles of the schedule's MC*BM
+// rows and share their B: each block gathers 1/MC of B's panels into all
+// of them (one L2 read for MC blocks: the filter gradient's 128x256 tiles
+// ran at 92% of L2 throughput and 75% tensor-pipe use without it), and a
+// stage is free for the next K-tile once every block's consumers are done
+// with it.
+template <int BM, int BN, int IN, int LA, int LB, int CONV = GA_CONV_NONE, bool PROMOTE = false, int MC = 1>
 GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
     typedef GaSm90Cfg<BM, BN, IN> C;
+    static_assert(MC == 1 || (CONV == GA_CONV_UPDATE && !PROMOTE), "multicast pairs: the filter gradient's B");
     extern __shared__ unsigned char smem_raw[];
     // 128-byte swizzle repeats every 1024 bytes; tiles start on that period
     // so that descriptors need no base offset.
@@ -112,11 +141,12 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
     const unsigned bars = base + C::STAGES * C::STAGE_BYTES + C::EPI_BYTES;
     const unsigned ready = bars + 16 * C::STAGES, freed = ready + 8;
     const int wg = threadIdx.x / 128;
-    const unsigned cs = ga_cluster_size(), rank = ga_cluster_rank();
+    // cs: blocks of the cluster K-split (ga_cluster_reduce); 1 with multicast pairs
+    const unsigned cs = MC > 1 ? 1u : ga_cluster_size(), rank = ga_cluster_rank();
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
             ga_mbar_init(bars + 8 * s, 1);                         // the producer's expect_tx
-            ga_mbar_init(bars + 8 * (C::STAGES + s), 4 * C::NC);  // one arrive per consumer warp
+            ga_mbar_init(bars + 8 * (C::STAGES + s), 4 * C::NC * MC);  // per consumer warp of each block
         }
         // ga_cluster_reduce: every consumer thread of the other blocks; block 0's
         // (each thread's own release: one arrival per warp measured no faster,
@@ -129,10 +159,11 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
     // initialised first.  (This barrier costs about 0.7 us.  Split into an
     // arrival here and a wait before the first access to another block, it
     // saved 0.4 us at 4096 x 32 x 4096 but racecheck no longer finished.)
-    if (cs > 1) ga_cluster_sync();
+    if (MC > 1 || cs > 1) ga_cluster_sync();
     else __syncthreads();
-    // a cluster works on one tile at a time (ga_cluster_reduce)
-    GaWork work = ga_work_start(p, BM, BN, C::BK, cs);
+    // a K-split cluster works on one tile at a time (ga_cluster_reduce), a
+    // multicast cluster on MC adjacent ones
+    GaWork work = ga_work_start<MC>(p, BM * MC, BN, C::BK, cs);
     GemmTile g;
     int kt0, kt1;
 
@@ -144,7 +175,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             asm volatile("prefetch.tensormap [%0];" ::"l"(&p.tmap_b) : "memory");
             int s = 0;
             unsigned phase = 0, it = 0;
-            for (; ga_next_work<BM, BN, C::BK>(p, work, rank, cs, g, kt0, kt1); ++it) {
+            for (; ga_next_tile<BM, BN, C::BK, MC>(p, work, rank, cs, g, kt0, kt1); ++it) {
                 // the ring holds the cluster's accumulators until block 0 has read them
                 if (cs > 1 && it > 0) ga_mbar_wait_cluster(freed, (it - 1) & 1);
                 for (int kt = kt0; kt < kt1; ++kt) {
@@ -159,7 +190,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                     if constexpr (CONV == GA_CONV_FPROP || CONV == GA_CONV_BPROP) {
                         ga_conv_loads<BN, CONV>(*cg, p, sa, sb, full, kt, m0, n0);
                     } else if constexpr (CONV == GA_CONV_UPDATE) {
-                        ga_conv_update_loads<BM, BN>(*cg, p, sa, sb, full, kt, m0, n0);
+                        ga_conv_update_loads<BM, BN, MC>(*cg, p, sa, sb, full, kt, m0, n0);
                     } else {
                         if constexpr (LA == GA_MAJOR_K) {
                             ga_tma_load(sa, &p.tmap_a, full, k0, m0, dba);
@@ -218,7 +249,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         const unsigned frag = base + cw * C::SUB * C::FRAG_BYTES + 16 * (threadIdx.x & 127);
         int s = 0;
         unsigned phase = 0, it = 0;
-        for (; ga_next_work<BM, BN, C::BK>(p, work, rank, cs, g, kt0, kt1); ++it) {
+        for (; ga_next_tile<BM, BN, C::BK, MC>(p, work, rank, cs, g, kt0, kt1); ++it) {
             #pragma unroll
             for (int u = 0; u < C::SUB; ++u) {
                 #pragma unroll
@@ -274,7 +305,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                     // Keep one K-tile of wgmma in flight; the one before it has
                     // finished reading its stage, which goes back to the producer.
                     ga_wgmma_wait<1>();
-                    if (prev >= 0 && lane == 0) ga_mbar_arrive(bars + 8 * (C::STAGES + prev));
+                    if (prev >= 0 && lane == 0) ga_stage_release<MC>(bars + 8 * (C::STAGES + prev));
                     prev = s;
                 }
                 if (++s == C::STAGES) { s = 0; phase ^= 1; }
@@ -283,7 +314,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             #pragma unroll
             for (int u = 0; u < C::SUB; ++u) ga_fence_regs(acc[u]);
             ga_fence_regs(acc2);
-            if (prev >= 0 && lane == 0) ga_mbar_arrive(bars + 8 * (C::STAGES + prev));
+            if (prev >= 0 && lane == 0) ga_stage_release<MC>(bars + 8 * (C::STAGES + prev));
             if constexpr (DUAL) {
                 #pragma unroll
                 for (int i = 0; i < BN / 2; ++i) acc[0][i] += acc2[i];
@@ -294,9 +325,10 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             if constexpr (!PROMOTE) {
                 if (p.flags & SCHED_STREAM_K) {
                     bool finish = true;  // (the same answer for every part)
+                    const int part0 = (int)(blockIdx.x % MC) * (BM / 64) + cw * C::SUB;  // of the unit's tile
                     #pragma unroll
                     for (int u = 0; u < C::SUB; ++u)
-                        finish = ga_stream_k_fixup<BM, BN>(p, work, acc[u], kt0, kt1, cw, cw * C::SUB + u);
+                        finish = ga_stream_k_fixup<BM * MC, BN, MC>(p, work, acc[u], kt0, kt1, cw, part0 + u);
                     if (!finish) continue;
                 }
             }
@@ -326,8 +358,8 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         gemm_epi_flush(p, st);
     }
     // No block of a cluster leaves while another may still read its shared
-    // memory (a block's shared memory ends with it).
-    if (cs > 1) {
+    // memory or arrive on its barriers (a block's shared memory ends with it).
+    if (MC > 1 || cs > 1) {
         ga_cluster_arrive();
         ga_cluster_wait();
     }

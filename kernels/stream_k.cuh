@@ -33,6 +33,11 @@
 // exactly and moves at most one partial tile per block, through L2.  And
 // a convolution's fprop or data gradient whose tiles leave the last wave
 // mostly empty (gpuarray/conv/implicit_plan.py, choose_fprop).
+//
+// Units.  With multicast pairs (MC = 2: gemm_sm90.cuh) a cluster of MC
+// blocks takes MC vertically adjacent tiles as one MC*BM-row tile: both
+// schedules count clusters, not blocks (ga_unit), and a stream-K slot
+// holds the MC*BM/64 parts of the cluster's tiles.
 #pragma once
 #include "sm90_ptx.cuh"
 
@@ -48,39 +53,47 @@ struct GaWork {
     int next, end, step;
 };
 
+// The schedule's unit: this block's index, and their count -- blocks, or
+// clusters of MC blocks sharing operands (multicast pairs).
+template <int MC> GA_D unsigned ga_unit() { return blockIdx.x / MC; }
+template <int MC> GA_D unsigned ga_units() { return gridDim.x / MC; }
+
 // Stream-K's data-parallel tiles D, out of `total`.  (The filter gradient,
 // with few tiles of long K, measured slower with them: Overfeat's conv5,
 // 288 tiles, 568 -> 651 us on an H100.)
-GA_D int ga_stream_k_whole(const GemmArgs &p, int total) {
-    if (!(p.flags & SCHED_WHOLE_FIRST) || total < 2 * (int)gridDim.x) return 0;
-    return (total / (int)gridDim.x - 1) * (int)gridDim.x;
+template <int MC> GA_D int ga_stream_k_whole(const GemmArgs &p, int total) {
+    const int units = (int)ga_units<MC>();
+    if (!(p.flags & SCHED_WHOLE_FIRST) || total < 2 * units) return 0;
+    return (total / units - 1) * units;
 }
 
-// Block b's first stream-K iteration (b = gridDim.x: one past the last).
-GA_D int ga_stream_k_begin(const GemmArgs &p, int total, int ktiles, unsigned b) {
-    const int whole = ga_stream_k_whole(p, total);
-    return whole * ktiles + (int)(b * (long long)(total - whole) * ktiles / gridDim.x);
+// Unit b's first stream-K iteration (b = ga_units: one past the last).
+template <int MC> GA_D int ga_stream_k_begin(const GemmArgs &p, int total, int ktiles, unsigned b) {
+    const int whole = ga_stream_k_whole<MC>(p, total);
+    return whole * ktiles + (int)(b * (long long)(total - whole) * ktiles / ga_units<MC>());
 }
 
+// (BM: the unit's tile height, MC * the block's; cs: the cluster K-split's blocks)
+template <int MC>
 GA_D GaWork ga_work_start(const GemmArgs &p, int BM, int BN, int BK, unsigned cs) {
     const int total = gemm_tiles_total(p, BM, BN);
+    const unsigned unit = ga_unit<MC>();
     GaWork w;
     if (p.flags & SCHED_STREAM_K) {
         w.step = gemm_ktiles(p, BK);
-        w.next = ga_stream_k_whole(p, total) ? blockIdx.x * w.step
-                                             : ga_stream_k_begin(p, total, w.step, blockIdx.x);
-        w.end = ga_stream_k_begin(p, total, w.step, blockIdx.x + 1);
+        w.next = ga_stream_k_whole<MC>(p, total) ? unit * w.step : ga_stream_k_begin<MC>(p, total, w.step, unit);
+        w.end = ga_stream_k_begin<MC>(p, total, w.step, unit + 1);
     } else {
-        w.next = blockIdx.x / cs;
+        w.next = blockIdx.x / (cs * MC);
         w.end = total;
-        w.step = gridDim.x / cs;
+        w.step = gridDim.x / (cs * MC);
     }
     return w;
 }
 
 // The block's next unit of work: tile g and its K-tiles [kt0, kt1).  False
 // when the block is done.  Producer and consumers walk the same sequence.
-template <int BM, int BN, int BK>
+template <int BM, int BN, int BK, int MC>
 GA_D bool ga_next_work(const GemmArgs &p, GaWork &w, unsigned rank, unsigned cs, GemmTile &g, int &kt0,
                        int &kt1) {
     if (w.next >= w.end) return false;
@@ -88,11 +101,11 @@ GA_D bool ga_next_work(const GemmArgs &p, GaWork &w, unsigned rank, unsigned cs,
         const int tile = w.next / w.step, total = gemm_tiles_total(p, BM, BN);
         g = gemm_tile(p, tile, BM, BN);
         kt0 = w.next - tile * w.step;
-        const int whole = ga_stream_k_whole(p, total);
+        const int whole = ga_stream_k_whole<MC>(p, total);
         if (tile < whole) {  // a whole tile, then the next wave's or the shared part
             kt1 = w.step;
-            w.next += gridDim.x * w.step;
-            if (w.next >= whole * w.step) w.next = ga_stream_k_begin(p, total, w.step, blockIdx.x);
+            w.next += ga_units<MC>() * w.step;
+            if (w.next >= whole * w.step) w.next = ga_stream_k_begin<MC>(p, total, w.step, ga_unit<MC>());
             return true;
         }
         kt1 = min(w.step, kt0 + (w.end - w.next));
@@ -125,7 +138,7 @@ GA_D void ga_flag_wait(const int *flag) {
 // the tile's first K-tile and has now added the later blocks' partial sums
 // -- false when it left its partial sums for the block that finishes the
 // tile.
-template <int BM, int BN>
+template <int BM, int BN, int MC>
 GA_D bool ga_stream_k_fixup(const GemmArgs &p, const GaWork &w, float (&acc)[BN / 2], int kt0, int kt1, int cw,
                             int part) {
     constexpr int PARTS = BM / 64;
@@ -133,24 +146,24 @@ GA_D bool ga_stream_k_fixup(const GemmArgs &p, const GaWork &w, float (&acc)[BN 
     if (kt0 == 0 && kt1 == ktiles) return true;
     const int tid = threadIdx.x & 127;
     constexpr int PIECES = BN / 8;  // a thread's 16-byte pieces
-    int *flags = (int *)(p.partial + (long long)gridDim.x * PARTS * 64 * BN);
+    int *flags = (int *)(p.partial + (long long)ga_units<MC>() * PARTS * 64 * BN);
     if (kt0 != 0) {
-        float4 *slot = (float4 *)(p.partial + ((long long)blockIdx.x * PARTS + part) * 64 * BN);
+        float4 *slot = (float4 *)(p.partial + ((long long)ga_unit<MC>() * PARTS + part) * 64 * BN);
         #pragma unroll
         for (int i = 0; i < PIECES; ++i)
             slot[i * 128 + tid] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
         ga_wg_sync(cw);
-        if (tid == 0) ga_flag_raise(flags + blockIdx.x * PARTS + part);
+        if (tid == 0) ga_flag_raise(flags + ga_unit<MC>() * PARTS + part);
         return false;
     }
     // This block's range ended inside the tile: the block holding the tile's
     // last iteration (one past it: x1, counted from the shared part's
     // first) is the last to add.
-    const int total = gemm_tiles_total(p, BM, BN), whole = ga_stream_k_whole(p, total);
+    const int total = gemm_tiles_total(p, BM, BN), whole = ga_stream_k_whole<MC>(p, total);
     const long long x1 = w.end - kt1 + ktiles - (long long)whole * ktiles;
     const long long iters = (long long)(total - whole) * ktiles;
-    const int last = (int)((x1 * gridDim.x + iters - 1) / iters) - 1;
-    for (int b = blockIdx.x + 1; b <= last; ++b) {
+    const int last = (int)((x1 * ga_units<MC>() + iters - 1) / iters) - 1;
+    for (int b = ga_unit<MC>() + 1; b <= last; ++b) {
         if (tid == 0) ga_flag_wait(flags + b * PARTS + part);
         ga_wg_sync(cw);
         const float4 *slot = (const float4 *)(p.partial + ((long long)b * PARTS + part) * 64 * BN);

@@ -108,12 +108,23 @@ def route_steps(ng, prefix):
 class _ConvGemmKernel:
     """Records a conv_sm90 launch with its raw ConvGemmArgs bytes."""
 
+    size = 1
+
     def __init__(self, name, log):
         self.name, self.log = name, log
 
     def launch(self, grid, block, data, shared):
         assert len(data) == plans.ARGS_BYTES
+        assert grid[0] % self.size == 0
         self.log.append((self.name, grid, block, bytes(data), shared))
+
+    def clustered(self, size):
+        kernel = _ConvGemmKernel(self.name, self.log)
+        kernel.size = size
+        return kernel
+
+    def max_active(self, block, smem):
+        return 66  # an H100's clusters of two one-block-per-SM kernels
 
 
 class _ConvGemmLibrary:
@@ -481,14 +492,15 @@ def _stream_k_fields(ng, name):
 
 
 def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
-    """VGG-A conv8's filter gradient: one kernel over all 132 SMs, a partial
-    tile slot per block and then its flags, which are zeroed before the
+    """VGG-A conv8's filter gradient: one kernel over all 132 SMs in
+    multicast pairs, a partial tile slot per block and then its flags, which are zeroed before the
     launch (and before a replay of it)."""
     ng = hopper
     layer = ng.conv_layer(np.float16, 64, 512, 512, H=14, W=14, R=3, S=3, pad_h=1, pad_w=1)
     I, E, G = _tensors(ng, layer, "update")
     ng.update_conv(layer, I, E, G)
-    fields = _stream_k_fields(ng, "ga_conv_sm90_128x256x64_f16_update")
+    fields = _stream_k_fields(ng, "ga_conv_sm90_128x256x64_f16_update_mc2")  # 66 pairs
+    assert ng.last_gemm.cluster == 2
     assert fields["flags"] == gk.SCHED_STREAM_K
     assert (fields["splits"], fields["tiles_per_split"]) == (1, 196)
     slots = 132 * 128 * 256 * 4

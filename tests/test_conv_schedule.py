@@ -79,6 +79,36 @@ def test_stream_k_is_deterministic_and_replays(hopper_ng, monkeypatch, kw):
     _same_bits_again(ng, G, lambda: ng.update_conv(layer, I, E, G))
 
 
+#: the filter gradient's multicast pairs (128x256 tiles, two blocks of a
+#: cluster on adjacent tile rows) besides CASES' "cuts" and "mostly-whole"
+PAIR_CASES = [
+    # 2 tile rows, the second part-filled: one pair per column
+    pytest.param(dict(N=4, C=128, K=200, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="part-filled"),
+    # 3 tile rows: no pairs
+    pytest.param(dict(N=4, C=64, K=384, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="odd-rows"),
+    CASES[3], CASES[4],
+]
+
+
+@pytest.mark.parametrize("paired", [True, False], ids=["pairs", "no-pairs"])
+@pytest.mark.parametrize("schedule", [plans.STREAM_K, 1, 3], ids=["stream-k", "whole", "split3"])
+@pytest.mark.parametrize("kw", PAIR_CASES)
+def test_update_pairs_match_loops(hopper_ng, monkeypatch, kw, schedule, paired):
+    ng = hopper_ng
+    monkeypatch.setattr(plans, "PAIRED_UPDATE", paired)
+    _forced(monkeypatch, ng, schedule)
+    layer = ng.conv_layer(F16, **kw)
+    rng = np.random.default_rng(23)
+    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:
+        (I, vi), (E, ve), (G, vg) = (data(ng, rng, d, F16) for d in
+                                     (layer.dimI, layer.dimO, layer.dimF))
+        ng.update_conv(layer, I, E, G, alpha=alpha, beta=beta)
+        check(G, alpha * naive_conv(layer, "update", vi, ve) + beta * vg, F16)
+    pairs = paired and -(-kw["K"] // 128) % 2 == 0
+    assert ng.last_gemm.cluster == (2 if pairs else 1)
+    assert ng.last_gemm.name.endswith("_mc2") == pairs
+
+
 def _same_bits_again(ng, out, run):
     """``out`` holds the same bits after replays of the last launch and new
     runs of ``run``, each on a zeroed ``out``."""

@@ -111,8 +111,9 @@ class GemmPlan:
     workspace_bytes : int
         Split-K partial sums, taken from the pool per launch (0: none).
     splits, cluster : int
-        K-splits reduced by a second kernel, and blocks per cluster sharing
-        a tile's K-tiles (1: neither).
+        K-splits reduced by a second kernel, and blocks per cluster (1:
+        neither): sharing a tile's K-tiles (GEMM), or adjacent tiles' operand
+        loads (the convolution's multicast pairs).
     zeroed : tuple of two int, optional
         (byte offset, 32-bit words) of the workspace zeroed before every
         launch: the stream-K schedule's flags.
