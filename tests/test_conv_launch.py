@@ -493,8 +493,8 @@ def _stream_k_fields(ng, name):
 
 def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     """VGG-A conv8's filter gradient: one kernel over all 132 SMs in
-    multicast pairs, a partial tile slot per block and then its flags, which are zeroed before the
-    launch (and before a replay of it)."""
+    multicast pairs, a partial tile slot per block and then its flags,
+    which are zeroed before the launch (and before a replay of it)."""
     ng = hopper
     layer = ng.conv_layer(np.float16, 64, 512, 512, H=14, W=14, R=3, S=3, pad_h=1, pad_w=1)
     I, E, G = _tensors(ng, layer, "update")
