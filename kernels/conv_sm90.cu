@@ -76,22 +76,20 @@ struct ConvGemmArgs {
 };
 static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARGS_BYTES");
 
-#define GA_CONV_KERNEL(BM, BN, IN, TY, PASS, LA, LB, MODE)                                   \
+// MC: blocks per multicast cluster (gemm_sm90.cuh; 1: none)
+#define GA_CONV_KERNEL(BM, BN, IN, TY, PASS, LA, LB, MODE, MC)                               \
     extern "C" __global__ void __launch_bounds__(GaSm90Cfg<BM, BN, IN>::THREADS, 1)          \
         ga_conv_sm90_##BM##x##BN##x64_##TY##_##PASS(const __grid_constant__ ConvGemmArgs a) { \
-        ga_gemm_sm90<BM, BN, IN, LA, LB, MODE>(a.p, &a.g);                                   \
+        ga_gemm_sm90<BM, BN, IN, LA, LB, MODE, false, MC>(a.p, &a.g);                        \
     }
 #define GA_CONV_DATA_PASSES(BM, BN, IN, TY)                                             \
-    GA_CONV_KERNEL(BM, BN, IN, TY, fprop, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP)         \
-    GA_CONV_KERNEL(BM, BN, IN, TY, bprop, GA_MAJOR_K, GA_MAJOR_MN, GA_CONV_BPROP)
+    GA_CONV_KERNEL(BM, BN, IN, TY, fprop, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP, 1)      \
+    GA_CONV_KERNEL(BM, BN, IN, TY, bprop, GA_MAJOR_K, GA_MAJOR_MN, GA_CONV_BPROP, 1)
 #define GA_CONV_PASSES(BM, BN, IN, TY)    \
     GA_CONV_DATA_PASSES(BM, BN, IN, TY)   \
-    GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE)
-#define GA_CONV_PAIRED_UPDATE(BM, BN, IN, TY)                                                   \
-    extern "C" __global__ void __launch_bounds__(GaSm90Cfg<BM, BN, IN>::THREADS, 1)               \
-        ga_conv_sm90_##BM##x##BN##x64_##TY##_update_mc2(const __grid_constant__ ConvGemmArgs a) { \
-        ga_gemm_sm90<BM, BN, IN, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, false, 2>(a.p, &a.g);  \
-    }
+    GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, 1)
+#define GA_CONV_PAIRED_UPDATE(BM, BN, IN, TY) \
+    GA_CONV_KERNEL(BM, BN, IN, TY, update_mc2, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, 2)
 #define GA_CONV_SHAPES(IN, TY)            \
     GA_CONV_DATA_PASSES(256, 128, IN, TY) \
     GA_CONV_DATA_PASSES(256, 96, IN, TY)  \
