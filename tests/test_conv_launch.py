@@ -417,8 +417,8 @@ def test_strided_bprop_in_fp32_gathers(hopper):
     assert [e[0] for e in _gathers(ng)] == ["ga_col2im_f32_v4"]
 
 
-def test_update_with_whole_channel_chunks_is_one_gemm_split_over_positions(hopper, tensor_maps,  # noqa: F811
-                                                                         im2col_maps):
+def test_update_with_whole_channel_chunks_is_one_gemm_split_over_positions(
+        hopper, tensor_maps, im2col_maps):  # noqa: F811
     ng = hopper
     layer = ng.conv_layer(np.float16, 8, 128, 64, H=28, W=28, R=3, S=3, pad_h=1, pad_w=1)
     I, E, G = _tensors(ng, layer, "update")
@@ -439,8 +439,9 @@ def test_update_with_whole_channel_chunks_is_one_gemm_split_over_positions(hoppe
     assert a_map["dims"] == (64, positions, 1) and a_map["box"] == (64, 64, 1)
 
 
-@pytest.mark.parametrize("C, K, name", [(12, 64, "ga_im2col_b2_n8"), (64, 12, "ga_im2col_b2_v8"),
-                                         (40, 64, "ga_im2col_b2_v8")])  # (40 of 64: not padded)
+@pytest.mark.parametrize("C, K, name", [
+    (12, 64, "ga_im2col_b2_n8"), (64, 12, "ga_im2col_b2_v8"),
+    (40, 64, "ga_im2col_b2_v8")])  # (40 of 64: not padded)
 def test_update_with_unaligned_channels_gathers(hopper, C, K, name):
     ng = hopper
     layer = ng.conv_layer(np.float16, 2, C, K, H=9, W=9, R=3, S=3)
@@ -470,7 +471,7 @@ def test_update_with_partial_chunks_pads_them(hopper, tensor_maps, im2col_maps, 
 
 
 @pytest.mark.parametrize("m, n, ktiles, schedule", [
-    (128, 576, 12544, 44),   # VGG-A conv2's update: 3 tiles; 132 blocks in one wave
+    (128, 576, 12544, 44),   # VGG-A conv2's update: 3 tiles of 128x192; 132 blocks in one wave
     (256, 1152, 3136, 13),   # VGG-A conv3's: 10 tiles, each cut between ~13 blocks
     (256, 2304, 3136, 7),    # VGG-A conv4's: 18 tiles, each cut between ~9 blocks
     (512, 2304, 784, plans.STREAM_K),   # VGG-A conv5's: 36 tiles, cut between ~5
@@ -479,8 +480,28 @@ def test_update_with_partial_chunks_pads_them(hopper, tensor_maps, im2col_maps, 
     (64, 64, 10, 1),         # fewer K-tiles than SMs: not cut
 ])
 def test_update_schedule_fills_the_machine(hopper, m, n, ktiles, schedule):
-    cfg = plans._config(128 if m >= 128 else 64, 256 if m >= 128 and n >= 256 else 64)
+    cfg, _ = plans.choose_update_tile(hopper, m, n)
     assert plans.choose_schedule(hopper, cfg, m, n, ktiles) == schedule
+
+
+@pytest.mark.parametrize("m, n, tile, paired", [
+    (128, 576, (128, 192), False),    # VGG-A conv2's: 3 whole tiles of 192, not 2.25 of 256
+    (128, 1152, (128, 192), False),   # GoogLeNet 3a 3x3's (C = 96 padded to 128): 6 of 192
+    (384, 1728, (128, 256), False),   # AlexNet conv3's: 7 columns of 256 (9 of 192: 0.92x)
+    (192, 576, (128, 192), False),    # GoogLeNet conv3's: whole tiles beat pairs of 256
+    (256, 1152, (128, 256), True),    # VGG-A conv3's: 4.5 columns of 256, but paired
+    (512, 4608, (128, 256), True),    # VGG-A conv8's
+    (192, 1600, (128, 256), True),    # AlexNet conv2's
+    (64, 64, (64, 64), False),
+    (32, 1600, (64, 128), False),     # GoogLeNet 3a 5x5's: fewer than 128 filters
+    (128, 128, (128, 128), False),    # no tile wider than the output
+])
+def test_update_tile(hopper, m, n, tile, paired):
+    """The filter gradient's tile: the least work over the whole output,
+    a part-empty last column counted whole, pairs counted 1.1x faster and
+    128x192 tiles 0.95x as fast as 128x256 ones."""
+    cfg, chosen = plans.choose_update_tile(hopper, m, n)
+    assert ((cfg.bm, cfg.bn), chosen) == (tile, paired)
 
 
 def _stream_k_fields(ng, name):

@@ -109,6 +109,33 @@ def test_update_pairs_match_loops(hopper_ng, monkeypatch, kw, schedule, paired):
     assert ng.last_gemm.name.endswith("_mc2") == pairs
 
 
+#: filter gradients on 128x192 tiles (columns a multiple of 192, not of 256)
+WIDE_CASES = [
+    # 576 columns (VGG-A conv2's, small): 3 tiles, 9 K-tiles each
+    pytest.param(dict(N=4, C=64, K=128, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1), id="576"),
+    # 3 x 9 tiles (AlexNet conv3's channels, small): 27 tiles, 2 K-tiles each
+    pytest.param(dict(N=2, C=192, K=384, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="3x9"),
+    # C = 96 padded to 128 a tap: 6 tiles of an fp32 result
+    pytest.param(dict(N=6, C=96, K=128, H=10, W=10, R=3, S=3, pad_h=1, pad_w=1), id="padded"),
+]
+
+
+@pytest.mark.parametrize("schedule", [plans.STREAM_K, 1, 3], ids=["stream-k", "whole", "split3"])
+@pytest.mark.parametrize("kw", WIDE_CASES)
+def test_update_192_wide_tiles_match_loops(hopper_ng, monkeypatch, kw, schedule):
+    ng = hopper_ng
+    _forced(monkeypatch, ng, schedule)
+    dtype = BF16 if kw["C"] == 96 else F16
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(26)
+    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:
+        (I, vi), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
+                                     (layer.dimI, layer.dimO, layer.dimF))
+        ng.update_conv(layer, I, E, G, alpha=alpha, beta=beta)
+        check(G, alpha * naive_conv(layer, "update", vi, ve) + beta * vg, dtype)
+        assert "_128x192x64_" in ng.last_gemm.name
+
+
 def _same_bits_again(ng, out, run):
     """``out`` holds the same bits after replays of the last launch and new
     runs of ``run``, each on a zeroed ``out``."""

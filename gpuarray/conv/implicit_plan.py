@@ -59,6 +59,19 @@ STREAM_K_FPROP_SLOWDOWN = 1.06
 PAIRED_UPDATE = True
 #: blocks per multicast cluster
 PAIR = 2
+#: how much faster the paired update's K-tiles run than unpaired ones (H200,
+#: the convnets' paired updates, kernels alone: 2871 -> 2609 us)
+PAIR_SPEEDUP = 1.10
+#: the filter gradient's tiles (conv_sm90.cu instantiates these for it), widest first
+UPDATE_TILES = ((128, 256), (128, 192), (128, 128), (128, 64), (64, 128), (64, 64))
+#: the filter gradient's 128x192 tiles cover output area this much slower
+#: than its 128x256 ones (three gathered B panels a K-tile share each A
+#: panel where four do).  Measured per unit of tile area on the H200,
+#: kernels alone, same run: VGG-A conv2 0.91, GoogLeNet conv3 0.91 (against
+#: pairs of 256), AlexNet conv3 0.89, GoogLeNet 3a 3x3 0.99; 0.95 picks the
+#: faster tile on those four (GoogLeNet 5b's 7x7 layers, 192 within 5%
+#: faster, stay on 256)
+UPDATE_192_RATE = 0.95
 
 
 class Im2colMap:
@@ -197,10 +210,7 @@ def record_update(gpu, layer, beta, lde=None):
     of :func:`padded_channels`, without beta."""
     padded = padded_channels(layer)
     m, n, k = layer.K, layer.R * layer.S * padded, layer.N * layer.P * layer.Q
-    bm = 128 if m >= 128 else 64
-    bn = 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64
-    cfg = _config(bm, bn)
-    paired = PAIRED_UPDATE and (bm, bn) == (128, 256) and -(-m // bm) % PAIR == 0
+    cfg, paired = choose_update_tile(gpu, m, n)
     ktiles = -(-k // CHUNK)
     splits = choose_schedule(gpu, cfg, m, n, ktiles)
     flags = gk.EPI_BETA if beta else 0
@@ -219,6 +229,29 @@ def record_update(gpu, layer, beta, lde=None):
                        (CHUNK, CHUNK, 1), 128, False)
     return _plan(gpu, layer, cfg, "update", strides, ints, splits,
                  (errors, im2col_map(layer, CHUNK)), PAIR if paired else 1)
+
+
+def choose_update_tile(gpu, m, n):
+    """The filter gradient's tile for an M x N output (M = K filters, N =
+    R*S*Cp columns), and whether it runs in multicast pairs: 128 rows where
+    there are 128 filters (else 64), and the width with the least modelled
+    work over the whole output, tiles times a K-tile's time (the schedules
+    spread the long reduction over every SM whatever the tile count).  A
+    width that leaves its last tile part-empty pays for the empty part:
+    VGG-A conv2's 576 columns are three tiles of 192, not three of 256 with
+    the last a quarter full (253 -> 209 us on the H200)."""
+    bm = 128 if m >= 128 else 64
+    best = None
+    for tile in UPDATE_TILES:
+        if tile[0] != bm or (tile[1] > n and tile[1] > 64):
+            continue
+        cfg = _config(*tile)
+        paired = PAIRED_UPDATE and tile == (128, 256) and -(-m // bm) % PAIR == 0
+        work = -(-m // cfg.bm) * -(-n // cfg.bn) * gemm_tiles.ktile_seconds(gpu, cfg)
+        work /= PAIR_SPEEDUP if paired else UPDATE_192_RATE if tile == (128, 192) else 1.0
+        if best is None or work < best[0]:
+            best = (work, cfg, paired)
+    return best[1], best[2]
 
 
 def choose_schedule(gpu, cfg, m, n, ktiles):
