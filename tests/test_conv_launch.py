@@ -495,11 +495,14 @@ def test_update_schedule_fills_the_machine(hopper, m, n, ktiles, schedule):
     (64, 64, (64, 64), False),
     (32, 1600, (64, 128), False),     # GoogLeNet 3a 5x5's: fewer than 128 filters
     (128, 128, (128, 128), False),    # no tile wider than the output
+    (128, 192, (128, 192), False),    # one tile of 192, not two of 128
+    (384, 832, (128, 256), False),    # GoogLeNet 5b 1x1's: 256 and 192 model level, 256 kept
 ])
 def test_update_tile(hopper, m, n, tile, paired):
-    """The filter gradient's tile: the least work over the whole output,
-    a part-empty last column counted whole, pairs counted 1.1x faster and
-    128x192 tiles 0.95x as fast as 128x256 ones."""
+    """The filter gradient's tile: as wide as the output allows, or 192
+    wide where that is less work over the whole output (a part-empty last
+    column counted whole, pairs 1.1x faster, 128x192 tiles 0.95x as fast
+    as 128x256 ones)."""
     cfg, chosen = plans.choose_update_tile(hopper, m, n)
     assert ((cfg.bm, cfg.bn), chosen) == (tile, paired)
 

@@ -62,8 +62,6 @@ PAIR = 2
 #: how much faster the paired update's K-tiles run than unpaired ones (H200,
 #: the convnets' paired updates, kernels alone: 2871 -> 2609 us)
 PAIR_SPEEDUP = 1.10
-#: the filter gradient's tiles (conv_sm90.cu instantiates these for it), widest first
-UPDATE_TILES = ((128, 256), (128, 192), (128, 128), (128, 64), (64, 128), (64, 64))
 #: the filter gradient's 128x192 tiles cover output area this much slower
 #: than its 128x256 ones (three gathered B panels a K-tile share each A
 #: panel where four do).  Measured per unit of tile area on the H200,
@@ -234,17 +232,17 @@ def record_update(gpu, layer, beta, lde=None):
 def choose_update_tile(gpu, m, n):
     """The filter gradient's tile for an M x N output (M = K filters, N =
     R*S*Cp columns), and whether it runs in multicast pairs: 128 rows where
-    there are 128 filters (else 64), and the width with the least modelled
+    there are 128 filters (else 64), as wide as the output allows of 256,
+    128 and 64 columns -- or 192 (128 rows only) where that models less
     work over the whole output, tiles times a K-tile's time (the schedules
     spread the long reduction over every SM whatever the tile count).  A
     width that leaves its last tile part-empty pays for the empty part:
     VGG-A conv2's 576 columns are three tiles of 192, not three of 256 with
     the last a quarter full (253 -> 209 us on the H200)."""
     bm = 128 if m >= 128 else 64
+    widest = (bm, 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64)
     best = None
-    for tile in UPDATE_TILES:
-        if tile[0] != bm or (tile[1] > n and tile[1] > 64):
-            continue
+    for tile in (widest, (128, 192)) if bm == 128 and n >= 192 else (widest,):
         cfg = _config(*tile)
         paired = PAIRED_UPDATE and tile == (128, 256) and -(-m // bm) % PAIR == 0
         work = -(-m // cfg.bm) * -(-n // cfg.bn) * gemm_tiles.ktile_seconds(gpu, cfg)
