@@ -67,7 +67,9 @@
 // 256x96 and 256x64 (two consumer warpgroups of 128 rows: layers of few
 // output channels, whose 128-row tiles wait on operand bytes from L2; 96
 // wide for 96 filters or channels, which leave a 128-wide tile a quarter
-// empty); and the update on 128x256 tiles in multicast pairs.
+// empty); the update on 128x256 tiles in multicast pairs; and fprop and
+// bprop on 128x128 tiles in ping-pong (..._pp: each consumer warpgroup a
+// whole tile, the two in turn; data-parallel schedules only).
 #include "gemm_sm90.cuh"
 
 struct ConvGemmArgs {
@@ -76,20 +78,23 @@ struct ConvGemmArgs {
 };
 static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARGS_BYTES");
 
-// MC: blocks per multicast cluster (gemm_sm90.cuh; 1: none)
-#define GA_CONV_KERNEL(BM, BN, IN, TY, PASS, LA, LB, MODE, MC)                               \
-    extern "C" __global__ void __launch_bounds__(GaSm90Cfg<BM, BN, IN>::THREADS, 1)          \
+// MC: blocks per multicast cluster (gemm_sm90.cuh; 1: none); PP: ping-pong
+#define GA_CONV_KERNEL(BM, BN, IN, TY, PASS, LA, LB, MODE, MC, PP)                           \
+    extern "C" __global__ void __launch_bounds__(GaSm90Cfg<BM, BN, IN, PP>::THREADS, 1)      \
         ga_conv_sm90_##BM##x##BN##x64_##TY##_##PASS(const __grid_constant__ ConvGemmArgs a) { \
-        ga_gemm_sm90<BM, BN, IN, LA, LB, MODE, false, MC>(a.p, &a.g);                        \
+        ga_gemm_sm90<BM, BN, IN, LA, LB, MODE, false, MC, PP>(a.p, &a.g);                    \
     }
-#define GA_CONV_DATA_PASSES(BM, BN, IN, TY)                                             \
-    GA_CONV_KERNEL(BM, BN, IN, TY, fprop, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP, 1)      \
-    GA_CONV_KERNEL(BM, BN, IN, TY, bprop, GA_MAJOR_K, GA_MAJOR_MN, GA_CONV_BPROP, 1)
+#define GA_CONV_DATA_PASSES(BM, BN, IN, TY)                                                \
+    GA_CONV_KERNEL(BM, BN, IN, TY, fprop, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP, 1, false)  \
+    GA_CONV_KERNEL(BM, BN, IN, TY, bprop, GA_MAJOR_K, GA_MAJOR_MN, GA_CONV_BPROP, 1, false)
 #define GA_CONV_PASSES(BM, BN, IN, TY)    \
     GA_CONV_DATA_PASSES(BM, BN, IN, TY)   \
-    GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, 1)
+    GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, 1, false)
 #define GA_CONV_PAIRED_UPDATE(BM, BN, IN, TY) \
-    GA_CONV_KERNEL(BM, BN, IN, TY, update_mc2, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, 2)
+    GA_CONV_KERNEL(BM, BN, IN, TY, update_mc2, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, 2, false)
+#define GA_CONV_PINGPONG(BM, BN, IN, TY)                                                      \
+    GA_CONV_KERNEL(BM, BN, IN, TY, fprop_pp, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP, 1, true)   \
+    GA_CONV_KERNEL(BM, BN, IN, TY, bprop_pp, GA_MAJOR_K, GA_MAJOR_MN, GA_CONV_BPROP, 1, true)
 #define GA_CONV_SHAPES(IN, TY)            \
     GA_CONV_DATA_PASSES(256, 128, IN, TY) \
     GA_CONV_DATA_PASSES(256, 96, IN, TY)  \
@@ -98,6 +103,7 @@ static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARG
     GA_CONV_PAIRED_UPDATE(128, 256, IN, TY) \
     GA_CONV_PASSES(128, 192, IN, TY)      \
     GA_CONV_PASSES(128, 128, IN, TY)      \
+    GA_CONV_PINGPONG(128, 128, IN, TY)    \
     GA_CONV_PASSES(128, 64, IN, TY)       \
     GA_CONV_PASSES(64, 128, IN, TY)       \
     GA_CONV_PASSES(64, 64, IN, TY)

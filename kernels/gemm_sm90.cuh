@@ -12,15 +12,16 @@
 #define GA_SM90_SMEM_MAX 232448  // 227 KB: the most dynamic shared memory a block may have
 
 // ---- configuration ---------------------------------------------------------
-template <int BM, int BN, int IN> struct GaSm90Cfg {
+template <int BM, int BN, int IN, bool PP = false> struct GaSm90Cfg {
     // Consumer warpgroups: one per 64 rows, or for BM = 256 two of 128 rows
     // (two m64 wgmmas a K step, on SUB = 2 accumulator sets).  A 256-row
     // tile reads as many operand bytes per flop as a 128x256 one: layers of
     // few output channels, which leave a 128-row tile short of operand
     // bandwidth from L2 (H100: ~7.9 TB/s into the SMs, 55% tensor-pipe use on
-    // 128x128 tiles), get the 128x256 tile's reuse.
-    static constexpr int NC = BM > 128 ? 2 : BM / 64;
-    static constexpr int SUB = BM / 64 / NC;            // 64-row parts per consumer warpgroup
+    // 128x128 tiles), get the 128x256 tile's reuse.  Ping-pong (PP): two
+    // consumer warpgroups, each holding a whole tile of BM / 64 parts.
+    static constexpr int NC = PP ? 2 : BM > 128 ? 2 : BM / 64;
+    static constexpr int SUB = PP ? BM / 64 : BM / 64 / NC;  // 64-row parts per consumer warpgroup
     static constexpr int THREADS = 128 * (NC + 1);      // + the producer warpgroup
     static constexpr int ESZ = IN == GA_IN_TF32 ? 4 : IN >= GA_IN_E4M3 ? 1 : 2;
     static constexpr int BK = 128 / ESZ;                // one 128-byte swizzle row of K
@@ -117,6 +118,32 @@ template <int MC> GA_D void ga_stage_release(unsigned empty) {
     }
 }
 
+// Ping-pong (PP): the two consumer warpgroups take the block's tiles in
+// turn, each a whole tile, and their mainloops take turns too (named
+// barriers 4 and 5): one warpgroup's epilogue runs while the other's
+// wgmmas keep the tensor cores busy.  Cooperative tiles (both warpgroups
+// on one tile) change tiles together, and the tensor cores idle through
+// every epilogue (ncu, H200, VGG-A conv2's fprop on 256x128 tiles of 9
+// K-tiles: 60% busy).  128x128 tiles ran 1.03-1.07x faster in ping-pong;
+// the cooperative 256x128 and 128x256 tiles, which read fewer operand
+// bytes per product, stayed ahead of them.  The host launches it on
+// data-parallel schedules only (no split-K, stream-K or clusters).
+GA_D void ga_pp_wait(int cw) {
+    if (cw == 0) asm volatile("bar.sync 4, 256;" ::: "memory");
+    else asm volatile("bar.sync 5, 256;" ::: "memory");
+}
+GA_D void ga_pp_signal(int cw) {
+    if (cw == 0) asm volatile("bar.arrive 5, 256;" ::: "memory");
+    else asm volatile("bar.arrive 4, 256;" ::: "memory");
+}
+
+// Past n stages of the ring (the other warpgroup's tile, under ping-pong).
+template <int STAGES> GA_D void ga_ring_skip(int &s, unsigned &phase, int n) {
+    const int t = s + n;
+    phase ^= (unsigned)(t / STAGES) & 1u;
+    s = t % STAGES;
+}
+
 // CONV (GA_CONV_*): the producer gathers one operand by im2col (conv_sm90.cu).
 // PROMOTE (FP8): each K-tile's products are summed by the tensor cores into
 // a second accumulator set, which is then added to the first in fp32 --
@@ -129,10 +156,12 @@ template <int MC> GA_D void ga_stage_release(unsigned empty) {
 // ran at 92% of L2 throughput and 75% tensor-pipe use without it), and a
 // stage is free for the next K-tile once every block's consumers are done
 // with it.
-template <int BM, int BN, int IN, int LA, int LB, int CONV = GA_CONV_NONE, bool PROMOTE = false, int MC = 1>
+template <int BM, int BN, int IN, int LA, int LB, int CONV = GA_CONV_NONE, bool PROMOTE = false, int MC = 1,
+          bool PP = false>
 GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
-    typedef GaSm90Cfg<BM, BN, IN> C;
+    typedef GaSm90Cfg<BM, BN, IN, PP> C;
     static_assert(MC == 1 || (CONV == GA_CONV_UPDATE && !PROMOTE), "multicast pairs: the filter gradient's B");
+    static_assert(!PP || (MC == 1 && !PROMOTE && BM <= 128), "ping-pong: whole tiles of at most 128 rows");
     extern __shared__ unsigned char smem_raw[];
     // 128-byte swizzle repeats every 1024 bytes; tiles start on that period
     // so that descriptors need no base offset.
@@ -146,7 +175,8 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::STAGES; ++s) {
             ga_mbar_init(bars + 8 * s, 1);                         // the producer's expect_tx
-            ga_mbar_init(bars + 8 * (C::STAGES + s), 4 * C::NC * MC);  // per consumer warp of each block
+            // per consumer warp (of the tile's warpgroup under ping-pong) of each block
+            ga_mbar_init(bars + 8 * (C::STAGES + s), 4 * (PP ? 1 : C::NC) * MC);
         }
         // ga_cluster_reduce: every consumer thread of the other blocks; block 0's
         // (each thread's own release: one arrival per warp measured no faster,
@@ -223,7 +253,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         constexpr unsigned B_SWZ = LB == GA_MAJOR_K || BN >= 64 ? 1 : 2;
         // A's 64-row parts in a stage: 64 rows of 128 bytes ("k"-major) or one 64-wide panel
         constexpr unsigned A_PART = LA == GA_MAJOR_K ? 64 * 128 : 8192;
-        const unsigned a_off = cw * C::SUB * A_PART;
+        const unsigned a_off = PP ? 0 : cw * C::SUB * A_PART;
         // ga_store8's alignment: 16 bytes (8 bytes for FP8's 8-byte stores)
         const int vec = p.c_type == GEMM_F32 ? 4 : 8, align = p.c_type >= GEMM_E4M3 ? 7 : 15;
         const bool fast = p.splits == 1 && !(p.flags & (EPI_BETA | EPI_SR | EPI_STATS)) && p.ldc % vec == 0 &&
@@ -250,6 +280,13 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         int s = 0;
         unsigned phase = 0, it = 0;
         for (; ga_next_tile<BM, BN, C::BK, MC>(p, work, rank, cs, g, kt0, kt1); ++it) {
+            if constexpr (PP) {
+                if ((int)(it & 1) != cw) {  // the other warpgroup's tile
+                    ga_ring_skip<C::STAGES>(s, phase, kt1 - kt0);
+                    continue;
+                }
+                if (it > 0) ga_pp_wait(cw);  // its mainloop has issued its last wgmma
+            }
             #pragma unroll
             for (int u = 0; u < C::SUB; ++u) {
                 #pragma unroll
@@ -310,6 +347,11 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 }
                 if (++s == C::STAGES) { s = 0; phase ^= 1; }
             }
+            // the other warpgroup's next tile may start issuing (data-parallel: it exists
+            // while this block's schedule has a tile left)
+            if constexpr (PP) {
+                if (work.next < work.end) ga_pp_signal(cw);
+            }
             ga_wgmma_wait<0>();
             #pragma unroll
             for (int u = 0; u < C::SUB; ++u) ga_fence_regs(acc[u]);
@@ -319,10 +361,13 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 #pragma unroll
                 for (int i = 0; i < BN / 2; ++i) acc[0][i] += acc2[i];
             }
-            if (cs > 1 && !ga_cluster_reduce<BN, C::NC, C::SUB>(acc, frag, ready, freed, rank, cs, it & 1)) continue;
+            if constexpr (!PP) {
+                if (cs > 1 && !ga_cluster_reduce<BN, C::NC, C::SUB>(acc, frag, ready, freed, rank, cs, it & 1))
+                    continue;
+            }
             // (not with PROMOTE: FP8's second accumulator set leaves no
             // registers for the fix-up, and its planner never asks for it)
-            if constexpr (!PROMOTE) {
+            if constexpr (!PROMOTE && !PP) {
                 if (p.flags & SCHED_STREAM_K) {
                     bool finish = true;  // (the same answer for every part)
                     const int part0 = (int)(blockIdx.x % MC) * (BM / 64) + cw * C::SUB;  // of the unit's tile
@@ -340,7 +385,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             // share of a tile fell from 10-45% to 2-14%).
             #pragma unroll
             for (int u = 0; u < C::SUB; ++u) {
-                const int m0 = g.tm * BM + (cw * C::SUB + u) * 64, n0 = g.tn * BN;
+                const int m0 = g.tm * BM + ((PP ? 0 : cw * C::SUB) + u) * 64, n0 = g.tn * BN;
                 if (fast16) {
                     const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
                     if (plain) ga_epilogue16<BN, true>(p, st, acc[u], stage, g.ob, m0, n0, cw);

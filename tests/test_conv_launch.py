@@ -555,6 +555,31 @@ def test_fprop_schedule(hopper, m, n, ktiles, tile, stream_k):
     assert ((cfg.bm, cfg.bn), chosen) == (tile, stream_k)
 
 
+@pytest.mark.parametrize("kind", ["fprop", "bprop"])
+def test_data_parallel_128x128_tiles_run_in_ping_pong(hopper, kind):
+    """VGG-A conv7's passes: 392 tiles of 128x128 in waves over 132 blocks,
+    on the ping-pong kernel (each consumer warpgroup a whole tile)."""
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 64, 512, 512, H=14, W=14, R=3, S=3, pad_h=1, pad_w=1)
+    a, b, out = _tensors(ng, layer, kind)
+    getattr(ng, f"{kind}_conv")(layer, a, b, out)
+    name, grid, block, _, _ = _conv_launch(ng)
+    assert name == f"ga_conv_sm90_128x128x64_f16_{kind}_pp"
+    assert grid == (132, 1, 1) and block == (384, 1, 1)
+    assert ng.last_gemm.zero is None
+
+
+def test_fewer_128x128_tiles_than_two_a_block_stay_cooperative(hopper):
+    """GoogLeNet 5b's 3x3 reduce: 98 tiles, one a block, each on both
+    consumer warpgroups (in ping-pong one warpgroup would run it alone)."""
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 128, 832, 192, H=7, W=7)
+    I, F, O = _tensors(ng, layer, "fprop")
+    ng.fprop_conv(layer, I, F, O)
+    name, grid, _, _, _ = _conv_launch(ng)
+    assert name == "ga_conv_sm90_128x128x64_f16_fprop" and grid == (98, 1, 1)
+
+
 def test_stream_k_bprop_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     """Overfeat conv3's data gradient: one kernel over all 132 SMs on 128x256
     tiles (stream-K, its whole waves first), a partial tile slot per block

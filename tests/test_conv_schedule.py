@@ -249,3 +249,49 @@ def test_256_row_tiles(hopper_ng, monkeypatch, tile, kind, stream_k):
         check(out, 0.5 * ref + 2.0 * vo, F16)
     assert f"_{tile[0]}x{tile[1]}x64_f16_{kind}" in ng.last_gemm.name
     assert (ng.last_gemm.zero is not None) == stream_k
+
+
+#: layers on forced 128x128 data-parallel tiles (the ping-pong kernels)
+PINGPONG_CASES = [
+    # one tile: the second warpgroup never runs
+    pytest.param(dict(N=1, C=64, K=64, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="one-tile"),
+    # 3 tiles (the last part-filled down, 72 columns: part-filled across)
+    pytest.param(dict(N=5, C=64, K=72, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1), id="three-tiles"),
+    # 648 tiles, 4 or 5 a block: blocks ending on either warpgroup
+    FPROP_CASES[2],
+    # 4 x 2 tiles of 72 K-tiles
+    FPROP_CASES[1],
+]
+
+
+@pytest.mark.parametrize("kw", PINGPONG_CASES)
+@pytest.mark.parametrize("kind", ["fprop", "bprop"])
+def test_ping_pong_tiles_match_loops(hopper_ng, monkeypatch, kw, kind):
+    """Each consumer warpgroup a whole 128x128 tile, the two in turn: fprop
+    with bias and relu, bprop with beta (the second call replays the plan),
+    and the same bits run after run."""
+    ng = hopper_ng
+    monkeypatch.setattr(plans, "PINGPONG_MIN_TILES", 0)
+    _forced_fprop(monkeypatch, ng, False, (128, 128))
+    dtype = BF16 if kind == "bprop" else F16
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(27)
+    shapes = (layer.dimI, layer.dimF) if kind == "fprop" else (layer.dimF, layer.dimO)
+    (a, va), (b, vb), (bias, vbias) = (data(ng, rng, d, dtype) for d in (*shapes, (layer.K,)))
+    conv = naive_conv(layer, kind, va, vb)
+    out_dims = layer.dimO if kind == "fprop" else layer.dimI
+
+    def run(out, alpha, beta):
+        if kind == "fprop":
+            ng.fprop_conv(layer, a, b, out, alpha=alpha, beta=beta, relu=True, bias=bias)
+        else:
+            ng.bprop_conv(layer, a, b, out, alpha=alpha, beta=beta)
+
+    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:
+        out, vo = data(ng, rng, out_dims, dtype)
+        run(out, alpha, beta)
+        ref = np.maximum(alpha * conv + vbias, 0) if kind == "fprop" else alpha * conv
+        check(out, ref + beta * vo, dtype)
+        assert ng.last_gemm.name.endswith(f"_{kind}_pp")
+    run(out, 1.0, 0.0)
+    _same_bits_again(ng, out, lambda: run(out, 1.0, 0.0))

@@ -59,6 +59,17 @@ STREAM_K_FPROP_SLOWDOWN = 1.06
 PAIRED_UPDATE = True
 #: blocks per multicast cluster
 PAIR = 2
+#: fprop's and bprop's tiles that run in ping-pong when data-parallel
+#: (conv_sm90.cu's ..._pp kernels: each consumer warpgroup a whole tile, the
+#: two taking turns, so one's epilogue runs under the other's wgmmas).  H200,
+#: kernels alone, same run, against the same tiles cooperative: VGG-A conv7
+#: and conv8 fprop 102.4 -> 95.5 us, bprop 107.3 -> 104.5, AlexNet conv5
+#: fprop 52.4 -> 49.0; on the layers that pick wider tiles it stayed behind
+#: them (VGG-A conv2 fprop: 240 against 224 on 256x128)
+PINGPONG_TILES = {(128, 128)}
+#: ... where every block has at least this many tiles: a block's only tile
+#: runs on one warpgroup (GoogLeNet 5b's 3x3 reduce, 98 tiles: 11.6 -> 12.4 us)
+PINGPONG_MIN_TILES = 2
 #: how much faster the paired update's K-tiles run than unpaired ones (H200,
 #: the convnets' paired updates, kernels alone: 2871 -> 2609 us)
 PAIR_SPEEDUP = 1.10
@@ -188,6 +199,9 @@ def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None, ldi=N
     ints = (m, n, ktiles * CHUNK, 1, 1, 1, ktiles, flags, gk.TYPE_CODE[layer.dtype],
             gk.TYPE_CODE[bias.dtype] if bias is not None else 0)
     b_map = filter_map(layer, cfg.bn) if filters is None else filter_map(filters, CHUNK)
+    tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
+    if not stream_k and (cfg.bm, cfg.bn) in PINGPONG_TILES and tiles >= PINGPONG_MIN_TILES * gpu.sms:
+        kind += "_pp"
     return _plan(gpu, layer, cfg, kind, strides, ints, 1,
                  (im2col_map(layer, cfg.bm, ldi), b_map))
 
