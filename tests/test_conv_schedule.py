@@ -54,14 +54,22 @@ def test_forced_schedule_matches_loops(hopper_ng, monkeypatch, kw, schedule):
     ng = hopper_ng
     _forced(monkeypatch, ng, schedule)
     dtype = BF16 if kw["C"] in (96, 128) else F16
-    layer = ng.conv_layer(dtype, **kw)
-    rng = np.random.default_rng(21)
-    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:  # the second call replays the plan
+    _check_updates(ng, ng.conv_layer(dtype, **kw), 21)
+    assert (ng.last_gemm.zero is not None) == (schedule == plans.STREAM_K)
+
+
+def _check_updates(ng, layer, seed, name_has=""):
+    """Two filter gradients against the loops, alpha = 1 and then alpha,
+    beta = 0.5, 2 (the second call replays the recorded plan), each on a
+    kernel whose name has ``name_has``."""
+    rng = np.random.default_rng(seed)
+    dtype = layer.dtype
+    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:
         (I, vi), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
                                      (layer.dimI, layer.dimO, layer.dimF))
         ng.update_conv(layer, I, E, G, alpha=alpha, beta=beta)
         check(G, alpha * naive_conv(layer, "update", vi, ve) + beta * vg, dtype)
-    assert (ng.last_gemm.zero is not None) == (schedule == plans.STREAM_K)
+        assert name_has in ng.last_gemm.name
 
 
 @pytest.mark.parametrize("kw", [CASES[1], CASES[3]])  # (not "padded": it copies after the kernel)
@@ -97,13 +105,7 @@ def test_update_pairs_match_loops(hopper_ng, monkeypatch, kw, schedule, paired):
     ng = hopper_ng
     monkeypatch.setattr(plans, "PAIRED_UPDATE", paired)
     _forced(monkeypatch, ng, schedule)
-    layer = ng.conv_layer(F16, **kw)
-    rng = np.random.default_rng(23)
-    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:
-        (I, vi), (E, ve), (G, vg) = (data(ng, rng, d, F16) for d in
-                                     (layer.dimI, layer.dimO, layer.dimF))
-        ng.update_conv(layer, I, E, G, alpha=alpha, beta=beta)
-        check(G, alpha * naive_conv(layer, "update", vi, ve) + beta * vg, F16)
+    _check_updates(ng, ng.conv_layer(F16, **kw), 23)
     pairs = paired and -(-kw["K"] // 128) % 2 == 0
     assert ng.last_gemm.cluster == (2 if pairs else 1)
     assert ng.last_gemm.name.endswith("_mc2") == pairs
@@ -126,14 +128,7 @@ def test_update_192_wide_tiles_match_loops(hopper_ng, monkeypatch, kw, schedule)
     ng = hopper_ng
     _forced(monkeypatch, ng, schedule)
     dtype = BF16 if kw["C"] == 96 else F16
-    layer = ng.conv_layer(dtype, **kw)
-    rng = np.random.default_rng(26)
-    for alpha, beta in [(1.0, 0.0), (0.5, 2.0)]:
-        (I, vi), (E, ve), (G, vg) = (data(ng, rng, d, dtype) for d in
-                                     (layer.dimI, layer.dimO, layer.dimF))
-        ng.update_conv(layer, I, E, G, alpha=alpha, beta=beta)
-        check(G, alpha * naive_conv(layer, "update", vi, ve) + beta * vg, dtype)
-        assert "_128x192x64_" in ng.last_gemm.name
+    _check_updates(ng, ng.conv_layer(dtype, **kw), 26, "_128x192x64_")
 
 
 def _same_bits_again(ng, out, run):
