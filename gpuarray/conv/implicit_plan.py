@@ -187,7 +187,9 @@ def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None, ldi=N
     """fprop's plan (``kind="bprop"``: ``layer`` is the bprop layer and
     ``filters`` the original layer, whose F the kernel reads mirrored);
     ``ldi`` / ``ldo``: elements between the input's / output's positions
-    (default: their channel counts; larger for a channel slice)."""
+    (default: their channel counts; larger for a channel slice).  Tiles
+    of :data:`PINGPONG_TILES` on a data-parallel schedule take the
+    ping-pong kernel where every block has :data:`PINGPONG_MIN_TILES`."""
     m, n = layer.N * layer.P * layer.Q, layer.K
     ktiles = layer.R * layer.S * -(-layer.C // CHUNK)
     cfg, stream_k = choose_fprop(gpu, m, n, ktiles)
