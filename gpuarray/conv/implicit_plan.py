@@ -256,16 +256,29 @@ def choose_update_tile(gpu, m, n):
     VGG-A conv2's 576 columns are three tiles of 192, not three of 256 with
     the last a quarter full (253 -> 209 us on the H200)."""
     bm = 128 if m >= 128 else 64
-    widest = (bm, 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64)
-    best = None
-    for tile in (widest, (128, 192)) if bm == 128 and n >= 192 else (widest,):
-        cfg = _config(*tile)
-        paired = PAIRED_UPDATE and tile == (128, 256) and -(-m // bm) % PAIR == 0
-        work = -(-m // cfg.bm) * -(-n // cfg.bn) * gemm_tiles.ktile_seconds(gpu, cfg)
-        work /= PAIR_SPEEDUP if paired else UPDATE_192_RATE if tile == (128, 192) else 1.0
-        if best is None or work < best[0]:
-            best = (work, cfg, paired)
-    return best[1], best[2]
+    tiles = [(bm, 256 if bm == 128 and n >= 256 else 128 if n >= 128 else 64)]
+    if bm == 128 and n >= 192:
+        tiles.append((128, 192))
+    best = min(tiles, key=lambda tile: _update_work(gpu, m, n, tile))  # the widest on a tie
+    return _config(*best), _paired(m, best)
+
+
+def _paired(m, tile):
+    """Whether the filter gradient's ``tile`` runs in multicast pairs (its
+    128x256 tiles, where their rows pair up)."""
+    return PAIRED_UPDATE and tile == (128, 256) and -(-m // tile[0]) % PAIR == 0
+
+
+def _update_work(gpu, m, n, tile):
+    """Modelled seconds of all the filter gradient's ``tile``s over an M x N
+    output for one K-tile each (choose_update_tile's measure)."""
+    cfg = _config(*tile)
+    rate = 1.0
+    if _paired(m, tile):
+        rate = PAIR_SPEEDUP
+    elif tile == (128, 192):
+        rate = UPDATE_192_RATE
+    return -(-m // cfg.bm) * -(-n // cfg.bn) * gemm_tiles.ktile_seconds(gpu, cfg) / rate
 
 
 def choose_schedule(gpu, cfg, m, n, ktiles):
