@@ -2,8 +2,9 @@
 
 numpy is the oracle on both factories: ``grad_b = alpha * E'.sum(all but the
 last axis) + beta * grad_b`` with ``E' = E * (O > 0)`` written over E when O
-is given.  On the GPU the tensors that suit kernels/bias_grad.cu take two
-launches (the partial sums, then the finish); the others the op-tree path.
+is given.  On the GPU the tensors that suit kernels/bias_grad.cu take one
+launch (block partial sums, which the last block of each channel slice
+adds); the others the op-tree path.
 The launch shapes and arguments are checked without a GPU through
 test_dispatch's recording factory.
 """
@@ -29,6 +30,8 @@ CASES = [
     ((64,), None),                 # one row
     ((2, 1, 6, 6, 48), (16, 64)),  # a channel slice of a concatenation
     ((2, 1, 3, 3, 12), None),      # 12 channels: not whole 16-byte vectors of fp16
+    ((16, 1, 28, 28, 64), None),   # many blocks: the last one adds 98 partial rows
+    ((4096, 520), None),           # many blocks in each of several slices
 ]
 
 
@@ -116,7 +119,7 @@ def test_errors(ng):
         ng.update_bias(ng.zeros((), np.float32), ng.zeros((1,), np.float32))
 
 
-def test_two_launches_and_no_growth(gpu_ng):
+def test_one_launch_and_no_growth(gpu_ng):
     ng = gpu_ng
     E, O, _, _ = _tensors(ng, (8, 1, 14, 14, 128), None, F16, seed=11)  # noqa: E741
     gb = ng.zeros((128,), F16)
@@ -127,9 +130,30 @@ def test_two_launches_and_no_growth(gpu_ng):
         ng.update_bias(E, gb, O)
     ng.synchronize()
     after = ng.stats()
-    assert after["kernels_launched"] - before["kernels_launched"] == 6
+    assert after["kernels_launched"] - before["kernels_launched"] == 3
     assert after["kernels_compiled"] == before["kernels_compiled"]
     assert after["device_allocations"] == before["device_allocations"]
+
+
+@pytest.mark.parametrize("relu", [True, False], ids=["relu", "plain"])
+def test_repeats_bitwise(gpu_ng, relu):
+    """Calls after the first find their block counters zero again (else no
+    block would finish the sums) and add in the same order, whichever block
+    ends last: the same bits each time, alternating with another layer's
+    shape that shares the semaphore blocks."""
+    ng = gpu_ng
+    E, O, e_host, o_host = _tensors(ng, (32, 1, 28, 28, 192), None, F16, seed=3)  # noqa: E741
+    other, _, _, _ = _tensors(ng, (8, 1, 14, 14, 520), None, F16, seed=4)
+    gb, other_gb = ng.zeros((192,), F32), ng.zeros((520,), F32)
+    results = []
+    for _ in range(4):
+        ng.update_bias(E, gb, O if relu else None)
+        ng.update_bias(other, other_gb)
+        results.append(gb.get())
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+    masked, want = _oracle(e_host, o_host if relu else None, np.zeros(192, F32), 1.0, 0.0)
+    np.testing.assert_allclose(results[0], want, rtol=RTOL[F32] * 10, atol=1e-3)
 
 
 # -- launch shapes and arguments, without a GPU ------------------------------
@@ -166,16 +190,15 @@ def test_launches_recorded(rec):
     O = rec.empty(E.shape, F16)  # noqa: E741
     gb = rec.empty((96,), F32)
     rec.update_bias(E, gb, O, alpha=2.0)
-    (name, grid, block, data), (fname, fgrid, fblock, fdata) = rec.launches
-    assert name == "ga_bias_grad_f16_relu" and fname == "ga_bias_finish_f32"
-    e, o, g, part, M, ldE, ldO, ldG, K, cols, Kp = bias.ARGS.unpack(data)
-    assert (e, o, g) == (E.ptr, O.ptr, E.ptr) and part
-    assert (M, ldE, ldO, ldG, K, cols, Kp) == (64 * 56 * 56, 96, 96, 96, 96, 12, 96)
+    (name, grid, block, data), = rec.launches
+    assert name == "ga_bias_grad_f16_relu"
+    e, o, g, part, grad_b, counters, alpha, beta, M, ldE, ldO, ldG, K, cols, Kp, gb_type = \
+        bias.ARGS.unpack(data)
+    assert (e, o, g, grad_b, alpha, beta) == (E.ptr, O.ptr, E.ptr, gb.ptr, 2.0, 0.0)
+    # the counters open a semaphore block; the partial rows follow them
+    assert counters and part == counters + bias.COUNTER_BYTES
+    assert (M, ldE, ldO, ldG, K, cols, Kp, gb_type) == (64 * 56 * 56, 96, 96, 96, 96, 12, 96, 0)
     assert grid == (2 * rec.sms, 1, 1) and block == (12 * (512 // 12), 1, 1)
-    fpart, fgb, alpha, beta, rows, fK, fKp = bias.FINISH_ARGS.unpack(fdata)
-    assert (fpart, fgb, alpha, beta) == (part, gb.ptr, 2.0, 0.0)
-    assert (rows, fK, fKp) == (grid[0], 96, 96)
-    assert fgrid == (1, 1, 1) and fblock == (24, 512 // 24, 1)
 
 
 def test_channel_slices_and_small_batches(rec):
@@ -184,25 +207,27 @@ def test_channel_slices_and_small_batches(rec):
     wide = rec.empty((2, 1, 7, 7, 256), BF16)
     E = wide[..., 64:192]
     rec.update_bias(E, rec.empty((128,), BF16))
-    (name, grid, block, data), _ = rec.launches
+    (name, grid, block, data), = rec.launches
     assert name == "ga_bias_grad_bf16"
-    _, _, _, _, M, ldE, _, _, K, cols, Kp = bias.ARGS.unpack(data)
-    assert (M, ldE, K, cols, Kp) == (98, 256, 128, 16, 128)
+    M, ldE, _, _, K, cols, Kp, gb_type = bias.ARGS.unpack(data)[8:]
+    assert (M, ldE, K, cols, Kp, gb_type) == (98, 256, 128, 16, 128, 2)
     assert grid == (1, 1, 1) and block == (512, 1, 1)
     rec.launches.clear()
     rec.update_bias(rec.empty((128, 4096), F16), rec.empty((4096,), F16))
-    (_, grid, block, data), (_, fgrid, fblock, _) = rec.launches
+    (_, grid, block, data), = rec.launches
     assert grid == (1, 16, 1) and block == (512, 1, 1)
-    assert bias.ARGS.unpack(data)[9:] == (32, 4096)
-    assert fgrid == (32, 1, 1) and fblock == (32, 16, 1)
+    assert bias.ARGS.unpack(data)[13:] == (32, 4096, 1)
 
 
-@pytest.mark.parametrize("case", ["channels", "row_stride", "transposed", "strided_grad"])
+@pytest.mark.parametrize("case", ["channels", "row_stride", "transposed", "strided_grad",
+                                  "slices"])
 def test_other_tensors_take_the_op_trees(rec, case):
     E = {"channels": lambda: rec.empty((4, 1, 3, 3, 12), F16),
          "row_stride": lambda: rec.empty((4, 1, 3, 3, 36), F16)[..., :16],
          "transposed": lambda: rec.empty((64, 32), F16).T,
-         "strided_grad": lambda: rec.empty((4, 1, 3, 3, 16), F16)}[case]()
+         "strided_grad": lambda: rec.empty((4, 1, 3, 3, 16), F16),
+         # more slices of 32 vectors than a semaphore block has counters
+         "slices": lambda: rec.empty((2, 4 * 32 * bias.MAX_SLICES + 4), F32)}[case]()
     gb = rec.empty((2 * E.shape[-1],), F16)[::2] if case == "strided_grad" else \
         rec.empty((E.shape[-1],), F16)
     rec.update_bias(E, gb)

@@ -3,8 +3,8 @@
 In: a checked :meth:`~gpuarray.conv.functions.ConvFunctions.update_bias`
 call -- the errors E (channels last), the bias gradient ``grad_b`` (K,),
 the layer's ReLU output O or None, alpha and beta -- and the GPU factory.
-Out: True when the kernels ran (E masked by ``O > 0`` in place where O is
-given, ``grad_b`` written), False where the tensors do not suit them; the
+Out: True when the kernel ran (E masked by ``O > 0`` in place where O is
+given, ``grad_b`` written), False where the tensors do not suit it; the
 caller then runs the same computation as op-trees.
 
 Why: a layer's backward pass masked E by its ReLU in one kernel and summed
@@ -15,9 +15,13 @@ VGG-A's conv1 errors: 582 us against 419 for the mask); one pass does both.
 Which calls: float16, bfloat16 and float32 E (and O, of E's dtype) whose
 rows of K channels are contiguous and one row stride apart (a channel slice
 of a wider tensor is fine), 16-byte aligned with K a multiple of 16 bytes'
-worth; ``grad_b`` contiguous, of any of the three dtypes.  The launch shape
-and packed arguments are recorded per situation (shapes, strides, dtypes);
-a repeated call patches the pointers and alpha, beta in and launches.
+worth, in at most 64 slices of channels (a block counter each); ``grad_b``
+contiguous, of any of the three dtypes.  One launch: the kernel's last
+block of each slice adds the blocks' partial sums, counting finished blocks
+in the first words of a :mod:`~gpuarray.cuda.semaphores` block (zero when
+lent, left zero) whose rest holds the partial sums.  The launch shape and
+packed arguments are recorded per situation (shapes, strides, dtypes); a
+repeated call patches the pointers and alpha, beta in and launches.
 """
 import struct
 
@@ -25,10 +29,11 @@ import numpy as np
 
 from ..core import dtypes
 from ..cuda import stream
+from ..cuda.semaphores import COUNTER_BYTES
 from .call import is_rows, row_stride
 
 STEM = "bias_grad"
-#: the partial kernel's threads a block at most and blocks a multiprocessor
+#: the kernel's threads a block at most and blocks a multiprocessor
 #: (the kernel's BG_THREADS and BG_BLOCKS: 64 registers a thread)
 THREADS, BLOCKS_PER_SM = 512, 2
 #: 16-byte vectors of a block's column slice at most: 32 are 512 bytes of a
@@ -36,14 +41,15 @@ THREADS, BLOCKS_PER_SM = 512, 2
 MAX_COLS = 32
 #: rows each thread should at least walk (a grid for small M has fewer blocks)
 MIN_ROWS_PER_THREAD = 8
-#: the finishing kernel's float4 columns a block at most
-FINISH_COLUMNS = 32
 MAX_PLANS = 512
-#: BiasGradArgs: E, O, G, partial, M, ldE, ldO, ldG, K, cols, Kp, padding
-ARGS = struct.Struct("<4Q4q3i4x")
-#: BiasFinishArgs: partial, grad_b, alpha, beta, rows, K, Kp, padding
-FINISH_ARGS = struct.Struct("<2Q2d3i4x")
+#: BiasGradArgs: E, O, G, partial, grad_b, counters, alpha, beta, M, ldE, ldO,
+#: ldG, K, cols, Kp, gb_type
+ARGS = struct.Struct("<6Q2d4q4i")
+#: slices of channels at most: one 4-byte block counter each
+MAX_SLICES = COUNTER_BYTES // 4
 _TYPE = {np.dtype(np.float16): "f16", dtypes.bfloat16: "bf16", np.dtype(np.float32): "f32"}
+#: grad_b's dtype as the kernel numbers it (GEMM_F32, GEMM_F16, GEMM_BF16)
+_GB_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, dtypes.bfloat16: 2}
 _NO = "no"
 
 
@@ -64,7 +70,7 @@ def try_run(gpu, E, grad_b, O, alpha, beta):  # noqa: E741
 
 
 def launch_shape(M, K, vec, sms):
-    """``(grid, block, cols)`` of the partial kernel for M rows of K channels
+    """``(grid, block, cols)`` of the kernel for M rows of K channels
     read ``vec`` a thread: the channels in slices of ``cols`` vectors along
     grid.y, rows of a slice over grid.x blocks of ``rps`` rows a step."""
     vectors = K // vec
@@ -77,34 +83,30 @@ def launch_shape(M, K, vec, sms):
 
 
 class BiasPlan:
-    """The two launches of one situation, their arguments packed once."""
+    """The launch of one situation, its arguments packed once."""
 
-    def __init__(self, gpu, E, grad_b, O, ld):  # noqa: E741
+    def __init__(self, gpu, E, grad_b, O, ld, grid, block, cols):  # noqa: E741
         K = E.shape[-1]
-        M = E.size // K
         vec = 16 // E.dtype.itemsize
-        grid, block, cols = launch_shape(M, K, vec, gpu.sms)
         Kp = grid[1] * cols * vec
-        self.part_bytes = grid[0] * Kp * 4
+        # the counters, then the partial sums: one semaphore block
+        self.block_bytes = COUNTER_BYTES + grid[0] * Kp * 4
+        self.grid, self.block = grid, block
+        self.args = ARGS.pack(0, 0, 0, 0, 0, 0, 0.0, 0.0, E.size // K, ld,
+                              row_stride(O) if O is not None else 0, ld, K, cols, Kp,
+                              _GB_TYPE[grad_b.dtype])
+        # values of a call: E, O, partial, grad_b, counters, alpha, beta (G is E:
+        # the mask in place)
+        self.holes = [(0, 0, "add", 0), (8, 1, "add", 0), (16, 0, "add", 0), (24, 2, "add", 0),
+                      (32, 3, "add", 0), (40, 4, "add", 0), (48, 5, "double", 0),
+                      (56, 6, "double", 0)]
         name = f"ga_bias_grad_{_TYPE[E.dtype]}" + ("_relu" if O is not None else "")
-        ldO = row_stride(O) if O is not None else 0
-        args = ARGS.pack(0, 0, 0, 0, M, ld, ldO, ld, K, cols, Kp)
-        columns = Kp // 4
-        bx = min(FINISH_COLUMNS, columns)
-        finish = FINISH_ARGS.pack(0, 0, 0.0, 0.0, grid[0], K, Kp)
-        # values of a call: E, O, partial, grad_b, alpha, beta (G is E: the mask in place)
-        self.launches = [
-            self._launch(gpu, name, grid, block, args,
-                         [(0, 0, "add", 0), (8, 1, "add", 0), (16, 0, "add", 0),
-                          (24, 2, "add", 0)]),
-            self._launch(gpu, f"ga_bias_finish_{_TYPE[grad_b.dtype]}",
-                         (-(-columns // bx), 1, 1), (bx, THREADS // bx, 1), finish,
-                         [(0, 2, "add", 0), (8, 3, "add", 0), (16, 4, "double", 0),
-                          (24, 5, "double", 0)])]
+        self.kernel = gpu.conv_library.function(STEM, name)
+        self.patched = self.kernel.patched_launch(grid, block, self.args, self.holes)
 
     @classmethod
     def recorded(cls, gpu, E, grad_b, O):  # noqa: E741
-        """The plan of this situation, or ``_NO`` where the kernels cannot take it."""
+        """The plan of this situation, or ``_NO`` where the kernel cannot take it."""
         if E.dtype not in _TYPE or grad_b.dtype not in _TYPE or not grad_b.is_contiguous:
             return _NO
         if E.size == 0:
@@ -115,29 +117,26 @@ class BiasPlan:
         ld = row_stride(E)
         if ld % vec or (O is not None and row_stride(O) % vec):
             return _NO
-        return cls(gpu, E, grad_b, O, ld)
-
-    @staticmethod
-    def _launch(gpu, name, grid, block, args, holes):
-        kernel = gpu.conv_library.function(STEM, name)
-        return kernel, grid, block, args, holes, kernel.patched_launch(grid, block, args, holes)
+        grid, block, cols = launch_shape(E.size // E.shape[-1], E.shape[-1], vec, gpu.sms)
+        if grid[1] > MAX_SLICES:
+            return _NO
+        return cls(gpu, E, grad_b, O, ld, grid, block, cols)
 
     def run(self, gpu, E, grad_b, O, alpha, beta):  # noqa: E741
-        """Queue both launches on the factory's stream."""
-        part = gpu.pool.allocate(self.part_bytes)
-        values = [E.ptr, 0 if O is None else O.ptr, part.ptr, grad_b.ptr,
-                  float(alpha), float(beta)]
-        handle = stream.launch_handle()
-        for kernel, grid, block, args, holes, patched in self.launches:
-            if patched is not None:
-                result = patched.launch(values, handle)
-                if result:
-                    kernel.check_launch(result)
-            else:
-                kernel.launch(grid, block, _patched(args, holes, values), 0)
-            gpu._stats["kernels_launched"] += 1
-        # back to the pool now: later work on this stream runs after these kernels
-        part.free()
+        """Queue the launch on the factory's stream."""
+        block = gpu.semaphores.allocate(self.block_bytes)
+        values = [E.ptr, 0 if O is None else O.ptr, block.ptr + COUNTER_BYTES, grad_b.ptr,
+                  block.ptr, float(alpha), float(beta)]
+        if self.patched is not None:
+            result = self.patched.launch(values, stream.launch_handle())
+            if result:
+                self.kernel.check_launch(result)
+        else:
+            self.kernel.launch(self.grid, self.block, _patched(self.args, self.holes, values), 0)
+        gpu._stats["kernels_launched"] += 1
+        # back to the pool now (its counters zero again once the kernel ends):
+        # later work on this stream runs after it
+        block.free()
 
 
 def _patched(args, holes, values):
