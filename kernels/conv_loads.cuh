@@ -13,6 +13,8 @@
 #define GA_CONV_FPROP 1   // C's rows are output positions; A gathered by im2col
 #define GA_CONV_UPDATE 2  // the reduction runs over output positions; B gathered
 #define GA_CONV_BPROP 3   // fprop of E with the filters read flipped ("n"-major B)
+#define GA_CONV_FPROP_T 4 // fprop transposed: C's rows are filters, its columns output
+                          // positions (B gathered by im2col); C stored transposed
 
 // Geometry of an implicit-GEMM convolution.  fprop: K-tiles walk the filter
 // taps (r, s) and, within a tap, chunks of 64 channels.  update: K-tiles are
@@ -62,6 +64,21 @@ GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsi
     } else {
         ga_tma_load(sb, &p.tmap_b, full, c0, n0, tap);
     }
+}
+
+// The loads of one K-tile kt of the transposed fprop (GA_CONV_FPROP_T):
+// A: filters m0 .. m0 + BM - 1 at tap (r, s), channels c0 .. c0 + 63
+// ("k"-major); B (im2col): output positions n0 .. n0 + BN - 1 from the
+// input position of position n0's window.  The same copies as fprop's,
+// with the operands' roles exchanged.
+GA_D void ga_conv_loads_t(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsigned sb, unsigned full, int kt,
+                          int m0, int n0) {
+    const int tap = divide(cg.by_cchunks, kt), c0 = (kt - tap * cg.cchunks) * 64;
+    const int fr = divide(cg.by_s, tap), fs = tap - fr * cg.S;
+    int w, h, n;
+    ga_conv_origin(cg, n0, w, h, n);
+    ga_tma_load(sa, &p.tmap_a, full, c0, m0, tap);
+    ga_tma_load_im2col(sb, &p.tmap_b, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
 }
 
 // The loads of one K-tile kt of the filter gradient: A (E^T, "m"-major

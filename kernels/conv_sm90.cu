@@ -92,6 +92,8 @@ static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARG
     GA_CONV_KERNEL(BM, BN, IN, TY, update, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, 1, false)
 #define GA_CONV_PAIRED_UPDATE(BM, BN, IN, TY) \
     GA_CONV_KERNEL(BM, BN, IN, TY, update_mc2, GA_MAJOR_MN, GA_MAJOR_MN, GA_CONV_UPDATE, 2, false)
+#define GA_CONV_TRANSPOSED(BM, BN, IN, TY) \
+    GA_CONV_KERNEL(BM, BN, IN, TY, fprop_t, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP_T, 1, false)
 #define GA_CONV_PINGPONG(BM, BN, IN, TY)                                                      \
     GA_CONV_KERNEL(BM, BN, IN, TY, fprop_pp, GA_MAJOR_K, GA_MAJOR_K, GA_CONV_FPROP, 1, true)   \
     GA_CONV_KERNEL(BM, BN, IN, TY, bprop_pp, GA_MAJOR_K, GA_MAJOR_MN, GA_CONV_BPROP, 1, true)
@@ -104,6 +106,7 @@ static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARG
     GA_CONV_PASSES(128, 192, IN, TY)      \
     GA_CONV_PASSES(128, 128, IN, TY)      \
     GA_CONV_PINGPONG(128, 128, IN, TY)    \
+    GA_CONV_TRANSPOSED(128, 256, IN, TY)  \
     GA_CONV_PASSES(128, 64, IN, TY)       \
     GA_CONV_PASSES(64, 128, IN, TY)       \
     GA_CONV_PASSES(64, 64, IN, TY)

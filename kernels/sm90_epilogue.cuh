@@ -121,8 +121,12 @@ GA_D float ga_epi_lean(const GemmEpi &st, float acc, float b, bool bias, bool re
 // bank.  Loaded per value from global memory, behind per-value tests,
 // they stalled a convolution's short tiles: VGG-A's conv2 fprop (fp16,
 // H100, 128x128 tiles, K = 576) took 241 us plain, 377 with relu and 512
-// with bias and relu.  (Another bias takes the staged epilogue: a row
-// bias would need registers the 128x256 tiles do not have to spare.)
+// with bias and relu.  It still costs: 225 us plain, 262 with bias and
+// relu on 256x128 tiles (H200; an L1 prefetch of the bias as the tile's
+// loads began changed nothing); the transposed fprop, whose bias runs
+// along the rows (two values a thread, in registers), 236 and 242.
+// (Another bias takes the staged epilogue: a row bias would need
+// registers the 128x256 tiles do not have to spare.)
 template <int BN, bool PLAIN>
 GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
                         int m0, int n0, int cw) {
@@ -137,6 +141,10 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
         ga_wg_sync(cw);
     }
     const bool half = p.c_type == GEMM_F16;
+    // the staged bias read as plain loads (not ga_lds64f's volatile asm, each
+    // a barrier to the compiler): a pair's two reads become one, issued
+    // together with the others of its step
+    const float *sb = (const float *)__cvta_shared_to_generic(sbias);
     // accumulator (row rl (+ 8), columns 8 j + cl, + 1); stmatrix row address of this lane
     const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);
     const int srow = warp * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
@@ -156,7 +164,7 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
                                      half);
                 } else {
                     const bool bias = p.flags & EPI_BIAS, relu = p.flags & EPI_RELU;
-                    const float2 b = bias ? ga_lds64f(sbias + 4 * (n - n0)) : make_float2(0.f, 0.f);
+                    const float2 b = bias ? *(const float2 *)(sb + (n - n0)) : make_float2(0.f, 0.f);
                     w[q] = ga_pack16(ga_epi_lean(st, a0, b.x, bias, relu), ga_epi_lean(st, a1, b.y, bias, relu), half);
                 }
             }
@@ -178,6 +186,67 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
                 #pragma unroll
                 for (int e = 0; e < 8; ++e)
                     if (n + e < p.N) dst[e] = (unsigned short)(words[e / 2] >> (16 * (e & 1)));
+            }
+        }
+        ga_wg_sync(cw);
+    }
+}
+
+// ga_epilogue16 for a C stored transposed (the transposed fprop: rows m are
+// filters, columns n output positions, C[m, n] at c[n * ldc + m]), with a
+// bias along m (bias_m; bias_n unused) and at most alpha, bias, relu and an
+// output scale.  Each 8 x 8 matrix of the accumulators goes to the staging
+// transposed (stmatrix .trans): 64 output positions of the warpgroup's 64
+// filters a chunk, a position's 128 bytes one swizzled staging row, copied
+// out one 16-byte piece a thread.  A thread's two bias values (its rows m
+// and m + 8) are loaded once a tile.
+template <int BN>
+GA_D void ga_epilogue16t(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
+                         int m0, int n0, int cw) {
+    static_assert(BN % 64 == 0, "whole chunks of 64 output positions");
+    const int tid = threadIdx.x & 127, warp = tid / 32, lane = tid & 31;
+    const bool half = p.c_type == GEMM_F16, bias = p.flags & EPI_BIAS, relu = p.flags & EPI_RELU;
+    const int rl = warp * 16 + lane / 4;
+    float b[2];
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int m = m0 + rl + 8 * h;
+        b[h] = bias && m < p.M ? gemm_load(p.bias, p.bias_type, m * p.bias_m) : 0.f;
+    }
+    // this lane's stored row (an output position within 16) and 16-byte
+    // piece (8 filters) for stmatrix: matrix lane / 8 is column group
+    // (lane / 16) of a pair and row half (lane / 8) % 2
+    const int nrow = 8 * (lane >> 4) + (lane & 7), piece = 2 * warp + ((lane >> 3) & 1);
+    unsigned short *c = (unsigned short *)p.c + (long long)ob * p.batch_c;
+    #pragma unroll
+    for (int k = 0; k < BN / 64; ++k) {
+        #pragma unroll
+        for (int pr = 0; pr < 4; ++pr) {
+            unsigned w[4];
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int j = 8 * k + 2 * pr + (q >> 1), h = q & 1;
+                w[q] = ga_pack16(ga_epi_lean(st, acc[4 * j + 2 * h], b[h], bias, relu),
+                                 ga_epi_lean(st, acc[4 * j + 2 * h + 1], b[h], bias, relu), half);
+            }
+            const int r = 16 * pr + nrow;
+            ga_stmatrix_x4_trans(stage + r * 128 + ((piece ^ (r & 7)) << 4), w);
+        }
+        ga_wg_sync(cw);
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int v = tid + 128 * i, r = v / 8, pc = v % 8;
+            const int n = n0 + 64 * k + r, m = m0 + 8 * pc;
+            const uint4 x = ga_lds128(stage + r * 128 + ((pc ^ (r & 7)) << 4));
+            if (n >= p.N || m >= p.M) continue;
+            unsigned short *dst = c + (long long)n * p.ldc + m;
+            if (m + 8 <= p.M) {
+                *(uint4 *)dst = x;
+            } else {
+                const unsigned words[4] = {x.x, x.y, x.z, x.w};
+                #pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    if (m + e < p.M) dst[e] = (unsigned short)(words[e / 2] >> (16 * (e & 1)));
             }
         }
         ga_wg_sync(cw);

@@ -224,6 +224,12 @@ GA_D void ga_stmatrix_x4(unsigned addr, const unsigned (&w)[4]) {
     asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
                  ::"r"(addr), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
 }
+// The same, each matrix stored transposed: lane l gives the address of row
+// l % 8 of matrix l / 8 as stored, which holds column l % 8 of w's matrix.
+GA_D void ga_stmatrix_x4_trans(unsigned addr, const unsigned (&w)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
+                 ::"r"(addr), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
+}
 GA_D void ga_sts32f(unsigned addr, float x) { asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(x) : "memory"); }
 GA_D float2 ga_lds64f(unsigned addr) {
     float2 v;

@@ -569,6 +569,50 @@ def test_data_parallel_128x128_tiles_run_in_ping_pong(hopper, kind):
     assert ng.last_gemm.zero is None
 
 
+def test_few_filters_run_transposed(hopper, tensor_maps, im2col_maps):  # noqa: F811
+    """VGG-A conv2's fprop (128 filters, 802,816 positions): the filters as
+    the tile's rows, output positions as its columns -- F is the kernel's A
+    (tiled), the input its B (gathered 256 positions a copy) -- and C stored
+    transposed into O, the bias along the rows."""
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 64, 64, 128, H=112, W=112, R=3, S=3, pad_h=1, pad_w=1)
+    I, F, O = _tensors(ng, layer, "fprop")
+    bias = ng.empty((128,), np.float16)
+    ng.fprop_conv(layer, I, F, O, relu=True, bias=bias)
+    name, grid, block, args, _ = _conv_launch(ng)
+    assert name == "ga_conv_sm90_128x256x64_f16_fprop_t"
+    assert grid == (132, 1, 1) and block == (384, 1, 1)
+    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    assert (fields["M"], fields["N"], fields["K"]) == (128, 64 * 112 * 112, 9 * 64)
+    assert (fields["a"], fields["b"], fields["c"], fields["bias"]) == (F.ptr, I.ptr, O.ptr,
+                                                                       bias.ptr)
+    assert (fields["ldc"], fields["bias_m"], fields["bias_n"]) == (128, 1, 0)
+    assert fields["flags"] == gk.EPI_RELU | gk.EPI_BIAS and fields["splits"] == 1
+    (a_map,) = [m for m in tensor_maps if m["ptr"] == F.ptr]
+    assert a_map["dims"] == (64, 128, 9) and a_map["box"] == (64, 128, 1)
+    (ptr, *_, pixels, _, _), = im2col_maps
+    assert ptr == I.ptr and pixels == 256
+
+
+@pytest.mark.parametrize("K, beta, H, with_bias", [
+    (96, False, 112, True), (256, False, 56, True), (128, True, 112, True),
+    (128, False, 14, True), (128, False, 112, False)])
+def test_other_fprops_stay_untransposed(hopper, K, beta, H, with_bias):
+    """96 filters (the 256x96 tiles are as fast), 256 (128x256 tiles
+    already), beta (the transposed epilogue does not read C), under a wave
+    of transposed tiles (64 x 14 x 14 positions: 49 tiles), or no bias
+    (the transposed tiles are slower where the bias does not pay)."""
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 64, 64, K, H=H, W=H, R=3, S=3, pad_h=1, pad_w=1)
+    I, F, O = _tensors(ng, layer, "fprop")
+    bias = ng.empty((K,), np.float16) if with_bias else None
+    ng.fprop_conv(layer, I, F, O, beta=1.0 if beta else 0.0, bias=bias)
+    name, _, _, args, _ = _conv_launch(ng)
+    assert not name.endswith("_t")
+    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    assert (fields["a"], fields["b"]) == (I.ptr, F.ptr)
+
+
 def test_fewer_128x128_tiles_than_two_a_block_stay_cooperative(hopper):
     """GoogLeNet 5b's 3x3 reduce: 98 tiles, one a block, each on both
     consumer warpgroups (in ping-pong one warpgroup would run it alone)."""

@@ -290,3 +290,42 @@ def test_ping_pong_tiles_match_loops(hopper_ng, monkeypatch, kw, kind):
         assert ng.last_gemm.name.endswith(f"_{kind}_pp")
     run(out, 1.0, 0.0)
     _same_bits_again(ng, out, lambda: run(out, 1.0, 0.0))
+
+
+#: fprop layers of 97 to 128 filters over at least a wave of 128x256 tiles
+TRANSPOSED_CASES = [
+    # 104 filters (a part-empty tile of rows), C = 24 (one padded chunk a
+    # tap), 34,596 positions (the last tile part-empty)
+    pytest.param(dict(N=4, C=24, K=104, H=93, W=93, R=3, S=3, pad_h=1, pad_w=1), id="ragged"),
+    # stride 2 and a 5x5 window: 35,344 positions, 25 taps of 2 chunks
+    pytest.param(dict(N=16, C=72, K=128, H=93, W=93, R=5, S=5, pad_h=2, pad_w=2, str_h=2,
+                      str_w=2), id="strided"),
+]
+
+
+@pytest.mark.parametrize("kw", TRANSPOSED_CASES)
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_transposed_fprop_matches_loops(hopper_ng, kw, dtype):
+    """The filters as the tile's rows, the output stored transposed: a bias
+    (of the layer's dtype) along the rows, then alpha, a bias of another
+    dtype and relu, into an output that is a channel slice of a wider
+    tensor; the same bits again."""
+    ng = hopper_ng
+    layer = ng.conv_layer(dtype, **kw)
+    rng = np.random.default_rng(29)
+    (I, vi), (F, vf), (b16, vb16) = (data(ng, rng, d, dtype)
+                                     for d in (layer.dimI, layer.dimF, (layer.K,)))
+    bias, vbias = data(ng, rng, (layer.K,), np.float32)
+    conv = naive_conv(layer, "fprop", vi, vf)
+    O = ng.empty(layer.dimO, dtype)
+    ng.fprop_conv(layer, I, F, O, bias=b16)
+    assert ng.last_gemm.name.endswith("_fprop_t")
+    check(O, conv + vb16, dtype)
+    wide = ng.zeros(layer.dimO[:-1] + (layer.K + 16,), dtype)
+    part = wide[..., 8:8 + layer.K]
+    ng.fprop_conv(layer, I, F, part, alpha=0.5, relu=True, bias=bias)
+    assert ng.last_gemm.name.endswith("_fprop_t")
+    check(part, np.maximum(0.5 * conv + vbias, 0), dtype)
+    assert not wide[..., :8].get().any() and not wide[..., 8 + layer.K:].get().any()
+    _same_bits_again(ng, part, lambda: ng.fprop_conv(layer, I, F, part, alpha=0.5, relu=True,
+                                                     bias=bias))

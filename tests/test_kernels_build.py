@@ -103,6 +103,9 @@ def test_conv_kernels_exist(reports):
                 assert f"ga_conv_sm90_{bm}x{bn}x64_{dtype}_{kind}" in built
     for dtype in ("f16", "bf16"):  # the update's multicast pairs
         assert f"ga_conv_sm90_128x256x64_{dtype}_update_mc{implicit_plan.PAIR}" in built
+    for dtype in ("f16", "bf16"):  # fprop transposed
+        bm, bn = implicit_plan.TRANSPOSED_TILE
+        assert f"ga_conv_sm90_{bm}x{bn}x64_{dtype}_fprop_t" in built
     for bm, bn in implicit_plan.PINGPONG_TILES:
         for dtype in ("f16", "bf16"):
             for kind in ("fprop", "bprop"):

@@ -53,7 +53,7 @@ def try_run(gpu, call):
         gpu._conv_plans[key] = plan
     if plan is _NO:
         return False
-    if call.kind != "fprop":  # bprop and update: the kernel's A is E (call.b)
+    if call.kind != "fprop" or plan.swapped:  # the kernel's A is call.b: E, or F transposed
         a, b = b, a
     if call.kind == "update" and call.layer.C % plans.CHUNK:
         _padded_update(gpu, call, plan, a, b)

@@ -81,6 +81,19 @@ PAIR_SPEEDUP = 1.10
 #: faster tile on those four (GoogLeNet 5b's 7x7 layers, 192 within 5%
 #: faster, stay on 256)
 UPDATE_192_RATE = 0.95
+#: fprop with a bias, of layers of 97 to 128 filters, runs transposed
+#: (conv_sm90.cu's ..._fprop_t: the filters as a 128x256 tile's rows, 256
+#: output positions as its columns, gathered as B), where the bias runs along
+#: the tile's rows: two values a thread, in registers, against a column
+#: bias copied through shared memory every tile.  H200, fp16, kernels alone,
+#: same run, bias and relu: VGG-A conv2 262 -> 242 us, GoogLeNet 3a's 3x3
+#: 56.0 -> 54.0, 3b's 1x1 33.8 -> 32.0; without a bias the transposed tiles
+#: ran 1-5% slower (VGG-A conv2 225 -> 236), and over 96 filters no faster
+#: with one (GoogLeNet 3a's 5x5 reduce on 256x96: 26.8 both).  Without beta,
+#: data-parallel, over at least a wave of tiles.
+TRANSPOSED_MAX_FILTERS = 128
+TRANSPOSED_MIN_FILTERS = 97
+TRANSPOSED_TILE = (128, 256)
 
 
 class Im2colMap:
@@ -189,13 +202,17 @@ def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None, ldi=N
     ``ldi`` / ``ldo``: elements between the input's / output's positions
     (default: their channel counts; larger for a channel slice).  Tiles
     of :data:`PINGPONG_TILES` on a data-parallel schedule take the
-    ping-pong kernel where every block has :data:`PINGPONG_MIN_TILES`."""
+    ping-pong kernel where every block has :data:`PINGPONG_MIN_TILES`;
+    fprop with a bias and without beta runs transposed where
+    :func:`transposed` says so."""
     m, n = layer.N * layer.P * layer.Q, layer.K
     ktiles = layer.R * layer.S * -(-layer.C // CHUNK)
+    flags = (gk.EPI_RELU if relu else 0) | (gk.EPI_BIAS if bias is not None else 0)
+    if kind == "fprop" and not beta and bias is not None and transposed(gpu, m, n):
+        return _record_transposed(gpu, layer, flags, bias, ktiles, ldi, ldo)
     cfg, stream_k = choose_fprop(gpu, m, n, ktiles)
-    flags = ((gk.EPI_RELU if relu else 0) | (gk.EPI_BIAS if bias is not None else 0)
-             | (gk.EPI_BETA if beta else 0)
-             | (gk.SCHED_STREAM_K | gk.SCHED_WHOLE_FIRST if stream_k else 0))
+    flags |= ((gk.EPI_BETA if beta else 0)
+              | (gk.SCHED_STREAM_K | gk.SCHED_WHOLE_FIRST if stream_k else 0))
     strides = (0, 1, 1, 0, ldo or n, 0, 0, 0, 0,
                bias.strides[0] // bias.itemsize if bias is not None else 0)
     ints = (m, n, ktiles * CHUNK, 1, 1, 1, ktiles, flags, gk.TYPE_CODE[layer.dtype],
@@ -206,6 +223,30 @@ def record_fprop(gpu, layer, relu, beta, bias, kind="fprop", filters=None, ldi=N
         kind += "_pp"
     return _plan(gpu, layer, cfg, kind, strides, ints, 1,
                  (im2col_map(layer, cfg.bm, ldi), b_map))
+
+
+def transposed(gpu, m, n):
+    """Whether fprop's M x N output (M output positions, N filters), with
+    a bias, runs transposed: :data:`TRANSPOSED_MIN_FILTERS` to
+    :data:`TRANSPOSED_MAX_FILTERS` filters, and at least a wave of the
+    transposed tiles."""
+    bm, bn = TRANSPOSED_TILE
+    tiles = -(-n // bm) * -(-m // bn)
+    return TRANSPOSED_MIN_FILTERS <= n <= TRANSPOSED_MAX_FILTERS and tiles >= gpu.sms
+
+
+def _record_transposed(gpu, layer, flags, bias, ktiles, ldi, ldo):
+    """fprop's plan as C^T = F im2col(I)^T: the kernel's A is F (its rows the
+    filters), its B the gathered input, and it stores C transposed into O
+    (a bias along its rows); the caller passes F before I (``swapped``)."""
+    m, n = layer.K, layer.N * layer.P * layer.Q
+    cfg = _config(*TRANSPOSED_TILE)
+    strides = (0, 1, 1, 0, ldo or m, 0, 0, 0,
+               bias.strides[0] // bias.itemsize if bias is not None else 0, 0)
+    ints = (m, n, ktiles * CHUNK, 1, 1, 1, ktiles, flags, gk.TYPE_CODE[layer.dtype],
+            gk.TYPE_CODE[bias.dtype] if bias is not None else 0)
+    return _plan(gpu, layer, cfg, "fprop_t", strides, ints, 1,
+                 (filter_map(layer, cfg.bm), im2col_map(layer, cfg.bn, ldi)), swapped=True)
 
 
 def padded_channels(layer):
@@ -308,10 +349,11 @@ def choose_schedule(gpu, cfg, m, n, ktiles):
     return STREAM_K if stream_k is not None and stream_k < seconds(best) else best
 
 
-def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps, pair=1):
+def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps, pair=1, swapped=False):
     """GemmPlan of one conv_sm90 kernel (and the split-K reduce when splits > 1);
     ``pair``: blocks per multicast cluster (the update's ``_mc2`` kernels),
-    which the schedule counts as one unit of ``pair`` tile rows."""
+    which the schedule counts as one unit of ``pair`` tile rows; ``swapped``:
+    the kernel's A is the call's second operand (the transposed fprop)."""
     cchunks = -(-layer.C // CHUNK)
     divisors = (layer.P * layer.Q, layer.Q, layer.S, cchunks, cchunks * CHUNK)
     geom = GEOM.pack(layer.P, layer.Q, layer.R, layer.S, cchunks, layer.C,
@@ -345,7 +387,7 @@ def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps, pair=1):
         blocks = min(-(-(m * -(-n // 4)) // REDUCE_THREADS), gpu.sms * 8)
         launches.append((reduce, (blocks, 1, 1), (REDUCE_THREADS, 1, 1), 0))
         workspace = splits * m * n * 4
-    return GemmPlan(name, False, launches, template, maps, workspace, splits, pair)
+    return GemmPlan(name, swapped, launches, template, maps, workspace, splits, pair)
 
 
 def clusters_at_once(gpu, kernel, cfg):
