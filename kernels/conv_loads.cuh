@@ -48,13 +48,22 @@ GA_D void ga_conv_origin(const ConvGeom &cg, int m, int &w, int &h, int &n) {
 // at that tap ("k"-major), or for bprop the original filters at the
 // mirrored tap R*S - 1 - tap, "n"-major panels of 64 of their channels
 // (a 96-wide tile's second panel: the 32 it uses, then 32 it does not
-// read).  Channels past C (and rows past N*P*Q) are zero-filled.
+// read).  The transposed fprop (GA_CONV_FPROP_T) makes the same copies
+// with the operands' roles exchanged: A, filters m0 .. m0 + BM - 1 at the
+// tap; B (im2col), output positions n0 .. n0 + BN - 1.  Channels past C
+// (and rows past N*P*Q) are zero-filled.
 template <int BN, int CONV>
 GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsigned sb, unsigned full, int kt,
                         int m0, int n0) {
     const int tap = divide(cg.by_cchunks, kt), c0 = (kt - tap * cg.cchunks) * 64;
     const int fr = divide(cg.by_s, tap), fs = tap - fr * cg.S;
     int w, h, n;
+    if constexpr (CONV == GA_CONV_FPROP_T) {
+        ga_conv_origin(cg, n0, w, h, n);
+        ga_tma_load(sa, &p.tmap_a, full, c0, m0, tap);
+        ga_tma_load_im2col(sb, &p.tmap_b, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
+        return;
+    }
     ga_conv_origin(cg, m0, w, h, n);
     ga_tma_load_im2col(sa, &p.tmap_a, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
     if constexpr (CONV == GA_CONV_BPROP) {
@@ -64,21 +73,6 @@ GA_D void ga_conv_loads(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsi
     } else {
         ga_tma_load(sb, &p.tmap_b, full, c0, n0, tap);
     }
-}
-
-// The loads of one K-tile kt of the transposed fprop (GA_CONV_FPROP_T):
-// A: filters m0 .. m0 + BM - 1 at tap (r, s), channels c0 .. c0 + 63
-// ("k"-major); B (im2col): output positions n0 .. n0 + BN - 1 from the
-// input position of position n0's window.  The same copies as fprop's,
-// with the operands' roles exchanged.
-GA_D void ga_conv_loads_t(const ConvGeom &cg, const GemmArgs &p, unsigned sa, unsigned sb, unsigned full, int kt,
-                          int m0, int n0) {
-    const int tap = divide(cg.by_cchunks, kt), c0 = (kt - tap * cg.cchunks) * 64;
-    const int fr = divide(cg.by_s, tap), fs = tap - fr * cg.S;
-    int w, h, n;
-    ga_conv_origin(cg, n0, w, h, n);
-    ga_tma_load(sa, &p.tmap_a, full, c0, m0, tap);
-    ga_tma_load_im2col(sb, &p.tmap_b, full, c0, w, h, n, fs * cg.dil_w, fr * cg.dil_h);
 }
 
 // The loads of one K-tile kt of the filter gradient: A (E^T, "m"-major

@@ -18,6 +18,12 @@
 //          B[(n, p, q), (r, s, c)] = the fprop's A
 //          K-tile kt: output positions 64 kt on; B's 64-column panel j is tap
 //          (n0 + 64 j) / Cp, channels from (n0 + 64 j) % Cp.
+//   fprop transposed (..._fprop_t): the fprop above as C^T = B A^T, so
+//          C[k, (n, p, q)] = O[n, 0, p, q, k] (M = K, N = N*P*Q): A is F
+//          (tiled, rows the filters), B the im2col gather of I (BN output
+//          positions a copy), C stored transposed (ldc: O's position
+//          stride), a bias along C's rows (bias_m); alpha, bias, relu only
+//          (no beta), data-parallel.
 //   bprop  (unit stride) grad_I = epilogue(conv(E, F')), the fprop above of E
 //          with F'[c, r, s, k] = F[k, R-1-r, S-1-s, c] and padding
 //          dil*(extent-1) - pad: B is read from F itself, tap R*S-1-tap,
@@ -69,7 +75,8 @@
 // wide for 96 filters or channels, which leave a 128-wide tile a quarter
 // empty); the update on 128x256 tiles in multicast pairs; and fprop and
 // bprop on 128x128 tiles in ping-pong (..._pp: each consumer warpgroup a
-// whole tile, the two in turn; data-parallel schedules only).
+// whole tile, the two in turn; data-parallel schedules only); and fprop
+// transposed on 128x256 tiles (..._fprop_t).
 #include "gemm_sm90.cuh"
 
 struct ConvGemmArgs {

@@ -217,10 +217,8 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                     // A broadcast operand (batch stride 0) has a one-batch tensor map.
                     const int dba = p.batch_a ? db : 0, dbb = p.batch_b ? db : 0;
                     const int m0 = g.tm * BM, n0 = g.tn * BN;
-                    if constexpr (CONV == GA_CONV_FPROP || CONV == GA_CONV_BPROP) {
+                    if constexpr (CONV == GA_CONV_FPROP || CONV == GA_CONV_BPROP || CONV == GA_CONV_FPROP_T) {
                         ga_conv_loads<BN, CONV>(*cg, p, sa, sb, full, kt, m0, n0);
-                    } else if constexpr (CONV == GA_CONV_FPROP_T) {
-                        ga_conv_loads_t(*cg, p, sa, sb, full, kt, m0, n0);
                     } else if constexpr (CONV == GA_CONV_UPDATE) {
                         ga_conv_update_loads<BM, BN, MC>(*cg, p, sa, sb, full, kt, m0, n0);
                     } else {

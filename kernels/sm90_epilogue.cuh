@@ -127,6 +127,15 @@ GA_D float ga_epi_lean(const GemmEpi &st, float acc, float b, bool bias, bool re
 // along the rows (two values a thread, in registers), 236 and 242.
 // (Another bias takes the staged epilogue: a row bias would need
 // registers the 128x256 tiles do not have to spare.)
+// The outputs of a 16-byte piece x of eight 16-bit values, the first at
+// index i of C's row (or column) of `end`, that lie inside it, one by one.
+GA_D void ga_store16_edge(unsigned short *dst, const uint4 &x, int i, int end) {
+    const unsigned words[4] = {x.x, x.y, x.z, x.w};
+    #pragma unroll
+    for (int e = 0; e < 8; ++e)
+        if (i + e < end) dst[e] = (unsigned short)(words[e / 2] >> (16 * (e & 1)));
+}
+
 template <int BN, bool PLAIN>
 GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
                         int m0, int n0, int cw) {
@@ -179,14 +188,8 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
             const uint4 x = ga_lds128(stage + r * 128 + ((piece ^ (r & 7)) << 4));
             if (m >= p.M || n >= p.N) continue;
             unsigned short *dst = c + m * p.ldc + n;
-            if (n + 8 <= p.N) {
-                *(uint4 *)dst = x;
-            } else {
-                const unsigned words[4] = {x.x, x.y, x.z, x.w};
-                #pragma unroll
-                for (int e = 0; e < 8; ++e)
-                    if (n + e < p.N) dst[e] = (unsigned short)(words[e / 2] >> (16 * (e & 1)));
-            }
+            if (n + 8 <= p.N) *(uint4 *)dst = x;
+            else ga_store16_edge(dst, x, n, p.N);
         }
         ga_wg_sync(cw);
     }
@@ -240,14 +243,8 @@ GA_D void ga_epilogue16t(const GemmArgs &p, const GemmEpi &st, const float (&acc
             const uint4 x = ga_lds128(stage + r * 128 + ((pc ^ (r & 7)) << 4));
             if (n >= p.N || m >= p.M) continue;
             unsigned short *dst = c + (long long)n * p.ldc + m;
-            if (m + 8 <= p.M) {
-                *(uint4 *)dst = x;
-            } else {
-                const unsigned words[4] = {x.x, x.y, x.z, x.w};
-                #pragma unroll
-                for (int e = 0; e < 8; ++e)
-                    if (m + e < p.M) dst[e] = (unsigned short)(words[e / 2] >> (16 * (e & 1)));
-            }
+            if (m + 8 <= p.M) *(uint4 *)dst = x;
+            else ga_store16_edge(dst, x, m, p.M);
         }
         ga_wg_sync(cw);
     }

@@ -241,10 +241,9 @@ def _record_transposed(gpu, layer, flags, bias, ktiles, ldi, ldo):
     (a bias along its rows); the caller passes F before I (``swapped``)."""
     m, n = layer.K, layer.N * layer.P * layer.Q
     cfg = _config(*TRANSPOSED_TILE)
-    strides = (0, 1, 1, 0, ldo or m, 0, 0, 0,
-               bias.strides[0] // bias.itemsize if bias is not None else 0, 0)
+    strides = (0, 1, 1, 0, ldo or m, 0, 0, 0, bias.strides[0] // bias.itemsize, 0)
     ints = (m, n, ktiles * CHUNK, 1, 1, 1, ktiles, flags, gk.TYPE_CODE[layer.dtype],
-            gk.TYPE_CODE[bias.dtype] if bias is not None else 0)
+            gk.TYPE_CODE[bias.dtype])
     return _plan(gpu, layer, cfg, "fprop_t", strides, ints, 1,
                  (filter_map(layer, cfg.bm), im2col_map(layer, cfg.bn, ldi)), swapped=True)
 
