@@ -540,7 +540,7 @@ def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     (12544, 512, 72, (128, 128), False),    # VGG-A conv7's: 3.0 waves
     (50176, 512, 72, (128, 256), False),    # VGG-A conv6's: 5.9 waves
     (200704, 256, 36, (128, 256), False),   # VGG-A conv4's: 11.9 waves
-    (802816, 128, 9, (256, 128), False),    # VGG-A conv2's: 256 rows where 128 outputs are a tile across
+    (802816, 128, 9, (256, 128), False),    # VGG-A conv2's without a bias (with one: transposed)
     (802816, 64, 18, (256, 64), False),     # its data gradient
     (100352, 96, 100, (256, 96), False),    # Overfeat conv2's data gradient: 96 channels
     (21632, 384, 27, (256, 128), False),    # AlexNet conv3's: 1.9 waves of 256x128, 3.8 of 128x128
