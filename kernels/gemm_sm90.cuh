@@ -386,12 +386,12 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
             #pragma unroll
             for (int u = 0; u < C::SUB; ++u) {
                 const int m0 = g.tm * BM + ((PP ? 0 : cw * C::SUB) + u) * 64, n0 = g.tn * BN;
+                // this warpgroup's staging, as ga_epilogue16(t) use it
+                const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
                 if constexpr (CONV == GA_CONV_FPROP_T) {
                     // (the host launches it only where ga_epilogue16t can finish C)
-                    const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
                     ga_epilogue16t<BN>(p, st, acc[u], stage, g.ob, m0, n0, cw);
                 } else if (fast16) {
-                    const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
                     if (plain) ga_epilogue16<BN, true>(p, st, acc[u], stage, g.ob, m0, n0, cw);
                     else ga_epilogue16<BN, false>(p, st, acc[u], stage, g.ob, m0, n0, cw);
                 } else if (fast32) {

@@ -102,6 +102,15 @@ GA_D float ga_epi_lean(const GemmEpi &st, float acc, float b, bool bias, bool re
     return v;
 }
 
+// The outputs of a 16-byte piece x of eight 16-bit values, the first at
+// index i of C's row (or column) of `end`, that lie inside it, one by one.
+GA_D void ga_store16_edge(unsigned short *dst, const uint4 &x, int i, int end) {
+    const unsigned words[4] = {x.x, x.y, x.z, x.w};
+    #pragma unroll
+    for (int e = 0; e < 8; ++e)
+        if (i + e < end) dst[e] = (unsigned short)(words[e / 2] >> (16 * (e & 1)));
+}
+
 // A consumer warpgroup's 64 x BN outputs (corner m0, n0) straight from its
 // accumulators, when C is fp16/bf16 in 16-byte aligned rows and the
 // epilogue is at most alpha, bias, relu and an output scale: the values are
@@ -127,15 +136,6 @@ GA_D float ga_epi_lean(const GemmEpi &st, float acc, float b, bool bias, bool re
 // along the rows (two values a thread, in registers), 236 and 242.
 // (Another bias takes the staged epilogue: a row bias would need
 // registers the 128x256 tiles do not have to spare.)
-// The outputs of a 16-byte piece x of eight 16-bit values, the first at
-// index i of C's row (or column) of `end`, that lie inside it, one by one.
-GA_D void ga_store16_edge(unsigned short *dst, const uint4 &x, int i, int end) {
-    const unsigned words[4] = {x.x, x.y, x.z, x.w};
-    #pragma unroll
-    for (int e = 0; e < 8; ++e)
-        if (i + e < end) dst[e] = (unsigned short)(words[e / 2] >> (16 * (e & 1)));
-}
-
 template <int BN, bool PLAIN>
 GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
                         int m0, int n0, int cw) {
@@ -150,9 +150,9 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
         ga_wg_sync(cw);
     }
     const bool half = p.c_type == GEMM_F16;
-    // the staged bias read as plain loads (not ga_lds64f's volatile asm, each
-    // a barrier to the compiler): a pair's two reads become one, issued
-    // together with the others of its step
+    // the staged bias read as plain loads (not volatile asm, each a barrier
+    // to the compiler): a pair's two reads become one, issued together
+    // with the others of its step
     const float *sb = (const float *)__cvta_shared_to_generic(sbias);
     // accumulator (row rl (+ 8), columns 8 j + cl, + 1); stmatrix row address of this lane
     const int rl = warp * 16 + lane / 4, cl = 2 * (lane & 3);

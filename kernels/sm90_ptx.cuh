@@ -231,11 +231,6 @@ GA_D void ga_stmatrix_x4_trans(unsigned addr, const unsigned (&w)[4]) {
                  ::"r"(addr), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
 }
 GA_D void ga_sts32f(unsigned addr, float x) { asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(x) : "memory"); }
-GA_D float2 ga_lds64f(unsigned addr) {
-    float2 v;
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
-    return v;
-}
 GA_D uint4 ga_lds128(unsigned addr) {
     uint4 v;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
