@@ -19,19 +19,21 @@
 // their rows contiguously.  Each step the block reads the whole previous
 // state (h_{t-1} forward, drec_{t+1} backward: N x L fp32, through L2) in
 // chunks of KC columns, forms its dot products, updates its units' cells and
-// publishes its slice; a grid-wide barrier then ends the step.  The forward
-// products run on tensor cores (mma.sync m16n8k16, fp32 accumulation) for
-// 16-bit types with N >= 8 and H % 64 == 0; the others are fp32 FMAs (a warp
-// per 2 rows and batches of 4, lanes striding 4 consecutive columns, a
-// shuffle reduction).  Only the block's own units' cell state (c, the GRU's
+// publishes its slice; a grid-wide barrier then ends the step.  The products
+// run on tensor cores (mma.sync m16n8k16, fp32 accumulation) where the host
+// asks (RnnArgs.tc: 16-bit types, H % 64 == 0), the state they read then
+// published in the storage type; the others are fp32 FMAs (a warp per 2 rows
+// and batches of 4, lanes striding 4 consecutive columns, a shuffle
+// reduction) on fp32 state.  Only the block's own units' cell state (c, the GRU's
 // bypass gradient) is needed across steps: it lives in shared memory.
 //
 // Layouts (row-major, contiguous): X and dX (T, N, G*H); W (G*H, H + 1), the
 // recurrent weights with the bias as last column; Y and dY (T, N, H); the
 // states (N, H); reserve fp32 (T, N, 2*G*H + 2*H): per position the gates
 // after their nonlinearity, h, the extra value (LSTM c, GRU rec_n) and drec;
-// hbuf fp32 (2, N, H), the published h of alternating steps (in T, packed,
-// where the forward products run on tensor cores); barrier one
+// hbuf fp32 (2, N, H), the published h of alternating steps forward (in T,
+// packed, on tensor cores), and backward on tensor cores the published drec
+// of alternating steps in T (2, N, G*H; absent otherwise); barrier one
 // unsigned word, the grid barrier's arrivals, zero before the launch.  All of
 // X, W, Y, the states, dX and dY are in the storage type T (float, __half,
 // __nv_bfloat16); the math and the reserve are fp32.  H % 8 == 0 (so that
@@ -69,6 +71,8 @@ struct RnnArgs {
     int T, N, H, U, KC;
     // shared memory: the weights (w_bytes), then fp32 arrays at these float offsets
     int w_bytes, off_bias, off_v, off_acc, off_h, off_c, off_byp;
+    // nonzero: the products run on tensor cores (16-bit types, H % 64 == 0; the host decides)
+    int tc;
 };
 
 template <int MODE> struct Mode { static constexpr int G = MODE == GRU ? 3 : MODE == LSTM ? 4 : 1; };
@@ -204,25 +208,26 @@ __device__ void matvec(const T *w, int L, int rows, const float *src, size_t ld,
     __syncthreads();
 }
 
-// ---- forward products on tensor cores (16-bit types, N >= 8, H % 64 == 0) ----
+// ---- products on tensor cores (16-bit types, H % 64 == 0) ----
 //
-// acc[r][n] = bias[r] + sum_k w[r][k] h[n][k] by mma.sync m16n8k16 with fp32
-// accumulation.  A warp computes 16-row x 8-batch tiles; where there are
-// fewer tiles than warps, the k range of a chunk is split among up to 8
-// warps (a power of two) whose sums are added to acc one split after
-// another, so every acc entry is summed in a fixed order (deterministic).
+// acc[r][n] = init + sum_k w[r][k] s[n][k] by mma.sync m16n8k16 with fp32
+// accumulation (s: the previous h forward, the next step's drec backward).
+// A warp computes 16-row x 8-batch tiles (batches past N and rows past the
+// block's read the last ones and are dropped); where there are fewer tiles
+// than warps, the k range of a chunk is split among up to 8 warps (a power
+// of two) whose sums are added to acc one split after another, so every acc
+// entry is summed in a fixed order (deterministic).
 //
 // The weights are stored with their 16-byte chunks XOR-swizzled by
 // (row & 7) (rows are a multiple of 64 elements, so a chunk never leaves
 // its row), and the staged state rows are KC + 8 elements apart: the 8 rows
-// an A or B fragment reads fall in distinct banks.  The previous h is
-// rounded to T, as a GEMM of T operands rounds it; these kernels publish it
-// in T, which halves the L2 traffic of staging it every step.
-//
-// The backward keeps the fp32 FMAs: there each block stages N x G*H fp32
-// gradients per step, and that traffic, not the arithmetic, sets the pace
-// (a tensor-core backward, with the gradients scaled per sample into fp16's
-// range, measured 1.15x slower; benchmarks/NOTES.rst).
+// an A or B fragment reads fall in distinct banks.  The state is rounded to
+// T, as a GEMM of T operands (cuDNN's per-step GEMM) rounds it, and
+// published in T, which halves the L2 traffic of staging it every step --
+// the backward's pace at large batches, where each block stages N x G*H
+// gradients a step.  (An fp16 backward that kept fp32 gradients, scaling
+// them per sample into fp16's range, measured 1.15x slower than the FMAs;
+// benchmarks/NOTES.rst.)
 
 template <typename T> struct Mma;
 template <> struct Mma<__half> {
@@ -244,11 +249,6 @@ template <> struct Mma<__nv_bfloat16> {
     }
 };
 
-// Whether the forward products of this type and shape run on tensor cores.
-template <typename T> __device__ __forceinline__ bool tensor_cores(int N, int H) {
-    return sizeof(T) == 2 && N >= 8 && H % 64 == 0;
-}
-
 // Offset in elements of w[r][k] in the swizzled layout (rows of L elements).
 __device__ __forceinline__ int swizzled(int r, int k, int L) {
     return r * L + (((k >> 3) ^ (r & 7)) << 3) + (k & 7);
@@ -260,10 +260,11 @@ template <typename T> __device__ __forceinline__ unsigned pair(const T *p) {
 }
 
 // One chunk's products: columns [c0, c0 + kc) of w against the state staged
-// as T in v (rows ldv elements apart).
+// as T in v (rows ldv elements apart); the first chunk adds init[r] (per row)
+// or init[r * N + n].
 template <typename T>
 __device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *v, int ldv, int N,
-                          float *acc, const float *bias) {
+                          float *acc, const float *init, bool init_per_row) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = (lane & 3) * 2;
     const int n_tiles = (N + 7) / 8, tiles = (rows + 15) / 16 * n_tiles;
     int splits = 1;
@@ -278,6 +279,7 @@ __device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *
         const int ra = min(m0 + g, rows - 1), rb = min(m0 + g + 8, rows - 1);
         const T *vb = v + min(n0 + g, N - 1) * ldv;
         // two accumulator sets: consecutive k-steps do not wait on each other
+        // (four measured the same: the chains are not what limits a step)
         float c[2][4] = {};
         if (active) {
             for (int k = part * span; k < (part + 1) * span; k += 32) {
@@ -301,7 +303,7 @@ __device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *
                         const int r = m0 + g + 8 * h, n = n0 + q + e, at = r * N + n;
                         if (r < rows && n < N) {
                             const float sum = c[0][2 * h + e] + c[1][2 * h + e];
-                            if (c0 == 0 && turn == 0) acc[at] = sum + bias[r];
+                            if (c0 == 0 && turn == 0) acc[at] = sum + init[init_per_row ? r : at];
                             else acc[at] += sum;
                         }
                     }
@@ -317,7 +319,7 @@ __device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *
 // (N * (KC + 8) elements of T fit in its N * KC floats).
 template <typename T>
 __device__ void matvec_mma(const T *w, int L, int rows, const T *src, size_t ld, float *v, int KC,
-                           int N, float *acc, const float *bias) {
+                           int N, float *acc, const float *init, bool init_per_row) {
     constexpr int DEPTH = 8, VEC = 8;  // 16-byte loads of 8 elements
     T *vt = reinterpret_cast<T *>(v);
     const int ldv = KC + 8;
@@ -340,7 +342,7 @@ __device__ void matvec_mma(const T *w, int L, int rows, const T *src, size_t ld,
             }
         }
         __syncthreads();
-        mma_chunk(w, L, rows, c0, kc, vt, ldv, N, acc, bias);
+        mma_chunk(w, L, rows, c0, kc, vt, ldv, N, acc, init, init_per_row);
     }
     __syncthreads();
 }
@@ -353,18 +355,20 @@ __device__ __forceinline__ void publish(float *hbuf, bool tc, size_t at, float h
     else hbuf[at] = h;
 }
 
-// The forward step's products: on the tensor cores where tensor_cores says so.
+// A step's products, acc = init + w . state, the state's row n at src + n * ld:
+// in T on the tensor cores (tc), else in fp32 on the FMAs.
 template <typename T>
-__device__ __forceinline__ void fprop_products(bool tc, const T *w, int H, int rows,
-                                               const float *h_prev, float *v, int KC, int N,
-                                               float *acc, const float *bias) {
+__device__ __forceinline__ void products(bool tc, const T *w, int L, int rows, const float *src,
+                                         size_t ld, float *v, int KC, int N, float *acc,
+                                         const float *init, bool init_per_row) {
     if constexpr (sizeof(T) == 2) {
         if (tc) {
-            matvec_mma(w, H, rows, reinterpret_cast<const T *>(h_prev), H, v, KC, N, acc, bias);
+            matvec_mma(w, L, rows, reinterpret_cast<const T *>(src), ld, v, KC, N, acc, init,
+                       init_per_row);
             return;
         }
     }
-    matvec(w, H, rows, h_prev, H, v, KC, N, acc, bias, true);
+    matvec(w, L, rows, src, ld, v, KC, N, acc, init, init_per_row);
 }
 
 // The block's weights into shared memory once: element f comes from W[src]
@@ -413,7 +417,7 @@ __device__ void rnn_fprop(const RnnArgs &a) {
     float *h_own = f + a.off_h, *c_own = f + a.off_c;
     const T *W = static_cast<const T *>(a.W);
     // w[r][k] = R[g*H + j][k] for row r = g*U + u, unit j = j0 + u (swizzled for the tensor cores)
-    const bool tc = tensor_cores<T>(N, H);
+    const bool tc = sizeof(T) == 2 && a.tc;
     stage_weights(W, w, rows * H, [&](int f, long long &src, int &dst) {
         const int r = f / H, j = j0 + r % U;
         src = j < H ? (long long)((r / U) * H + j) * (H + 1) + f % H : -1;
@@ -439,8 +443,8 @@ __device__ void rnn_fprop(const RnnArgs &a) {
         // the thread's first (unit, sample): its inputs load while the state is staged
         float first[G];
         load_x<G>(X, t, threadIdx.x, U, N, H, j0, first);
-        fprop_products(tc, w, H, rows, a.hbuf + (size_t)((t + 1) & 1) * N * H, v, a.KC, N, acc,
-                       bias);
+        products(tc, w, H, rows, a.hbuf + (size_t)((t + 1) & 1) * N * H, H, v, a.KC, N, acc, bias,
+                 true);
         float *h_out = a.hbuf + (size_t)(t & 1) * N * H;
         for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
             const int u = i % U, n = i / U, j = j0 + u;
@@ -525,12 +529,19 @@ __device__ void rnn_bprop(const RnnArgs &a) {
     float *f = reinterpret_cast<float *>(smem + a.w_bytes);
     float *v = f + a.off_v, *acc = f + a.off_acc, *dc = f + a.off_c, *bypass = f + a.off_byp;
     const T *W = static_cast<const T *>(a.W);
+    const bool tc = sizeof(T) == 2 && a.tc;
     // w[u][i] = R[i][j0 + u]: the columns of the block's units, read a row's U at a time
+    // (swizzled for the tensor cores)
     stage_weights(W, w, U * GH, [&](int f, long long &src, int &dst) {
         const int u = f % U, row = f / U, j = j0 + u;
         src = j < H ? (long long)row * (H + 1) + j : -1;
-        dst = u * GH + row;
+        dst = tc ? swizzled(u, row, GH) : u * GH + row;
     });
+    // step s's drec: fp32 in the reserve, or published in T in hbuf's slot s % 2
+    auto drec_of = [&](int s) {
+        return tc ? a.hbuf + (size_t)(s & 1) * N * GH : a.reserve + (size_t)s * N * ldr + GH + 2 * H;
+    };
+    const size_t ld_drec = tc ? GH : ldr;
     // bypass and acc are indexed [u][n] (the dot products' layout), dc [n][u]
     for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
         const int u = i % U, n = i / U, j = j0 + u;
@@ -543,9 +554,7 @@ __device__ void rnn_bprop(const RnnArgs &a) {
         // the thread's first (unit, sample): its inputs load while the state is staged
         BwdIn<G> first;
         load_bwd<MODE, T>(a, t, threadIdx.x, first);
-        if (t + 1 < a.T)
-            matvec(w, GH, U, a.reserve + (size_t)(t + 1) * N * ldr + GH + 2 * H, ldr, v, a.KC, N,
-                   acc, bypass, false);
+        if (t + 1 < a.T) products(tc, w, GH, U, drec_of(t + 1), ld_drec, v, a.KC, N, acc, bypass, false);
         for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
             const int u = i % U, n = i / U, j = j0 + u;
             if (j >= H) continue;
@@ -581,13 +590,14 @@ __device__ void rnn_bprop(const RnnArgs &a) {
             #pragma unroll
             for (int g = 0; g < G; ++g) {
                 drec[g * H + j] = d[g];
+                if (tc) publish<T>(drec_of(t), true, (size_t)n * GH + g * H + j, d[g]);
                 dX[pos * GH + g * H + j] = from_f32<T>(g == G - 1 ? dx_last : d[g]);
             }
         }
         grid_sync(a.barrier, (a.T - t) * gridDim.x);
     }
     if (a.dh0) {
-        matvec(w, GH, U, a.reserve + GH + 2 * H, ldr, v, a.KC, N, acc, bypass, false);
+        products(tc, w, GH, U, drec_of(0), ld_drec, v, a.KC, N, acc, bypass, false);
         for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
             const int u = i % U, n = i / U, j = j0 + u;
             if (j < H) static_cast<T *>(a.dh0)[(size_t)n * H + j] = from_f32<T>(acc[u * N + n]);

@@ -176,13 +176,16 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
     ("relu", BF16, 8, 1, 1),      # one step, one sample, blocks of one unit
     ("tanh", F32, 2560, 4, 2),    # the forward state staged in chunks
     ("lstm", F32, 1024, 40, 2),   # both directions chunked, N > 32
-    # the forward products on tensor cores (16-bit, N >= 8, H % 64 == 0)
-    ("lstm", F16, 1024, 32, 3),   # full 16 x 8 tiles, one per warp
+    # the products on tensor cores (16-bit, H % 64 == 0, N >= 8), both directions
+    ("lstm", F16, 1024, 32, 3),   # full 16 x 8 tiles forward, one per warp
     ("relu", BF16, 128, 9, 3),    # one row per block, a partial batch tile
     ("gru", F16, 192, 16, 2),     # 6 rows per block: a partial row tile
     ("tanh", F16, 2560, 16, 2),   # the staged state in two chunks
     ("gru", BF16, 256, 72, 2),    # 9 tiles for 8 warps: a warp takes two
+    ("relu", F16, 64, 8, 4),      # one unit per block; the k range split over 8 warps
+    ("lstm", BF16, 1024, 40, 2),  # the backward's 4H gradients staged in chunks
     ("gru", BF16, 72, 8, 2),      # H % 64 != 0: the CUDA-core products
+    ("relu", F16, 2048, 4, 3),    # N < 8: the CUDA-core products
 ], ids=str)
 def test_persistent_sizes_match_cpu(gpu_ng, mode, dtype, H, N, T):
     _gpu_against_cpu(gpu_ng, mode, dtype, "persistent", H=H, N=N, T=T, seed=H)
@@ -227,6 +230,12 @@ def test_path_choice(ng):
             ng.rnn_layer("float32", "lstm", 64, 4, 10, path="persistent")
         return
     assert ng.rnn_layer("float16", "lstm", 1024, 4, 10).path == "persistent"
+    # the products on tensor cores: 16-bit, H % 64 == 0, N >= 8
+    for dtype, H, N, tensor_cores in (("float16", 1024, 8, True), ("bfloat16", 64, 32, True),
+                                      ("float32", 1024, 8, False), ("float16", 72, 8, False),
+                                      ("float16", 1024, 4, False)):
+        layer = ng.rnn_layer(dtype, "gru", H, N, 10)
+        assert [plan.tensor_cores for plan in layer.plans] == [tensor_cores] * 2
     assert ng.rnn_layer("float16", "lstm", 1024, 4, 10, path="gemm-loop").path == "gemm-loop"
     for H, why in ((12, "not a multiple of 8"), (4096, "do not fit in shared memory")):
         assert ng.rnn_layer("float32", "lstm", H, 4, 10).path == "gemm-loop"
