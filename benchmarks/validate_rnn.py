@@ -61,6 +61,7 @@ def run_case(torch, ng, nn, mode, dtype_name, H, N, T, path):
         for name, value in as_torch(layer).items():
             for m in modules.values():
                 getattr(m, name).copy_(torch.from_numpy(value.astype(np.float64)))
+    torch.manual_seed(H + N + T)  # the same data every run, as the weights
     x = torch.randn(T, N, H, device="cuda").to(dtype)
     grad = torch.randn(T, N, H, device="cuda").to(dtype)
     y = layer.fprop(ng.from_dlpack(x))

@@ -36,7 +36,8 @@
 // of alternating steps in T (2, N, G*H; absent otherwise); barrier one
 // unsigned word, the grid barrier's arrivals, zero before the launch.  All of
 // X, W, Y, the states, dX and dY are in the storage type T (float, __half,
-// __nv_bfloat16); the math and the reserve are fp32.  H % 8 == 0 (so that
+// __nv_bfloat16), X optionally fp32 (RnnArgs.x_f32: a projection not rounded
+// to T); the math and the reserve are fp32.  H % 8 == 0 (so that
 // 4-column vectors never straddle a row's end and reserve rows are 16-byte
 // aligned).
 //
@@ -73,6 +74,8 @@ struct RnnArgs {
     int w_bytes, off_bias, off_v, off_acc, off_h, off_c, off_byp;
     // nonzero: the products run on tensor cores (16-bit types, H % 64 == 0; the host decides)
     int tc;
+    // nonzero: X is fp32, not T
+    int x_f32;
 };
 
 template <int MODE> struct Mode { static constexpr int G = MODE == GRU ? 3 : MODE == LSTM ? 4 : 1; };
@@ -178,31 +181,41 @@ __device__ void dot_chunk(const T *w, int L, int rows, int c0, int kc, const flo
     }
 }
 
+// Rows n < N of kc elements, src + n * ld + c0 (global memory, written by
+// other blocks before the last grid barrier), into dst + n * ldd (shared), in
+// 16-byte pieces: DEPTH loads in flight a thread, so the L2 latency is paid
+// once a pass of 256 x DEPTH pieces.  (Bulk copies by the copy engine, a row
+// each, measured slower on the H200: ReLU H = 1152 fp32 3.1 -> 4.1 us a step,
+// LSTM H = 1024 N = 32 fp16 7.3 -> 8.4 forward.)
+template <int DEPTH, typename E>
+__device__ void stage(const E *src, size_t ld, int c0, int kc, E *dst, int ldd, int N) {
+    constexpr int VEC = 16 / sizeof(E);
+    for (int i0 = threadIdx.x * VEC; i0 < N * kc; i0 += RNN_THREADS * VEC * DEPTH) {
+        uint4 staged[DEPTH];
+        #pragma unroll
+        for (int d = 0; d < DEPTH; ++d) {
+            const int i = i0 + d * RNN_THREADS * VEC, n = i / kc, k = i % kc;
+            // L2 only: L1 may hold this address from an earlier step
+            if (i < N * kc) staged[d] = __ldcg(reinterpret_cast<const uint4 *>(src + n * ld + c0 + k));
+        }
+        #pragma unroll
+        for (int d = 0; d < DEPTH; ++d) {
+            const int i = i0 + d * RNN_THREADS * VEC, n = i / kc, k = i % kc;
+            if (i < N * kc) *reinterpret_cast<uint4 *>(dst + n * ldd + k) = staged[d];
+        }
+    }
+    __syncthreads();
+}
+
 // acc = w . state for every row and batch: `src` is state row n at src + n * ld
 // (fp32, in global memory, written by other blocks before the last barrier).
 template <typename T>
 __device__ void matvec(const T *w, int L, int rows, const float *src, size_t ld, float *v,
                        int KC, int N, float *acc, const float *init, bool init_per_row) {
-    constexpr int DEPTH = 8;  // loads in flight per thread: the L2 latency is paid once a pass
     for (int c0 = 0; c0 < L; c0 += KC) {
         const int kc = min(KC, L - c0);
         if (c0) __syncthreads();  // the previous chunk's readers are done
-        for (int i0 = threadIdx.x * 4; i0 < N * kc; i0 += RNN_THREADS * 4 * DEPTH) {
-            float4 staged[DEPTH];
-            #pragma unroll
-            for (int d = 0; d < DEPTH; ++d) {
-                const int i = i0 + d * RNN_THREADS * 4, n = i / kc, k = i % kc;
-                // L2 only: L1 may hold this address from an earlier step
-                if (i < N * kc)
-                    staged[d] = __ldcg(reinterpret_cast<const float4 *>(src + n * ld + c0 + k));
-            }
-            #pragma unroll
-            for (int d = 0; d < DEPTH; ++d) {
-                const int i = i0 + d * RNN_THREADS * 4, n = i / kc, k = i % kc;
-                if (i < N * kc) *reinterpret_cast<float4 *>(v + n * KC + k) = staged[d];
-            }
-        }
-        __syncthreads();
+        stage<8>(src, ld, c0, kc, v, KC, N);
         dot_chunk(w, L, rows, c0, kc, v, KC, N, acc, init, init_per_row);
     }
     __syncthreads();
@@ -279,7 +292,6 @@ __device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *
         const int ra = min(m0 + g, rows - 1), rb = min(m0 + g + 8, rows - 1);
         const T *vb = v + min(n0 + g, N - 1) * ldv;
         // two accumulator sets: consecutive k-steps do not wait on each other
-        // (four measured the same: the chains are not what limits a step)
         float c[2][4] = {};
         if (active) {
             for (int k = part * span; k < (part + 1) * span; k += 32) {
@@ -314,34 +326,20 @@ __device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *
     }
 }
 
-// matvec on the tensor cores: `src` holds the previous h in T (row n at
+// matvec on the tensor cores: `src` holds the state in T (row n at
 // src + n * ld); `v` is the staging area, used as T with rows KC + 8 apart
-// (N * (KC + 8) elements of T fit in its N * KC floats).
+// (the host sizes it so: gpuarray/rnn/persistent.py).
 template <typename T>
 __device__ void matvec_mma(const T *w, int L, int rows, const T *src, size_t ld, float *v, int KC,
                            int N, float *acc, const float *init, bool init_per_row) {
-    constexpr int DEPTH = 8, VEC = 8;  // 16-byte loads of 8 elements
     T *vt = reinterpret_cast<T *>(v);
     const int ldv = KC + 8;
     for (int c0 = 0; c0 < L; c0 += KC) {
         const int kc = min(KC, L - c0);
         if (c0) __syncthreads();  // the previous chunk's readers are done
-        for (int i0 = threadIdx.x * VEC; i0 < N * kc; i0 += RNN_THREADS * VEC * DEPTH) {
-            uint4 staged[DEPTH];
-            #pragma unroll
-            for (int d = 0; d < DEPTH; ++d) {
-                const int i = i0 + d * RNN_THREADS * VEC, n = i / kc, k = i % kc;
-                // L2 only: L1 may hold this address from an earlier step
-                if (i < N * kc)
-                    staged[d] = __ldcg(reinterpret_cast<const uint4 *>(src + n * ld + c0 + k));
-            }
-            #pragma unroll
-            for (int d = 0; d < DEPTH; ++d) {
-                const int i = i0 + d * RNN_THREADS * VEC, n = i / kc, k = i % kc;
-                if (i < N * kc) *reinterpret_cast<uint4 *>(vt + n * ldv + k) = staged[d];
-            }
-        }
-        __syncthreads();
+        // 16 loads in flight: 5% faster a step than 8 at N = 32 (64 KB of
+        // state); the FMAs keep 8 (at N = 4, 16 cost 0.3 us a step)
+        stage<16>(src, ld, c0, kc, vt, ldv, N);
         mma_chunk(w, L, rows, c0, kc, vt, ldv, N, acc, init, init_per_row);
     }
     __syncthreads();
@@ -394,15 +392,19 @@ __device__ void stage_weights(const T *W, T *w, int count, Map map) {
     }
 }
 
-// Step t's projected input of (unit, sample) number i of the block, G values.
+// Step t's projected input of (unit, sample) number i of the block, G values
+// (X in T, or in fp32 where x_f32).
 template <int G, typename T>
-__device__ __forceinline__ void load_x(const T *X, int t, int i, int U, int N, int H, int j0,
-                                       float (&x)[G]) {
+__device__ __forceinline__ void load_x(const void *X, bool x_f32, int t, int i, int U, int N, int H,
+                                       int j0, float (&x)[G]) {
     const int u = i % U, n = i / U, j = j0 + u;
     if (i >= U * N || j >= H) return;
     const size_t at = ((size_t)t * N + n) * G * H + j;
     #pragma unroll
-    for (int g = 0; g < G; ++g) x[g] = to_f32(X[at + g * H]);
+    for (int g = 0; g < G; ++g) {
+        const size_t e = at + g * H;
+        x[g] = x_f32 ? static_cast<const float *>(X)[e] : to_f32(static_cast<const T *>(X)[e]);
+    }
 }
 
 template <int MODE, typename T>
@@ -437,12 +439,11 @@ __device__ void rnn_fprop(const RnnArgs &a) {
     }
     unsigned barriers = 0;
     grid_sync(a.barrier, ++barriers * gridDim.x);
-    const T *X = static_cast<const T *>(a.X);
     T *Y = static_cast<T *>(a.Y);
     for (int t = 0; t < a.T; ++t) {
         // the thread's first (unit, sample): its inputs load while the state is staged
         float first[G];
-        load_x<G>(X, t, threadIdx.x, U, N, H, j0, first);
+        load_x<G, T>(a.X, a.x_f32, t, threadIdx.x, U, N, H, j0, first);
         products(tc, w, H, rows, a.hbuf + (size_t)((t + 1) & 1) * N * H, H, v, a.KC, N, acc, bias,
                  true);
         float *h_out = a.hbuf + (size_t)(t & 1) * N * H;
@@ -455,7 +456,7 @@ __device__ void rnn_fprop(const RnnArgs &a) {
                 #pragma unroll
                 for (int g = 0; g < G; ++g) pre[g] = first[g];
             } else {
-                load_x<G>(X, t, i, U, N, H, j0, pre);
+                load_x<G, T>(a.X, a.x_f32, t, i, U, N, H, j0, pre);
             }
             float h, extra = 0.f;
             if (MODE == RELU || MODE == TANH) {

@@ -180,7 +180,7 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
     ("lstm", F16, 1024, 32, 3),   # full 16 x 8 tiles forward, one per warp
     ("relu", BF16, 128, 9, 3),    # one row per block, a partial batch tile
     ("gru", F16, 192, 16, 2),     # 6 rows per block: a partial row tile
-    ("tanh", F16, 2560, 16, 2),   # the staged state in two chunks
+    ("tanh", F16, 2560, 48, 2),   # the staged state in chunks
     ("gru", BF16, 256, 72, 2),    # 9 tiles for 8 warps: a warp takes two
     ("relu", F16, 64, 8, 4),      # one unit per block; the k range split over 8 warps
     ("lstm", BF16, 1024, 40, 2),  # the backward's 4H gradients staged in chunks
@@ -189,6 +189,26 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
 ], ids=str)
 def test_persistent_sizes_match_cpu(gpu_ng, mode, dtype, H, N, T):
     _gpu_against_cpu(gpu_ng, mode, dtype, "persistent", H=H, N=N, T=T, seed=H)
+
+
+#: (1 + x) rounds up to the next value of the dtype only if x is not rounded first
+#: (x alone rounds to half the spacing at 1, and 1 + that ties to even: 1)
+UNROUNDED = {F16: (2.0 ** -11 * (1 + 2.0 ** -12), 1 + 2.0 ** -10),
+             BF16: (2.0 ** -8 * (1 + 2.0 ** -9), 1 + 2.0 ** -7)}
+
+
+@pytest.mark.parametrize("path", [None, "gemm-loop"])
+@pytest.mark.parametrize("H, N", [(8, 1), (64, 8)])  # (64, 8): tensor cores where persistent
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=ids([F16, BF16]))
+def test_float32_projected_input_is_not_rounded(ng, dtype, H, N, path):
+    """A 16-bit layer given X in float32 adds it to the recurrent sums unrounded."""
+    x, expected = UNROUNDED[dtype]
+    L = ng.rnn_layer(dtype, "relu", H, N, 1, path=path)
+    W = np.zeros(L.weight_shape)
+    W[:, H] = 1.0  # the recurrent bias: rec = 1 (h0 = 0)
+    Y = ng.empty(L.y_shape, dtype)
+    ng.fprop_rnn(L, ng.full(L.x_shape, x, F32), ng.array(W.astype(dtype)), Y)
+    assert np.all(to_host(Y).astype(np.float64) == expected)
 
 
 def test_persistent_is_one_launch_per_call(gpu_ng):
@@ -289,6 +309,12 @@ def test_bad_input(ng):
         ng.fprop_rnn(L, ng.empty((5, 3, 16), F32), t["W"], Y)
     with pytest.raises(TypeError, match="fprop_rnn: W must be float32, not float16"):
         ng.fprop_rnn(L, t["X"], ng.empty(L.weight_shape, F16), Y)
+    with pytest.raises(TypeError, match="fprop_rnn: X must be float32, not float16"):
+        ng.fprop_rnn(L, ng.empty(L.x_shape, F16), t["W"], Y)
+    half = ng.rnn_layer("bfloat16", "tanh", 8, 3, 5)
+    with pytest.raises(TypeError, match="update_rnn: X must be bfloat16 or float32, not float16"):
+        ng.update_rnn(half, ng.empty(half.x_shape, F16), ng.empty(half.y_shape, BF16),
+                      ng.empty(half.weight_shape, BF16), reserve=ng.empty(half.reserve_shape, F32))
     with pytest.raises(TypeError, match="fprop_rnn: Y must be a tensor, not ndarray"):
         ng.fprop_rnn(L, t["X"], t["W"], np.empty(L.y_shape))
     with pytest.raises(ValueError, match="c0 is the LSTM's cell state; a 'tanh' layer has none"):

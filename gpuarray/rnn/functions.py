@@ -74,7 +74,10 @@ class RNNFunctions:
         ----------
         layer : RNNLayer
         X : tensor (T, N, G*H)
-            The projected input, biases included (cuDNN's SKIP_INPUT).
+            The projected input, biases included (cuDNN's SKIP_INPUT), in the
+            layer's dtype or in float32: a 16-bit layer given float32 adds it
+            unrounded, as cuDNN adds its own projection's fp32 sums (rounding
+            it to 16 bits first can flip a ReLU where the sum is near 0).
         W : tensor (G*H, H + 1)
             Recurrent weights and, last column, the recurrent bias.
         Y : tensor (T, N, H)
@@ -91,8 +94,7 @@ class RNNFunctions:
         Y
         """
         c = _Checker(self, layer, "fprop_rnn")
-        X, W, Y = c.io("X", X, layer.x_shape), c.io("W", W, layer.weight_shape), \
-            c.io("Y", Y, layer.y_shape)
+        X, W, Y = c.projected(X), c.io("W", W, layer.weight_shape), c.io("Y", Y, layer.y_shape)
         h0, c0, hy, cy = (c.state(n, t) for n, t in (("h0", h0), ("c0", c0), ("hy", hy),
                                                      ("cy", cy)))
         reserve = c.reserve(reserve, required=False)
@@ -197,8 +199,8 @@ class RNNFunctions:
         ----------
         layer : RNNLayer
         X, Y : tensors (T, N, G*H), (T, N, H)
-            The forward pass's input and output (checked; the values used
-            are the reserve's).
+            The forward pass's input (the layer's dtype or float32) and output
+            (checked; the values used are the reserve's).
         dW : tensor (G*H, H + 1)
             Receives the recurrent weights' and bias's gradients.
         reserve : float32 tensor of ``layer.reserve_shape``
@@ -211,7 +213,7 @@ class RNNFunctions:
         dW
         """
         c = _Checker(self, layer, "update_rnn")
-        c.io("X", X, layer.x_shape)
+        c.projected(X)
         c.io("Y", Y, layer.y_shape)
         dW = c.io("dW", dW, layer.weight_shape)
         h0 = c.state("h0", h0)
@@ -281,6 +283,14 @@ class _Checker:
             raise ValueError(f"{self.what}: {name} has shape {shapes.shape_str(t.shape)}, "
                              f"but the layer expects {shapes.shape_str(shape)}")
         return t
+
+    def projected(self, X):
+        """X, the projected input: in the layer's dtype, or float32."""
+        allowed = {self.layer.dtype, F32}
+        if isinstance(X, Tensor) and X.dtype not in allowed:
+            names = " or ".join(sorted(dtypes.name(d) for d in allowed))
+            raise TypeError(f"{self.what}: X must be {names}, not {dtypes.name(X.dtype)}")
+        return self.io("X", X, self.layer.x_shape, X.dtype if isinstance(X, Tensor) else None)
 
     def state(self, name, t):
         return None if t is None else self.io(name, t, self.layer.state_shape)

@@ -26,8 +26,9 @@ THREADS = 256
 #: columns a lane group walks per pass (32 lanes x 4): the chunk's granule
 GRANULE = 128
 #: RnnArgs of kernels/rnn_persist.cu: 16 pointers, then T N H U KC, the
-#: shared-memory layout (weights' bytes, six float offsets) and the tensor-core flag
-ARGS = struct.Struct("<16Q13i")
+#: shared-memory layout (weights' bytes, six float offsets), the tensor-core flag
+#: and whether X is fp32
+ARGS = struct.Struct("<16Q14i")
 
 _TYPE_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
@@ -53,12 +54,14 @@ class Plan:
         kernel's RnnArgs takes them.
     """
 
-    def __init__(self, layer, forward, sms, smem_limit):
+    def __init__(self, layer, forward, sms, smem_limit, tensor_cores=None):
         G, H, N = layer.gates, layer.hidden, layer.batch
         # at N = 4 the FMAs measured faster (H200: ReLU H = 2048 4.0 against
         # 5.6 us a step forward), at N = 8 the tensor cores (LSTM H = 1024
         # 4.8 against 7.1)
-        self.tensor_cores = layer.dtype.itemsize == 2 and H % 64 == 0 and N >= 8
+        if tensor_cores is None:
+            tensor_cores = layer.dtype.itemsize == 2 and H % 64 == 0 and N >= 8
+        self.tensor_cores = tensor_cores
         self.U = -(-H // sms)
         self.grid = -(-H // self.U)
         rows, L = (G * self.U, H) if forward else (self.U, G * H)
@@ -68,11 +71,18 @@ class Plan:
         sizes = ([_round4(rows), _round4(rows * N), own, own, 0] if forward
                  else [0, _round4(rows * N), 0, own, own])
         free = (smem_limit - w_bytes) // 4 - sum(sizes)
-        KC = L if N * L <= free else (free // N) // GRANULE * GRANULE
+        # a staged element: fp32, or the layer's dtype on tensor cores, whose
+        # rows lie KC + 8 elements apart (kernels/rnn_persist.cu, matvec_mma)
+        unit, pad = (layer.dtype.itemsize, 8) if self.tensor_cores else (4, 0)
+
+        def staged(kc):
+            return _round4(-(-N * (kc + pad) * unit // 4))
+
+        KC = L if staged(L) <= free else (4 * free // (N * unit) - pad) // GRANULE * GRANULE
         self.fits = KC >= min(L, GRANULE)
         self.KC = max(KC, 4)
         bias, acc, h, c, byp = sizes
-        offsets = np.cumsum([0, bias, N * self.KC, acc, h, c])
+        offsets = np.cumsum([0, bias, staged(self.KC), acc, h, c])
         self.layout = (w_bytes, *(int(o) for o in offsets))
         self.smem = w_bytes + 4 * int(offsets[-1] + byp)
 
@@ -91,12 +101,12 @@ def _kernel(gpu, layer, direction):
     return gpu.rnn_library.function(STEM, name, gpu.smem_optin)
 
 
-def _launch(gpu, layer, direction, plan, pointers):
+def _launch(gpu, layer, direction, plan, pointers, x_f32=False):
     """Zero the barrier's counter, then one cooperative launch of ``direction``."""
     kernel = _kernel(gpu, layer, direction)
     driver.memset_d32(pointers[9], 0, 1)
     args = ARGS.pack(*pointers, layer.seq_len, layer.batch, layer.hidden, plan.U, plan.KC,
-                     *plan.layout, int(plan.tensor_cores))
+                     *plan.layout, int(plan.tensor_cores), int(x_f32))
     kernel.launch_cooperative((plan.grid, 1, 1), (THREADS, 1, 1), args, plan.smem)
     gpu._stats["kernels_launched"] += 1
 
@@ -134,14 +144,15 @@ class _Contiguous:
 
 
 def forward(gpu, layer, X, W, Y, h0, c0, hy, cy, reserve):
-    """Queue the forward kernel: Y, the final states, and the reserve when given."""
+    """Queue the forward kernel: Y, the final states, and the reserve when given
+    (X in the layer's dtype or in float32)."""
     view = _Contiguous(gpu)
     # the published h of alternating steps, then the barrier's counter
     scratch = gpu.empty((2 * layer.batch * layer.hidden + 1,), np.float32)
     pointers = (view.input(X), view.input(W), view.input(h0), view.input(c0), view.output(Y),
                 view.output(hy), view.output(cy), 0 if reserve is None else reserve.ptr,
                 scratch.ptr, scratch[-1:].ptr, 0, 0, 0, 0, 0, 0)
-    _launch(gpu, layer, "fprop", layer.plans[0], pointers)
+    _launch(gpu, layer, "fprop", layer.plans[0], pointers, X.dtype == np.float32)
     view.finish()
 
 
