@@ -151,23 +151,36 @@ def run_case(ng, torch, mode, hidden, batch, dtype_name, seq_len, report=True):
         "cudnn": (device_timer(lambda: module(x), 20, 3), device_timer(theirs_both, 20, 3)),
         "torch loop": (device_timer(lambda: torch_loop(torch, module, mode, x), 5, 2),
                        device_timer(loop_both, 5, 2))}
+    # the kernels alone (a spin kernel queued ahead of each call hides its host
+    # work; 4M cycles, about 2 ms, covers a slow host's fwd + bwd calls)
+    hidden_host = dict(hide_host=True, spin_cycles=4_000_000)
+    kernels = {
+        "gpuarray": (device_timer(lambda: layer.fprop(xo), 10, 2, sync=ng.synchronize, **hidden_host),
+                     device_timer(lambda: both(layer), 10, 2, sync=ng.synchronize, **hidden_host)),
+        "cudnn": (device_timer(lambda: module(x), 10, 2, **hidden_host),
+                  device_timer(theirs_both, 10, 2, **hidden_host))}
     rows = []
     for k, label in enumerate(("forward", "forward + backward")):
         row = new_row(f"{mode} H={hidden} N={batch} {dtype_name}", f"{label}, us/step", IMPLS)
         for impl, pair in timings.items():
             row["values"][impl] = pair[k] / seq_len * 1e6
             row["times_us"][impl] = row["values"][impl]
-        row["extra"] = {"validation": errors, "path": layer.layer.path}
+        row["extra"] = {"validation": errors, "path": layer.layer.path,
+                        "kernel_only_us": {impl: pair[k] / seq_len * 1e6
+                                           for impl, pair in kernels.items()}}
         goal = target(mode, hidden, batch, dtype_name, k == 0, row["values"]["cudnn"])
         if goal is not None:
             set_target(row, *goal)
         rows.append(row)
     fwd, total = (r["values"] for r in rows)
+    alone = [r["extra"]["kernel_only_us"] for r in rows]
     if report:
         print(f"{mode} H={hidden} N={batch} {dtype_name} ({layer.layer.path}): us/step fwd, fwd+bwd: "
-              f"ours {fwd['gpuarray']:.1f}, {total['gpuarray']:.1f}; cuDNN {fwd['cudnn']:.1f}, "
-              f"{total['cudnn']:.1f}; our loop {fwd['gpuarray loop']:.1f}; torch loop "
-              f"{fwd['torch loop']:.1f}; worst validation {max(errors.values()):.1e}", flush=True)
+              f"ours {fwd['gpuarray']:.1f}, {total['gpuarray']:.1f} (kernels {alone[0]['gpuarray']:.1f}, "
+              f"{alone[1]['gpuarray']:.1f}); cuDNN {fwd['cudnn']:.1f}, {total['cudnn']:.1f} (kernels "
+              f"{alone[0]['cudnn']:.1f}, {alone[1]['cudnn']:.1f}); our loop {fwd['gpuarray loop']:.1f}; "
+              f"torch loop {fwd['torch loop']:.1f}; worst validation {max(errors.values()):.1e}",
+              flush=True)
     return rows
 
 
