@@ -44,7 +44,7 @@ def cases(quick):
     for net, (_, specs) in NETWORKS.items():
         for name, c, h, k, r, st, pad in specs:
             out.append((f"{net} {name}", dict(N=2, C=c, K=k, H=h, W=h, R=r, S=r, pad_h=pad,
-                                               pad_w=pad, str_h=st, str_w=st)))
+                                              pad_w=pad, str_h=st, str_w=st)))
     return out[::4] if quick else out
 
 

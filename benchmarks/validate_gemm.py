@@ -3,8 +3,8 @@
     python3 benchmarks/validate_gemm.py [--quick]
 
 Shapes: squares 1..8192, ragged sizes (1000x1000x999...), small products
-(1000x10x100...), skinny N = 1..128, tall-skinny K; every layout (transposed views), float16, bfloat16, float32
-(exact) and TF32; each with and without the full epilogue (alpha, beta,
+(1000x10x100...), skinny N = 1..128, tall-skinny K; every layout (transposed
+views), float16, bfloat16, float32 (exact) and TF32; each with and without the full epilogue (alpha, beta,
 bias, relu).  Operands are made by torch and shared zero-copy (DLPack).
 The reference is cuBLAS's float32 product of the same values (TF32 off;
 for TF32 runs, cuBLAS's TF32 product), with the epilogue applied by torch

@@ -169,7 +169,7 @@ def test_special_values_follow_c99_annex_g(gpu_ng, dtype, name):
     got = gpu_ng.evaluate(gpu_ng.elementwise(name, gpu_ng.array(z))).get()
     bad = _differs(got, want, dtype)
     assert not bad.any(), "\n".join(f"{name}({z[k]!r}) = {got[k]!r}, numpy: {want[k]!r}"
-                                     for k in np.flatnonzero(bad))
+                                    for k in np.flatnonzero(bad))
 
 
 @pytest.mark.parametrize("dtype", COMPLEX, ids=IDS)

@@ -327,7 +327,8 @@ def test_zero_sizes(ng):
 ERRORS = [
     (lambda ng, f: ng.dot(f((3, 4)), f((5, 6))), ValueError, r"shapes \(3,4\) and \(5,6\) not aligned"),
     (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), f((3, 5))), ValueError, "C has shape"),
-    (lambda ng, f: ng.dot(f((3, 4), np.int32), f((4, 6), np.int32)), TypeError, "float16, bfloat16 and float32"),
+    (lambda ng, f: ng.dot(f((3, 4), np.int32), f((4, 6), np.int32)), TypeError,
+     "float16, bfloat16 and float32"),
     (lambda ng, f: ng.dot(f((3, 4), np.float16), f((4, 6))), TypeError, "one dtype"),
     (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), f((3, 6), np.int32)), TypeError, "C must be"),
     (lambda ng, f: ng.dot(f((3, 4)), f((4, 6)), precision="fp8"), ValueError, "precision"),

@@ -97,7 +97,8 @@ def _main(ng):
 
 
 def test_row_major_operands(ng):
-    A, B, C = ng.empty((300, 200), np.float32), ng.empty((200, 100), np.float32), ng.empty((300, 100), np.float32)
+    A, B = ng.empty((300, 200), np.float32), ng.empty((200, 100), np.float32)
+    C = ng.empty((300, 100), np.float32)
     ng.dot(A, B, C)
     name, args = _main(ng)
     assert name.startswith("ga_gemm_ffma_") and name.endswith("_f32_kn")

@@ -77,7 +77,7 @@ def _args(ng, build, s, keep):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_replay_packs_what_a_fresh_plan_packs(tensor_maps, case):
+def test_replay_packs_what_a_fresh_plan_packs(tensor_maps, case):  # noqa: F811
     build, keep = CASES[case], []
     ng = GemmRecordingGPU()
     first = _args(ng, build, 1.0, keep)  # records the plan
@@ -88,7 +88,7 @@ def test_replay_packs_what_a_fresh_plan_packs(tensor_maps, case):
     assert replayed == _args(GemmRecordingGPU(), build, 0.25, keep)
 
 
-def test_tensor_maps_are_encoded_only_when_a_pointer_moves(tensor_maps):
+def test_tensor_maps_are_encoded_only_when_a_pointer_moves(tensor_maps):  # noqa: F811
     ng = GemmRecordingGPU()
     A, B, C = ng.empty((256, 128), F16), ng.empty((128, 192), F16), ng.empty((256, 192), F16)
     ng.dot(A, B, C)
@@ -101,7 +101,7 @@ def test_tensor_maps_are_encoded_only_when_a_pointer_moves(tensor_maps):
     assert len(tensor_maps) == 3 and tensor_maps[-1]["ptr"] == A2.ptr
 
 
-def test_structure_changes_record_new_plans(tensor_maps):
+def test_structure_changes_record_new_plans(tensor_maps):  # noqa: F811
     ng = GemmRecordingGPU()
     A, B, C = ng.empty((96, 64), F32), ng.empty((64, 80), F32), ng.empty((96, 80), F32)
     ng.dot(A, B, C)
@@ -114,7 +114,7 @@ def test_structure_changes_record_new_plans(tensor_maps):
     assert ng.stats()["gemm_plans"] == 5
 
 
-def test_shared_buffers_are_not_recorded(tensor_maps):
+def test_shared_buffers_are_not_recorded(tensor_maps):  # noqa: F811
     """Operands in one buffer (here A.T @ A) take the checked path every time."""
     ng = GemmRecordingGPU()
     A, C = ng.empty((64, 96), F32), ng.empty((96, 96), F32)
@@ -139,7 +139,7 @@ def test_split_k_workspace_returns_at_the_next_gemm_even_if_held(tensor_maps):  
     assert stats["device_allocations"] == 3 + 2 and stats["blocks_in_use"] == 3 + 1
 
 
-def test_errors_still_raise_after_a_plan_is_recorded(tensor_maps):
+def test_errors_still_raise_after_a_plan_is_recorded(tensor_maps):  # noqa: F811
     ng = GemmRecordingGPU()
     A, B, C = ng.empty((96, 64), F32), ng.empty((64, 80), F32), ng.empty((96, 80), F32)
     ng.dot(A, B, C)

@@ -25,7 +25,7 @@ def _launch(ng):
 
 @pytest.mark.parametrize("m, n, k, lanes", [(1000, 100, 10, 1), (1000, 10, 100, 8),
                                             (100, 10, 1000, 32), (1, 1, 16, 1), (3, 5, 17, 8)])
-def test_small_products_take_the_small_kernel(tensor_maps, m, n, k, lanes):
+def test_small_products_take_the_small_kernel(tensor_maps, m, n, k, lanes):  # noqa: F811
     ng = GemmRecordingGPU()
     ng.dot(ng.empty((m, k), F32), ng.empty((k, n), F32), ng.empty((m, n), F32))
     name, grid, block, args = _launch(ng)
@@ -34,7 +34,7 @@ def test_small_products_take_the_small_kernel(tensor_maps, m, n, k, lanes):
     assert (args["M"], args["N"], args["K"], args["splits"]) == (m, n, k, 1)
 
 
-def test_layouts_travel_as_strides(tensor_maps):
+def test_layouts_travel_as_strides(tensor_maps):  # noqa: F811
     ng = GemmRecordingGPU()
     A, B = ng.empty((100, 1000), F32).T, ng.empty((10, 100), F32).T  # A "m", B "k"
     ng.dot(A, B, ng.empty((1000, 10), F32))
@@ -42,7 +42,7 @@ def test_layouts_travel_as_strides(tensor_maps):
     assert (args["a_m"], args["a_k"], args["b_k"], args["b_n"]) == (1, 1000, 1, 100)
 
 
-def test_larger_products_and_other_dtypes_take_the_tiles(tensor_maps):
+def test_larger_products_and_other_dtypes_take_the_tiles(tensor_maps):  # noqa: F811
     ng = GemmRecordingGPU()
     ng.dot(ng.empty((1000, 256), F32), ng.empty((256, 100), F32), ng.empty((1000, 100), F32))
     assert _launch(ng)[0].startswith("ga_gemm_ffma")

@@ -57,15 +57,20 @@ class Leaf:
         for d in shape:
             k = kinds[rng.integers(len(kinds))] if rng.random() < 0.5 else "full"
             if k == "full":
-                self.slices.append(slice(None)); pre.append(d)
+                self.slices.append(slice(None))
+                pre.append(d)
             elif k == "step":
-                self.slices.append(slice(None, None, 2)); pre.append(2 * d)
+                self.slices.append(slice(None, None, 2))
+                pre.append(2 * d)
             elif k == "neg":
-                self.slices.append(slice(None, None, -1)); pre.append(d)
+                self.slices.append(slice(None, None, -1))
+                pre.append(d)
             elif k == "negstep":
-                self.slices.append(slice(None, None, -2)); pre.append(2 * d)
+                self.slices.append(slice(None, None, -2))
+                pre.append(2 * d)
             else:
-                self.slices.append(slice(1, None)); pre.append(d + 1)
+                self.slices.append(slice(1, None))
+                pre.append(d + 1)
         self.perm = None
         if r >= 2 and rng.random() < 0.35:
             self.perm = tuple(int(p) for p in rng.permutation(r))

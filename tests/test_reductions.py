@@ -386,7 +386,7 @@ NESTED = {
     "argmax_of_rowsum": (lambda L, a: L.argmax(L.sum(a, axis=1, keepdims=True), axis=0, keepdims=True),
                          lambda a: np.argmax(a.sum(axis=1, keepdims=True), axis=0, keepdims=True)),
     "mean_default_keepdims": (lambda L, a: L.mean(a, axis=1) * 2,
-                            lambda a: a.mean(axis=1) * 2),
+                              lambda a: a.mean(axis=1) * 2),
     "centered_by_total": (lambda L, a: a - L.mean(a, keepdims=True)
                           + L.sum(a, axis=0, keepdims=True) / L.sum(abs(a), keepdims=True),
                           lambda a: a - a.mean() + a.sum(axis=0, keepdims=True)
@@ -472,7 +472,6 @@ def test_nan_handling(ng, dtype):
     assert np.isnan(got[1, 0]) and got[0, 0] == 1.0 and got[2, 0] == 1.0
     got = ng.argmin(ng.array(y), axis=1, keepdims=True).get()
     np.testing.assert_array_equal(got.ravel(), [0, 3333, 0])
-
 
 
 @pytest.mark.parametrize("shape,axis", [((3, 0), 1), ((0, 4), 0), ((0,), 0), ((2, 0, 3), None),

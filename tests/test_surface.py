@@ -78,8 +78,8 @@ def test_bad_creation_raises_as_numpy(ng, name, args, kwargs):
 @pytest.mark.parametrize("dtype", NUMPY_DTYPES + [BF16], ids=dtype_id)
 def test_full_like(ng, dtype):
     like = ng.zeros((2, 3), np.int8)
-    assert_matches(ng.full_like(like, 1, dtype=dtype), np.full_like(np.zeros((2, 3), np.int8), 1,
-                                                                        dtype=dtype))
+    assert_matches(ng.full_like(like, 1, dtype=dtype),
+                   np.full_like(np.zeros((2, 3), np.int8), 1, dtype=dtype))
     host = np.ones((4,), dtype)
     assert_matches(ng.full_like(ng.array(host), 3), np.full_like(host, 3))
 

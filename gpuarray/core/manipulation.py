@@ -57,6 +57,7 @@ from .statistics import StatisticsFunctions
 #: diff's prepend/append left out (None is a value numpy would join)
 _NOT_GIVEN = object()
 
+
 class ManipulationFunctions(ShapingFunctions, ArrangementFunctions, NumpyMathFunctions,
                             NanReductionFunctions, PaddingFunctions, RandomFunctions,
                             TensorProductFunctions, ScanFunctions, RoundingFunctions,

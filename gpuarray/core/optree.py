@@ -108,6 +108,7 @@ class Expression(ArrayLike):
     def __rlshift__(self, other): return self._binary("left_shift", other, True, _LSHIFT)
     def __rshift__(self, other): return self._binary("right_shift", other, False, _RSHIFT)
     def __rrshift__(self, other): return self._binary("right_shift", other, True, _RSHIFT)
+
     def __eq__(self, other):
         if other is None:  # numpy: elementwise, never equal; x AND False is that tree
             return self._binary("logical_and", False)

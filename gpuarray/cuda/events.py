@@ -87,5 +87,3 @@ def order_after(waiter_handle, producer_handles):
         event = EventHandle(timing=False)
         event.record(producer)
         wait(waiter_handle, event)
-
-

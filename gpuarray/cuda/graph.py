@@ -103,7 +103,7 @@ class Graph:
         self._graph = graph
         self._exec = ctypes.c_void_p()
         _check(_libcuda().cuGraphInstantiateWithFlags(ctypes.byref(self._exec), graph,
-                                                       ctypes.c_ulonglong(0)),
+                                                      ctypes.c_ulonglong(0)),
                "cuGraphInstantiate")
         self._launch = _libcuda().cuGraphLaunch
 

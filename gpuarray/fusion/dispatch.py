@@ -307,7 +307,7 @@ def _runs(arg_format, holes):
             start, end, members = runs[-1]
             same_kind = (type(adjust) is int) == (type(members[0][1]) is int)
             if position == end + 1 and same_kind and _packs_alike(arg_format, offsets,
-                                                                    start, position):
+                                                                  start, position):
                 runs[-1] = (start, position, members + [(slot, adjust)])
                 continue
         runs.append((position, position, [(slot, adjust)]))

@@ -192,15 +192,18 @@ class ReductionWriter:
             for ins in loads:
                 t, k = self.p.leaf_types[ins.arg], ins.arg
                 g.lines += [
-                    f"      const ga_vec<{t}, {vec}> w{k} = *(const ga_vec<{t}, {vec}>*)(p{k} + o{k} + i0);",
+                    f"      const ga_vec<{t}, {vec}> w{k} = "
+                    f"*(const ga_vec<{t}, {vec}>*)(p{k} + o{k} + i0);",
                     "      #pragma unroll",
-                    f"      for (int v = 0; v < {vec}; ++v) x{k}[cv * {vec} + v] = ga_value<{ins.ctype}>(w{k}.v[v]);"]
+                    f"      for (int v = 0; v < {vec}; ++v) "
+                    f"x{k}[cv * {vec} + v] = ga_value<{ins.ctype}>(w{k}.v[v]);"]
             g.lines.append("    }")
             return
         g.lines += self.row_loop()
         g.lines += self.inner_offsets(False)
         for ins in loads:
-            g.lines.append(f"      x{ins.arg}[c] = ga_value<{ins.ctype}>(p{ins.arg}[o{ins.arg} + i{ins.arg}]);")
+            g.lines.append(f"      x{ins.arg}[c] = "
+                           f"ga_value<{ins.ctype}>(p{ins.arg}[o{ins.arg} + i{ins.arg}]);")
         g.lines.append("    }")
 
     def reduction_pass(self, stage):
@@ -350,7 +353,6 @@ class ReductionWriter:
             g.emit(g.needed_elem([root]), "row", "      ")
             g.store("row", "      ", "out[oout]")
             g.lines.append("    }")
-
 
     def vector_store(self):
         """Final loop of ``bcast`` storing whole vector chunks of the row."""
