@@ -17,7 +17,7 @@
 // it keeps the G*H x U columns of R that its units' h_prev gradients need
 // (dh_prev[j] = sum_i drec[i] R[i][j]), transposed so that both passes walk
 // their rows contiguously.  Each step the block reads the whole previous
-// state (h_{t-1} forward, drec_{t+1} backward: N x L fp32, through L2) in
+// state (h_{t-1} forward, drec_{t+1} backward: N x L, through L2) in
 // chunks of KC columns, forms its dot products, updates its units' cells and
 // publishes its slice; a grid-wide barrier then ends the step.  The products
 // run on tensor cores (mma.sync m16n8k16, fp32 accumulation) where the host
