@@ -60,7 +60,7 @@ class Recurrent(Layer):
         ng, L = self.ng, self.layer
         # the input projection's fp32 sums, unrounded (as cuDNN keeps them): in
         # a 16-bit layer their rounding flipped ReLUs near 0, and the gradients
-        # erred 20x cuDNN's (benchmarks/validate_rnn.py, ReLU H = 136, N = 64)
+        # erred 23x cuDNN's (benchmarks/validate_rnn.py, ReLU H = 136, N = 64)
         self.projected = ng.empty(L.x_shape, F32)
         self.reserve = ng.empty(L.reserve_shape, F32)
         self.hy = ng.empty(L.state_shape, self.dtype)

@@ -40,6 +40,18 @@ def _round4(n):
 class Plan:
     """One direction's launch: grid, units per block, shared-memory layout.
 
+    Parameters
+    ----------
+    layer : RNNLayer
+    forward : bool
+        The forward kernel's plan, else the backward's.
+    sms, smem_limit : int
+        Multiprocessors, and the dynamic shared memory a block may have.
+    tensor_cores : bool, optional
+        Force the products onto tensor cores (16-bit layers with H a
+        multiple of 64 only) or off them, as benchmarks compare the two; by
+        default, on them where N >= 8 too.
+
     Attributes
     ----------
     U, grid, KC, smem : int
