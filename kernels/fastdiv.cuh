@@ -18,3 +18,11 @@ struct FastDiv {
 __device__ __forceinline__ int divide(const FastDiv &f, int n) {
     return (int)(((unsigned long long)(unsigned)n * f.magic) >> f.shift);
 }
+
+// The FastDiv of d >= 1 made on the device (one 64-bit division), for
+// kernels whose divisors are sizes they derive themselves.
+__device__ __forceinline__ FastDiv fast_divisor(int d) {
+    const unsigned shift = 31 + (d > 1 ? 32 - __clz(d - 1) : 0);
+    const unsigned long long magic = ((1ull << shift) + d - 1) / d;
+    return FastDiv{(unsigned)magic, shift, d};
+}

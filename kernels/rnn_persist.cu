@@ -53,6 +53,7 @@
 //
 // Kernels: ga_rnn_{fprop,bprop}_{relu,tanh,gru,lstm}_{f32,f16,bf16}.
 #include "convert.cuh"
+#include "fastdiv.cuh"
 
 #define RNN_THREADS 256
 #define RNN_WARPS (RNN_THREADS / 32)
@@ -420,10 +421,11 @@ __device__ void rnn_fprop(const RnnArgs &a) {
     const T *W = static_cast<const T *>(a.W);
     // w[r][k] = R[g*H + j][k] for row r = g*U + u, unit j = j0 + u (swizzled for the tensor cores)
     const bool tc = sizeof(T) == 2 && a.tc;
+    const FastDiv by_H = fast_divisor(H), by_U = fast_divisor(U);
     stage_weights(W, w, rows * H, [&](int f, long long &src, int &dst) {
-        const int r = f / H, j = j0 + r % U;
-        src = j < H ? (long long)((r / U) * H + j) * (H + 1) + f % H : -1;
-        dst = tc ? swizzled(r, f % H, H) : f;
+        const int r = divide(by_H, f), k = f - r * H, g = divide(by_U, r), j = j0 + r - g * U;
+        src = j < H ? (long long)(g * H + j) * (H + 1) + k : -1;
+        dst = tc ? swizzled(r, k, H) : f;
     });
     for (int r = threadIdx.x; r < rows; r += RNN_THREADS) {
         const int j = j0 + r % U;
@@ -533,8 +535,9 @@ __device__ void rnn_bprop(const RnnArgs &a) {
     const bool tc = sizeof(T) == 2 && a.tc;
     // w[u][i] = R[i][j0 + u]: the columns of the block's units, read a row's U at a time
     // (swizzled for the tensor cores)
+    const FastDiv by_U = fast_divisor(U);
     stage_weights(W, w, U * GH, [&](int f, long long &src, int &dst) {
-        const int u = f % U, row = f / U, j = j0 + u;
+        const int row = divide(by_U, f), u = f - row * U, j = j0 + u;
         src = j < H ? (long long)row * (H + 1) + j : -1;
         dst = tc ? swizzled(u, row, GH) : u * GH + row;
     });
