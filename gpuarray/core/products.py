@@ -24,7 +24,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from . import ops
-from .contraction import batch_labels, check_batches, dims_text
+from .contraction import GEMM_DTYPES, batch_labels, check_batches, dims_text
 from .einsum import EinsumFunctions
 
 _MATMUL = "(n?,k),(k,m?)->(n?,m?)"
@@ -61,6 +61,12 @@ class TensorProductFunctions(EinsumFunctions):
             A 0-d operand, core dimensions that differ, batch shapes that do
             not broadcast (numpy's gufunc messages).
         """
+        if _two_matrices(self, x1, x2):
+            # the common case in one step: the contraction's labelling would
+            # arrive at the same product node (~30 us of host work, against 1)
+            if x1.shape[1] != x2.shape[0]:
+                raise _core_mismatch("matmul", _MATMUL, x2.shape[0], x1.shape[1])
+            return self._finish(self.dot(x1, x2), out)
         (a, b), _ = self._promoted(x1, x2)
         _check_core("matmul", _MATMUL, (a, b), 1)
         ka, kb = a.shape[-1], (b.shape[-2] if b.ndim > 1 else b.shape[0])
@@ -264,6 +270,15 @@ class TensorProductFunctions(EinsumFunctions):
         xs = [self._lazy_operand(v) for v in values]
         dtype = ops.promote(*(x.dtype for x in xs))
         return [x if x.dtype == dtype else self.astype(x, dtype) for x in xs], dtype
+
+
+def _two_matrices(backend, x1, x2):
+    """Whether ``x1 @ x2`` is one GEMM of two of ``backend``'s 2-D tensors of
+    one dtype the GEMM kernels read (no promotion, no batches, no vectors)."""
+    cls = backend.tensor_class
+    return (type(x1) is cls and type(x2) is cls and x1.backend is backend
+            and x2.backend is backend and x1.ndim == 2 and x2.ndim == 2
+            and x1.dtype == x2.dtype and x1.dtype in GEMM_DTYPES)
 
 
 def _check_core(name, signature, operands, needed):
