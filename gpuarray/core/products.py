@@ -61,12 +61,14 @@ class TensorProductFunctions(EinsumFunctions):
             A 0-d operand, core dimensions that differ, batch shapes that do
             not broadcast (numpy's gufunc messages).
         """
-        if _two_matrices(self, x1, x2):
-            # the common case in one step: the contraction's labelling would
-            # arrive at the same product node (~30 us of host work, against 1)
-            if x1.shape[1] != x2.shape[0]:
-                raise _core_mismatch("matmul", _MATMUL, x2.shape[0], x1.shape[1])
-            return self._finish(self.dot(x1, x2), out)
+        direct = _one_gemm(self, x1, x2)
+        if direct:
+            # the common cases in one step: the contraction's labelling would
+            # arrive at the same product node (~30 us of host work, against 1-2)
+            if x1.shape[-1] != x2.shape[-2]:
+                raise _core_mismatch("matmul", _MATMUL, x2.shape[-2], x1.shape[-1])
+            product = self.dot(x1, x2) if direct == "dot" else self.batched_dot(x1, x2)
+            return self._finish(product, out)
         (a, b), _ = self._promoted(x1, x2)
         _check_core("matmul", _MATMUL, (a, b), 1)
         ka, kb = a.shape[-1], (b.shape[-2] if b.ndim > 1 else b.shape[0])
@@ -272,13 +274,21 @@ class TensorProductFunctions(EinsumFunctions):
         return [x if x.dtype == dtype else self.astype(x, dtype) for x in xs], dtype
 
 
-def _two_matrices(backend, x1, x2):
-    """Whether ``x1 @ x2`` is one GEMM of two of ``backend``'s 2-D tensors of
-    one dtype the GEMM kernels read (no promotion, no batches, no vectors)."""
+def _one_gemm(backend, x1, x2):
+    """How ``x1 @ x2`` runs as one GEMM of ``backend``'s tensors of one dtype
+    the GEMM kernels read, without the contraction's labelling: "dot" for
+    two matrices, "batched" for a stack of matrices times a matrix or times
+    a stack of as many; None for the others (promotion, vectors, broadcast
+    batches)."""
     cls = backend.tensor_class
-    return (type(x1) is cls and type(x2) is cls and x1.backend is backend
-            and x2.backend is backend and x1.ndim == 2 and x2.ndim == 2
-            and x1.dtype == x2.dtype and x1.dtype in GEMM_DTYPES)
+    if not (type(x1) is cls and type(x2) is cls and x1.backend is backend
+            and x2.backend is backend and x1.dtype == x2.dtype and x1.dtype in GEMM_DTYPES):
+        return None
+    if x1.ndim == 2 and x2.ndim == 2:
+        return "dot"
+    if x1.ndim == 3 and (x2.ndim == 2 or (x2.ndim == 3 and x2.shape[0] == x1.shape[0])):
+        return "batched"
+    return None
 
 
 def _check_core(name, signature, operands, needed):
