@@ -61,14 +61,13 @@ class TensorProductFunctions(EinsumFunctions):
             A 0-d operand, core dimensions that differ, batch shapes that do
             not broadcast (numpy's gufunc messages).
         """
-        direct = _one_gemm(self, x1, x2)
-        if direct:
+        gemm = _one_gemm(self, x1, x2)
+        if gemm is not None:
             # the common cases in one step: the contraction's labelling would
             # arrive at the same product node (~30 us of host work, against 1-2)
             if x1.shape[-1] != x2.shape[-2]:
                 raise _core_mismatch("matmul", _MATMUL, x2.shape[-2], x1.shape[-1])
-            product = self.dot(x1, x2) if direct == "dot" else self.batched_dot(x1, x2)
-            return self._finish(product, out)
+            return self._finish(gemm(x1, x2), out)
         (a, b), _ = self._promoted(x1, x2)
         _check_core("matmul", _MATMUL, (a, b), 1)
         ka, kb = a.shape[-1], (b.shape[-2] if b.ndim > 1 else b.shape[0])
@@ -275,19 +274,19 @@ class TensorProductFunctions(EinsumFunctions):
 
 
 def _one_gemm(backend, x1, x2):
-    """How ``x1 @ x2`` runs as one GEMM of ``backend``'s tensors of one dtype
-    the GEMM kernels read, without the contraction's labelling: "dot" for
-    two matrices, "batched" for a stack of matrices times a matrix or times
-    a stack of as many; None for the others (promotion, vectors, broadcast
-    batches)."""
+    """The factory method that runs ``x1 @ x2`` as one GEMM of ``backend``'s
+    tensors of one dtype the GEMM kernels read, without the contraction's
+    labelling: ``dot`` for two matrices, ``batched_dot`` for a stack of
+    matrices times a matrix or times a stack of as many; None for the
+    others (promotion, vectors, broadcast batches)."""
     cls = backend.tensor_class
     if not (type(x1) is cls and type(x2) is cls and x1.backend is backend
             and x2.backend is backend and x1.dtype == x2.dtype and x1.dtype in GEMM_DTYPES):
         return None
     if x1.ndim == 2 and x2.ndim == 2:
-        return "dot"
+        return backend.dot
     if x1.ndim == 3 and (x2.ndim == 2 or (x2.ndim == 3 and x2.shape[0] == x1.shape[0])):
-        return "batched"
+        return backend.batched_dot
     return None
 
 
