@@ -35,7 +35,7 @@ from .algorithms.functions import AlgorithmFunctions
 from .conv.functions import ConvFunctions
 from .core.array import Tensor
 from .core.backend import Backend
-from .conv import bias, convolution, pooling
+from .conv import bias, bound, convolution, pooling
 from .cuda import compiler, driver, interop, library, pinned, stream
 from .cuda.capture import CapturedStep, ReplayCounter
 from .cuda.mempool import DeviceMemoryPool
@@ -455,6 +455,18 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     @_device_call
     def _pool(self, call):
         pooling.run(self, call)
+
+    @_device_call
+    def _bind_conv(self, call):
+        return bound.bind_conv(self, call)
+
+    @_device_call
+    def _bind_bias(self, E, grad_b, O, alpha, beta, full_path):  # noqa: E741
+        return bound.bind_bias(self, E, grad_b, O, alpha, beta, full_path)
+
+    @_device_call
+    def _run_bound(self, launch):
+        launch()
 
     @_device_call
     def _update_bias(self, E, grad_b, O, alpha, beta):  # noqa: E741

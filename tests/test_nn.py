@@ -348,6 +348,31 @@ def test_device_allocations_constant_across_iterations(ng):
     assert_no_new_allocations(ng, before)
 
 
+@pytest.mark.parametrize("dtype", [F16, F32], ids=ids([F16, F32]))
+def test_conv_layer_follows_its_inputs(ng, dtype):
+    """A Conv binds its calls to the tensors of a pass (ng.bind_conv) and binds
+    them again for other tensors: each pass gives what the direct calls give
+    on that pass's tensors and their current contents."""
+    shape = (2, 1, 6, 6, 16)
+    conv = setup(ng, nn.Conv(16, 3, pad=1, relu=True), shape, dtype)
+    xs = [data(ng, shape, dtype, seed=s)[0] for s in (1, 2)]
+    gs = [ng.empty(conv.out_shape, dtype) for _ in range(2)]
+    for step, (i, j) in enumerate([(0, 0), (1, 1), (0, 1), (0, 1)]):
+        x, g = xs[i], gs[j]
+        g[:] = data(ng, conv.out_shape, dtype, seed=10 + step)[0]  # new contents, same tensor
+        E = ng.array(to_host(g))
+        O, gb, gF, gI = (ng.empty(t.shape, dtype) for t in
+                         (conv.output, conv.b.grad, conv.W.grad, conv.input_grad))
+        ng.fprop_conv(conv.layer, x, conv.W.value, O, relu=True, bias=conv.b.value)
+        np.testing.assert_array_equal(to_host(conv.fprop(x)), to_host(O))
+        ng.update_bias(E, gb, O)
+        ng.update_conv(conv.layer, x, E, gF)
+        ng.bprop_conv(conv.layer, conv.W.value, E, gI)
+        np.testing.assert_array_equal(to_host(conv.bprop(g)), to_host(gI))
+        np.testing.assert_array_equal(to_host(conv.W.grad), to_host(gF))
+        np.testing.assert_array_equal(to_host(conv.b.grad), to_host(gb))
+
+
 def test_concat_writes_branches_in_place(ng):
     concat = setup(ng, nn.Concat([[nn.Conv(3, 1)], [nn.Conv(5, 3, pad=1, relu=True)]]),
                    (2, 1, 4, 4, 6), F32)

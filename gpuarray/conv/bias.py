@@ -55,6 +55,16 @@ _NO = "no"
 
 def try_run(gpu, E, grad_b, O, alpha, beta):  # noqa: E741
     """Run the bias gradient on the kernels if they take these tensors."""
+    plan = plan_of(gpu, E, grad_b, O)
+    if plan is None:
+        return False
+    plan.run(gpu, E, grad_b, O, alpha, beta)
+    return True
+
+
+def plan_of(gpu, E, grad_b, O):  # noqa: E741
+    """The recorded :class:`BiasPlan` of these tensors' situation, or None
+    where the kernels do not take them."""
     key = (E.shape, E.strides, E.dtype, None if O is None else O.strides, grad_b.dtype,
            grad_b.strides)
     plan = gpu._bias_plans.get(key)
@@ -64,9 +74,8 @@ def try_run(gpu, E, grad_b, O, alpha, beta):  # noqa: E741
             gpu._bias_plans.clear()
         gpu._bias_plans[key] = plan
     if plan is _NO or E.ptr % 16 or (O is not None and O.ptr % 16):
-        return False
-    plan.run(gpu, E, grad_b, O, alpha, beta)
-    return True
+        return None
+    return plan
 
 
 def launch_shape(M, K, vec, sms):
@@ -125,8 +134,18 @@ class BiasPlan:
     def run(self, gpu, E, grad_b, O, alpha, beta):  # noqa: E741
         """Queue the launch on the factory's stream."""
         block = gpu.semaphores.allocate(self.block_bytes)
-        values = [E.ptr, 0 if O is None else O.ptr, block.ptr + COUNTER_BYTES, grad_b.ptr,
-                  block.ptr, float(alpha), float(beta)]
+        self.launch(gpu, self.values(E, grad_b, O, alpha, beta, block))
+        # back to the pool now (its counters zero again once the kernel ends):
+        # later work on this stream runs after it
+        block.free()
+
+    def values(self, E, grad_b, O, alpha, beta, block):  # noqa: E741
+        """The holes' values of one call, ``block`` its semaphore block."""
+        return [E.ptr, 0 if O is None else O.ptr, block.ptr + COUNTER_BYTES, grad_b.ptr,
+                block.ptr, float(alpha), float(beta)]
+
+    def launch(self, gpu, values):
+        """Queue the kernel with its holes filled from ``values``."""
         if self.patched is not None:
             result = self.patched.launch(values, stream.launch_handle())
             if result:
@@ -134,9 +153,6 @@ class BiasPlan:
         else:
             self.kernel.launch(self.grid, self.block, _patched(self.args, self.holes, values), 0)
         gpu._stats["kernels_launched"] += 1
-        # back to the pool now (its counters zero again once the kernel ends):
-        # later work on this stream runs after it
-        block.free()
 
 
 def _patched(args, holes, values):

@@ -8,11 +8,13 @@ and pooling kernels on the GPU).  Layout conversions (``to_layout`` /
 ``from_layout``) are strided copies, so they run on both factories today.
 Both factories mix :class:`ConvFunctions` in.
 """
+import functools
+
 import numpy as np
 
 from ..core import dtypes, shapes
 from . import fuse
-from .call import bias_call, check_layer, check_tensor, conv_call, pool_call
+from .call import CONV_KINDS, BoundCall, bias_call, check_layer, check_tensor, conv_call, pool_call
 from .layer import ConvLayer, PoolLayer
 
 #: user layouts to_layout writes: the native axis each of their axes takes
@@ -200,6 +202,64 @@ class ConvFunctions:
         grad_b
         """
         E, grad_b, O, alpha, beta = bias_call(self, E, grad_b, O, alpha, beta)  # noqa: E741
+        return self._bias_grad(E, grad_b, O, alpha, beta)
+
+    def bind_conv(self, kind, layer, a, b, out, alpha=1.0, beta=0.0, relu=False, bias=None):
+        """One convolution call, checked and routed once, to run again and again.
+
+        ``run = ng.bind_conv("fprop", layer, I, F, O, relu=True, bias=b)``:
+        each ``run()`` then does what ``ng.fprop_conv(layer, I, F, O,
+        relu=True, bias=b)`` does, on the tensors' current contents, and
+        returns O -- without the call's checks, route decision and argument
+        packing, which were done here (on the GPU a run costs the launches).
+        A network's layers, calling with the same tensors every step, bind
+        their calls (:mod:`gpuarray.nn`).
+
+        Parameters
+        ----------
+        kind : {"fprop", "bprop", "update"}
+            The call of :meth:`fprop_conv`, :meth:`bprop_conv` or :meth:`update_conv`.
+        layer, a, b, out : ConvLayer and tensors
+            That call's arguments in its order: ``(I, F, O)``, ``(F, E, grad_I)``
+            or ``(I, E, grad_F)``.
+        alpha, beta : float
+        relu : bool
+        bias : tensor of shape (K,), optional
+            ``relu`` and ``bias`` belong to fprop only.
+
+        Returns
+        -------
+        BoundCall
+            Called with no arguments, it runs the call and returns ``out``.
+            It holds the tensors, and on the GPU the call's workspace, until
+            it is dropped; a run after a tensor was freed raises.
+
+        Raises
+        ------
+        ValueError, TypeError
+            As the call itself would, here; an unknown ``kind``, or ``relu``
+            or ``bias`` outside fprop.
+        """
+        if kind not in CONV_KINDS:
+            raise ValueError(f"bind_conv: kind must be one of {', '.join(map(repr, CONV_KINDS))}, "
+                             f"not {kind!r}")
+        if kind != "fprop" and (relu or bias is not None):
+            raise ValueError(f"bind_conv: relu and bias belong to fprop, not {kind}")
+        return self._bind_conv(conv_call(self, kind, layer, a, b, out, alpha, beta, relu, bias))
+
+    def bind_update_bias(self, E, grad_b, O=None, alpha=1.0, beta=0.0):  # noqa: E741
+        """One :meth:`update_bias` call, checked once, to run again and again.
+
+        As :meth:`bind_conv`: each run of the returned :class:`BoundCall`
+        does what ``ng.update_bias(E, grad_b, O, alpha, beta)`` does (E
+        masked in place where O is given) and returns ``grad_b``.
+        """
+        E, grad_b, O, alpha, beta = bias_call(self, E, grad_b, O, alpha, beta)  # noqa: E741
+        full_path = functools.partial(self._bias_grad, E, grad_b, O, alpha, beta)
+        return self._bind_bias(E, grad_b, O, alpha, beta, full_path)
+
+    def _bias_grad(self, E, grad_b, O, alpha, beta):  # noqa: E741
+        """Run a checked :meth:`update_bias` call."""
         if not self._update_bias(E, grad_b, O, alpha, beta):
             if O is not None:
                 E[:] = E * (O > 0)
@@ -288,6 +348,16 @@ class ConvFunctions:
 
     def _conv(self, call):
         raise NotImplementedError
+
+    def _bind_conv(self, call):
+        """The :class:`BoundCall` of a checked convolution (the factory may
+        settle its route and record its launches here)."""
+        return BoundCall(functools.partial(self._conv, call), call.out,
+                         f"{call.kind}_conv of {call.layer}")
+
+    def _bind_bias(self, E, grad_b, O, alpha, beta, full_path):  # noqa: E741
+        """The :class:`BoundCall` of a checked bias gradient; ``full_path`` runs it."""
+        return BoundCall(full_path, grad_b, f"update_bias of {E.shape[-1]} channels")
 
     def _pool(self, call):
         raise NotImplementedError

@@ -6,7 +6,9 @@ with split-K), whose producer gathers the activations straight from
 memory through an im2col tensor map -- no im2col matrix, no copy -- and
 whose epilogue is the GEMM's (alpha, bias, relu, beta); False when the
 call must take the gather + GEMM route of
-:mod:`~gpuarray.conv.convolution`.
+:mod:`~gpuarray.conv.convolution`; :func:`record` gives the same
+launches recorded instead, for a bound call (:mod:`~gpuarray.conv.bound`)
+to queue again per run.
 
 Which calls: sm_90, fp16/bf16, 2-D layers within the copy engine's im2col
 limits (padding and dilated extent within a signed byte, strides up to
@@ -39,10 +41,46 @@ _NO = "no"  # a recorded "this situation takes the other route"
 
 def try_run(gpu, call):
     """Run ``call`` as an implicit GEMM if it is one; return whether it was."""
+    found = _plan_of(gpu, call)
+    if found is None:
+        return False
+    plan, a, b = found
+    if call.kind == "update" and call.layer.C % plans.CHUNK:
+        full = _padded_gradient(gpu, call)
+        plan.launch(gpu, a.ptr, b.ptr, full.ptr, 0, 0, call.alpha, 0.0)
+        keep_channels(call, full)
+        return True
+    bias = call.bias
+    plan.launch(gpu, a.ptr, b.ptr, call.out.ptr, bias.ptr if bias is not None else 0, 0,
+                call.alpha, call.beta)
+    return True
+
+
+def record(gpu, call):
+    """``call``'s launches recorded, not queued (:mod:`gpuarray.conv.bound`
+    queues them again per run): ``(GemmLaunch, padded)`` with ``padded``
+    the fp32 gradient of a padded filter update (which
+    :func:`keep_channels` then narrows into ``call.out``) or None; None
+    where the call takes another route."""
+    found = _plan_of(gpu, call)
+    if found is None:
+        return None
+    plan, a, b = found
+    if call.kind == "update" and call.layer.C % plans.CHUNK:
+        full = _padded_gradient(gpu, call)
+        return plan.record(gpu, a.ptr, b.ptr, full.ptr, 0, 0, call.alpha, 0.0), full
+    bias = call.bias
+    return plan.record(gpu, a.ptr, b.ptr, call.out.ptr, bias.ptr if bias is not None else 0, 0,
+                       call.alpha, call.beta), None
+
+
+def _plan_of(gpu, call):
+    """``(plan, a, b)``: the recorded plan of ``call``'s situation and the
+    kernel's operands in its order, or None where the call takes another route."""
     a, b, out, bias = call.a, call.b, call.out, call.bias
     ld = _row_stride(call)
     if ld is None or (a.ptr | b.ptr | out.ptr) & 15:
-        return False
+        return None
     key = (call.kind, call.layer.key, call.relu, call.beta != 0, ld,
            None if bias is None else (bias.dtype, bias.strides))
     plan = gpu._conv_plans.get(key)
@@ -52,24 +90,22 @@ def try_run(gpu, call):
             gpu._conv_plans.clear()
         gpu._conv_plans[key] = plan
     if plan is _NO:
-        return False
+        return None
     if call.kind != "fprop" or plan.swapped:  # the kernel's A is call.b: E, or F transposed
         a, b = b, a
-    if call.kind == "update" and call.layer.C % plans.CHUNK:
-        _padded_update(gpu, call, plan, a, b)
-        return True
-    plan.launch(gpu, a.ptr, b.ptr, out.ptr, bias.ptr if bias is not None else 0, 0,
-                call.alpha, call.beta)
-    return True
+    return plan, a, b
 
 
-def _padded_update(gpu, call, plan, a, b):
-    """The filter gradient for C % 64 != 0: the kernel writes alpha * E^T
-    im2col(I) for whole 64-channel chunks in fp32, and one fused assignment
-    keeps the C real channels, adds beta * grad_F and rounds once."""
+def _padded_gradient(gpu, call):
+    """The fp32 buffer of a padded filter update: the kernel writes alpha *
+    E^T im2col(I) there for whole 64-channel chunks (C % 64 != 0)."""
     layer = call.layer
-    full = gpu.empty(layer.dimF[:4] + (plans.padded_channels(layer),), np.float32)
-    plan.launch(gpu, a.ptr, b.ptr, full.ptr, 0, 0, call.alpha, 0.0)
+    return gpu.empty(layer.dimF[:4] + (plans.padded_channels(layer),), np.float32)
+
+
+def keep_channels(call, full):
+    """One fused assignment keeps the C real channels of the padded
+    gradient ``full``, adds beta * grad_F and rounds once."""
     part = full._view(call.out.shape, full.strides, 0)  # full[..., :C], made directly
     if call.beta != 0:
         call.out[...] = part + call.out * call.beta

@@ -80,15 +80,24 @@ _NO = "no"
 
 def try_run(gpu, call):
     """Run ``call`` on the small-C kernels if it is theirs; return whether it was."""
+    plan = plan_of(gpu, call)
+    if plan is None:
+        return False
+    plan.run(gpu, call)
+    return True
+
+
+def plan_of(gpu, call):
+    """The recorded plan of ``call``'s situation, or None where the call is not this route's."""
     layer = call.layer
     if (not _takes_channels(call) or layer.K % 8 or layer.dtype not in _TYPE
             or (layer.D, layer.T) != (1, 1) or call.out.rounding):
-        return False
+        return None
     if layer.dtype == F32 and (call.kind != "fprop" or layer.C > MAX_C):
-        return False
+        return None
     ld = _row_stride(call)
     if ld is None:
-        return False
+        return None
     bias = call.bias
     vec = _vec(layer, call.a) if call.kind != "bprop" else None
     key = ("small c", call.kind, layer.key, call.relu, ld, vec,
@@ -99,10 +108,7 @@ def try_run(gpu, call):
         if len(gpu._conv_plans) >= MAX_PLANS:
             gpu._conv_plans.clear()
         gpu._conv_plans[key] = plan
-    if plan is _NO:
-        return False
-    plan.run(gpu, call)
-    return True
+    return None if plan is _NO else plan
 
 
 def _takes_channels(call):

@@ -133,6 +133,28 @@ class GemmPlan:
         ``scaling``: FP8's (post_scale, scale_a, scale_b, scale_c, amax), the
         last four device addresses (0: absent), or None.
         """
+        if stats:
+            gpu._drv.memset_d32_async(stats, 0, 2, stream.current())
+        if scaling is not None and scaling[4]:
+            gpu._drv.memset_d32_async(scaling[4], 0, 1, stream.current())
+        record = self.record(gpu, a, b, c, bias, stats, alpha, beta, scaling)
+        # the previous record's workspace goes back to the pool now: work
+        # queued after its kernels runs after them anyway.  Freed explicitly,
+        # not left to the reference count, so that nothing which happens to
+        # hold the record (a debugger's or a sanitizer's frame) keeps it.
+        previous, gpu.last_gemm = gpu.last_gemm, record
+        if previous is not None and previous.workspace is not None:
+            previous.workspace.free()
+        record.replay()  # not gpu.last_gemm: another thread may have replaced it
+        gpu._stats["kernels_launched"] += len(record.launches)
+
+    def record(self, gpu, a, b, c, bias, stats, alpha, beta, scaling=None):
+        """The plan's launches on these operands as a :class:`GemmLaunch`, nothing queued.
+
+        Arguments as :meth:`launch`'s.  The record owns its split-K
+        workspace (taken from the pool here) until it is freed; the call
+        counter is drawn here, once: replays repeat it.
+        """
         args = bytearray(self.template)
         if self.tensor_maps is not None:
             for at, tmap, ptr in zip(_TMAP_AT, self.tensor_maps, (a, b)):
@@ -142,27 +164,14 @@ class GemmPlan:
                         workspace.ptr if workspace is not None else 0, stats)
         gpu._calls += 1
         _SCALARS.pack_into(args, _SCALARS_AT, alpha, beta, gpu._calls & 0xFFFFFFFF)
-        if stats:
-            gpu._drv.memset_d32_async(stats, 0, 2, stream.current())
         if scaling is not None:
             _SCALING.pack_into(args, _SCALING_AT, *scaling)
-            if scaling[4]:
-                gpu._drv.memset_d32_async(scaling[4], 0, 1, stream.current())
         # launched (and replayed) from `args` itself: nothing changes it after this point
         launches = [(kernel, grid, block, args, smem) for kernel, grid, block, smem in self.launches]
-        # the previous record's workspace goes back to the pool now: work
-        # queued after its kernels runs after them anyway.  Freed explicitly,
-        # not left to the reference count, so that nothing which happens to
-        # hold the record (a debugger's or a sanitizer's frame) keeps it.
         zero = None
         if self.zeroed is not None:
             zero = (gpu._drv, workspace.ptr + self.zeroed[0], self.zeroed[1])
-        record = GemmLaunch(self.name, self.splits, launches, workspace, self.cluster, zero)
-        previous, gpu.last_gemm = gpu.last_gemm, record
-        if previous is not None and previous.workspace is not None:
-            previous.workspace.free()
-        record.replay()  # not gpu.last_gemm: another thread may have replaced it
-        gpu._stats["kernels_launched"] += len(launches)
+        return GemmLaunch(self.name, self.splits, launches, workspace, self.cluster, zero)
 
     def replay(self, gpu, a, b, c, bias, stats, alpha, beta, scaling=(1.0, None)):
         """Run the plan on user tensors of the recorded structure.

@@ -90,6 +90,7 @@ class Concat(Sequential):
                     for i, b in enumerate(_layer_list(branches, "Concat"))]
         super().__init__(branches, name)
         self.slices, self.concurrent = [], concurrent
+        self._parts = None  # (grad, its channel slices) of the last bprop
 
     def configure(self, ng, in_shape, dtype, needs_input_grad=True):
         """Configure the branches on the same input; the output stacks their channels."""
@@ -122,6 +123,14 @@ class Concat(Sequential):
                             for branch, (c0, c1) in zip(self.layers, self.slices)])
         return self.output
 
+    def _grad_parts(self, grad):
+        # the same view objects while grad is the same tensor (each step's):
+        # the branches' bound calls (Layer._bound) stay bound to them
+        kept = self._parts
+        if kept is None or kept[0] is not grad:
+            kept = self._parts = (grad, [grad[..., c0:c1] for c0, c1 in self.slices])
+        return kept[1]
+
     def _branch_fprop(self, branch, x, c0, c1):
         y = branch.fprop(x)
         if y is not branch.output:
@@ -129,8 +138,8 @@ class Concat(Sequential):
             self.output[..., c0:c1] = y
 
     def _bprop(self, grad):
-        grads = self._side_by_side([functools.partial(branch.bprop, grad[..., c0:c1])
-                                    for branch, (c0, c1) in zip(self.layers, self.slices)])
+        grads = self._side_by_side([functools.partial(branch.bprop, part)
+                                    for branch, part in zip(self.layers, self._grad_parts(grad))])
         if self.input_grad is None:
             return None
         total = grads[0]

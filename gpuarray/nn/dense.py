@@ -71,7 +71,7 @@ class FullyConnected(Layer):
 
     def _bprop(self, grad):
         ng = self.ng
-        relu_and_bias_grads(ng, grad, self.output if self.relu else None, self.b)
+        relu_and_bias_grads(self, grad, self.output if self.relu else None, self.b)
         ng.dot(grad.T, self._flat(self.x), self.W.grad)
         if self.input_grad is None:
             return None

@@ -93,6 +93,7 @@ class Layer:
         self.training = True
         self._params = []
         self._lanes = {}  # number of side-by-side calls -> their lanes, made on first use
+        self._bound_calls = {}  # name -> (operands, the factory's bound call on them)
 
     # -- set-up --------------------------------------------------------------
     def setup(self, ng, in_shape, dtype, needs_input_grad=True, output=None, rng=None):
@@ -201,6 +202,23 @@ class Layer:
         order; returns their results."""
         return run_independent(tasks, self._lanes_of, self.concurrent)
 
+    def _bound(self, name, bind, *operands):
+        """``bind(*operands)`` (a factory's ``bind_*``: a call checked once,
+        run by calling it), kept under ``name`` and made again when an operand
+        is not the object it was made with: a layer's own buffers stay, its
+        input may change between steps."""
+        entry = self._bound_calls.get(name)
+        if entry is not None:
+            kept = entry[0]
+            for i in range(len(operands)):
+                if kept[i] is not operands[i]:
+                    break
+            else:
+                return entry[1]
+        run = bind(*operands)
+        self._bound_calls[name] = (operands, run)
+        return run
+
     def _lanes_of(self, count):
         """This layer's (kept) lanes of ``count`` independent calls."""
         lanes = self._lanes.get(count)
@@ -257,12 +275,13 @@ def spatial(label, in_shape):
     return in_shape
 
 
-def relu_and_bias_grads(ng, grad, relu_output, b):
+def relu_and_bias_grads(layer, grad, relu_output, b):
     """Mask ``grad`` in place by ``relu_output > 0`` (None: no ReLU) and fill
     the bias parameter ``b``'s gradient (None: no bias): one ``update_bias``
-    call where there is a bias."""
+    call where there is a bias, bound by ``layer`` (see :meth:`Layer._bound`)."""
+    ng = layer.ng
     if b is not None:
-        ng.update_bias(grad, b.grad, relu_output)
+        layer._bound("bias grad", ng.bind_update_bias, grad, b.grad, relu_output)()
     elif relu_output is not None:
         grad[:] = grad * (relu_output > 0)
 

@@ -80,18 +80,20 @@ class Conv(Layer):
 
     def _fprop(self, x):
         bias = self.b.value if self.b is not None else None
-        self.ng.fprop_conv(self.layer, x, self.W.value, self.output, relu=self.relu, bias=bias)
-        return self.output
+        return self._bound("fprop", self._bind, "fprop", x, self.W.value, self.output,
+                           self.relu, bias)()
 
     def _bprop(self, grad):
-        ng = self.ng
         if self.grads_at_pool is None:
-            relu_and_bias_grads(ng, grad, self.output if self.relu else None, self.b)
-        ng.update_conv(self.layer, self.x, grad, self.W.grad)
+            relu_and_bias_grads(self, grad, self.output if self.relu else None, self.b)
+        self._bound("update", self._bind, "update", self.x, grad, self.W.grad)()
         if self.input_grad is None:
             return None
-        ng.bprop_conv(self.layer, self.W.value, grad, self.input_grad)
-        return self.input_grad
+        return self._bound("bprop", self._bind, "bprop", self.W.value, grad, self.input_grad)()
+
+    def _bind(self, kind, a, b, out, relu=False, bias=None):
+        # the layer's calls, bound once (ng.bind_conv): a step repeats them on the same tensors
+        return self.ng.bind_conv(kind, self.layer, a, b, out, relu=relu, bias=bias)
 
 
 class Pool(Layer):
@@ -148,7 +150,7 @@ class Pool(Layer):
         if self.input_grad is None:
             return None
         if self.relu_conv is not None:
-            relu_and_bias_grads(self.ng, grad, self.output, self.relu_conv.b)
+            relu_and_bias_grads(self, grad, self.output, self.relu_conv.b)
         self.ng.bprop_pool(self.layer, self.x, grad, self.input_grad, argmax=self.argmax)
         return self.input_grad
 

@@ -1,0 +1,181 @@
+"""Bound convolution calls (``ng.bind_conv``, ``ng.bind_update_bias``).
+
+A bound call is checked once and run by calling it.  On both factories a
+run gives what the call itself gives (the same bits: the same kernels),
+reads the tensors' current contents every run and returns the output;
+misuse raises when binding, with the call's own messages.  On a Hopper
+recorder (no GPU needed) a run queues the launches the call queues, with
+no plan recorded, nothing compiled and nothing allocated; inside a
+captured step a run takes the call's full path.
+"""
+import numpy as np
+import pytest
+from conftest import BF16, assert_no_new_allocations, skip_if_no_gpu
+from test_conv_launch import _ConvGemmLibrary, _gpu, im2col_maps  # noqa: F401
+from test_gemm_plan import tensor_maps  # noqa: F401
+
+F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+#: (layer sizes, what they exercise on the GPU)
+LAYERS = {
+    "3x3": dict(N=2, C=64, K=64, H=8, W=8, R=3, S=3, pad_h=1, pad_w=1),
+    "3x3 padded update": dict(N=2, C=96, K=32, H=7, W=7, R=3, S=3, pad_h=1, pad_w=1),
+    "small C": dict(N=2, C=3, K=64, H=12, W=12, R=3, S=3, pad_h=1, pad_w=1, str_h=2, str_w=2),
+}
+
+
+def _layer(ng, dtype, sizes):
+    return ng.conv_layer(dtype, **sizes)
+
+
+def _random(ng, rng, shape, dtype):
+    return ng.array(rng.uniform(-1, 1, shape).astype(dtype))
+
+
+def _operands(ng, rng, layer, kind):
+    dims = {"fprop": (layer.dimI, layer.dimF, layer.dimO),
+            "bprop": (layer.dimF, layer.dimO, layer.dimI),
+            "update": (layer.dimI, layer.dimO, layer.dimF)}[kind]
+    return [_random(ng, rng, d, layer.dtype) for d in dims]
+
+
+def _direct(ng, kind, layer, a, b, out, **kw):
+    return {"fprop": ng.fprop_conv, "bprop": ng.bprop_conv,
+            "update": ng.update_conv}[kind](layer, a, b, out, **kw)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16, F32], ids=["f16", "bf16", "f32"])
+@pytest.mark.parametrize("name", list(LAYERS))
+@pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
+def test_a_run_gives_what_the_call_gives(ng, kind, name, dtype):
+    rng = np.random.default_rng(3)
+    layer = _layer(ng, dtype, LAYERS[name])
+    a, b, out = _operands(ng, rng, layer, kind)
+    kw = dict(alpha=0.5, beta=0.25)
+    if kind == "fprop":
+        kw.update(relu=True, bias=_random(ng, rng, (layer.K,), dtype))
+    start = out.get()
+    run = ng.bind_conv(kind, layer, a, b, out, **kw)
+    expected = ng.array(start)
+    for _ in range(2):  # beta reads the previous output: each run is one more call
+        _direct(ng, kind, layer, a, b, expected, **kw)
+        assert run() is out
+        np.testing.assert_array_equal(out.get(), expected.get())
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_a_run_reads_the_current_contents(ng, name):
+    rng = np.random.default_rng(4)
+    layer = _layer(ng, F16, LAYERS[name])
+    I, F, O = _operands(ng, rng, layer, "fprop")  # noqa: E741
+    run = ng.bind_conv("fprop", layer, I, F, O)
+    run()
+    I[:] = I * 2  # exact in fp16: the output doubles
+    F[:] = -F
+    run()
+    expected = ng.empty(layer.dimO, F16)
+    ng.fprop_conv(layer, I, F, expected)
+    np.testing.assert_array_equal(O.get(), expected.get())
+
+
+@pytest.mark.parametrize("with_relu", [False, True], ids=["plain", "relu"])
+@pytest.mark.parametrize("dtype", [F16, F32], ids=["f16", "f32"])
+def test_bound_bias_gradient(ng, dtype, with_relu):
+    rng = np.random.default_rng(5)
+    E0 = rng.uniform(-1, 1, (4, 5, 5, 48)).astype(dtype)
+    O = _random(ng, rng, E0.shape, dtype) if with_relu else None  # noqa: E741
+    E, E_ref = ng.array(E0), ng.array(E0)
+    grad_b, ref = ng.array(np.ones(48, dtype)), ng.array(np.ones(48, dtype))
+    run = ng.bind_update_bias(E, grad_b, O, alpha=2.0, beta=0.5)
+    for _ in range(2):
+        ng.update_bias(E_ref, ref, O, alpha=2.0, beta=0.5)
+        assert run() is grad_b
+        np.testing.assert_array_equal(grad_b.get(), ref.get())
+        np.testing.assert_array_equal(E.get(), E_ref.get())
+
+
+def test_binding_checks_as_the_call_does(ng):
+    layer = _layer(ng, F16, LAYERS["3x3"])
+    I, F, O = (ng.empty(d, F16) for d in (layer.dimI, layer.dimF, layer.dimO))  # noqa: E741
+    with pytest.raises(ValueError, match="kind must be one of 'fprop', 'bprop', 'update'"):
+        ng.bind_conv("forward", layer, I, F, O)
+    with pytest.raises(ValueError, match="relu and bias belong to fprop, not bprop"):
+        ng.bind_conv("bprop", layer, F, O, I, relu=True)
+    with pytest.raises(ValueError, match="fprop_conv: O has shape"):
+        ng.bind_conv("fprop", layer, I, F, ng.empty((1, 1, 8, 8, 64), F16))
+    with pytest.raises(TypeError, match="update_conv: grad_F must be float16"):
+        ng.bind_conv("update", layer, I, O, ng.empty(layer.dimF, F32))
+    with pytest.raises(TypeError, match="needs a ConvLayer"):
+        ng.bind_conv("fprop", "layer", I, F, O)
+    with pytest.raises(ValueError, match="update_bias: grad_b has shape"):
+        ng.bind_update_bias(O, ng.empty((3,), F16))
+
+
+# -- a Hopper recorder: the launches of a run ------------------------------------
+
+@pytest.fixture
+def hopper(tensor_maps, im2col_maps):  # noqa: F811
+    gpu = _gpu("sm_90")
+    gpu.gemm_library = _ConvGemmLibrary(gpu.launches, gpu.gemm_library)
+    return gpu
+
+
+def _without_counter(entry):
+    """A recorded conv_sm90 launch less its Philox call counter (each call draws one)."""
+    from gpuarray.gemm import replay
+    name, grid, block, data, shared = entry
+    at = replay._SCALARS_AT + 8
+    return name, grid, block, data[:at] + data[at + 4:], shared
+
+
+@pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
+@pytest.mark.parametrize("name", ["3x3", "3x3 padded update"])
+def test_a_run_queues_the_calls_launches_and_nothing_else(hopper, kind, name):
+    ng = hopper
+    layer = _layer(ng, F16, LAYERS[name])
+    dims = {"fprop": (layer.dimI, layer.dimF, layer.dimO),
+            "bprop": (layer.dimF, layer.dimO, layer.dimI),
+            "update": (layer.dimI, layer.dimO, layer.dimF)}[kind]
+    a, b, out = (ng.empty(d, F16) for d in dims)
+    kw = dict(relu=True, bias=ng.empty((layer.K,), F16)) if kind == "fprop" else {}
+    _direct(ng, kind, layer, a, b, out, **kw)
+    direct = list(ng.launches)
+    run = ng.bind_conv(kind, layer, a, b, out, **kw)
+    ng.launches.clear()
+    plans, before = len(ng._conv_plans), ng.stats()
+    run()
+    run()
+    half = len(ng.launches) // 2
+    first, second = ng.launches[:half], ng.launches[half:]
+    assert half == len(direct) and len(second) == half
+
+    def kernels(launches):  # the hand-written ones (a padded update's narrowing is generated)
+        return [_without_counter(e) for e in launches if isinstance(e[0], str)]
+    assert kernels(first) and kernels(first) == kernels(second) == kernels(direct)
+    assert [e for e in first if isinstance(e[0], str)] == [e for e in second if isinstance(e[0], str)]
+    assert len(ng._conv_plans) == plans
+    assert ng.stats()["kernels_compiled"] == before["kernels_compiled"]
+    assert_no_new_allocations(ng, before)
+
+
+# -- the GPU: a captured step and memory ------------------------------------------
+
+@pytest.mark.parametrize("name", ["3x3", "3x3 padded update"])
+def test_a_run_in_a_captured_step_takes_the_full_path(gpu_ng, name):
+    skip_if_no_gpu()
+    ng = gpu_ng
+    rng = np.random.default_rng(6)
+    layer = _layer(ng, F16, LAYERS[name])
+    I, E, grad_F = _operands(ng, rng, layer, "update")  # noqa: E741
+    run = ng.bind_conv("update", layer, I, E, grad_F, beta=1.0)
+    run()
+    step = ng.capture(run)
+    expected = ng.array(grad_F.get())
+    for _ in range(2):
+        step()
+        ng.update_conv(layer, I, E, expected, beta=1.0)
+        np.testing.assert_array_equal(grad_F.get(), expected.get())
+    before = ng.stats()
+    for _ in range(3):
+        run()
+    assert_no_new_allocations(ng, before)
