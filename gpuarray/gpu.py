@@ -46,7 +46,7 @@ from .fft.functions import FFTFunctions
 from .fusion import dispatch, generate
 from .linalg.device import DeviceLinAlg
 from .linalg.functions import LinAlgFunctions
-from .gemm import catalogue, plan as gemm_plan
+from .gemm import bound as gemm_bound, catalogue, plan as gemm_plan
 from .gemm.functions import ProductFunctions
 from .rnn import persistent as rnn_persistent
 from .rnn.functions import RNNFunctions
@@ -464,9 +464,12 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def _bind_bias(self, E, grad_b, O, alpha, beta, full_path):  # noqa: E741
         return bound.bind_bias(self, E, grad_b, O, alpha, beta, full_path)
 
+    def _bind_product(self, full_path, A, B, C, alpha, beta, relu, bias):
+        return gemm_bound.bind_product(self, full_path, A, B, C, alpha, beta, relu, bias)
+
     @_device_call
     def _run_bound(self, launch):
-        launch()
+        return launch()
 
     @_device_call
     def _update_bias(self, E, grad_b, O, alpha, beta):  # noqa: E741

@@ -2,8 +2,7 @@
 
 In: the user's layer, tensors and options of one ``ng.fprop_conv`` ...
 ``ng.bprop_pool`` call.  Out: a :class:`ConvCall` or :class:`PoolCall`
-the factory runs with its ``_conv`` / ``_pool`` hook, and the
-:class:`BoundCall` that ``bind_conv`` and ``bind_update_bias`` return.  Every misuse -- a
+the factory runs with its ``_conv`` / ``_pool`` hook.  Every misuse -- a
 tensor of the wrong shape, dtype or factory, a bad option -- raises here,
 naming the expected and the actual value, before anything runs.
 """
@@ -60,32 +59,6 @@ class PoolCall:
     out: Tensor
     errors: Tensor = None
     argmax: Tensor = None
-
-
-class BoundCall:
-    """A call fixed once; ``bound()`` runs it again and returns ``out``.
-
-    Parameters
-    ----------
-    run : callable
-        Queues the call's work (no arguments).
-    out : Tensor
-        What the call writes, returned by every run.
-    what : str
-        The call, for the repr.
-    """
-
-    __slots__ = ("run", "out", "what")
-
-    def __init__(self, run, out, what):
-        self.run, self.out, self.what = run, out, what
-
-    def __call__(self):
-        self.run()
-        return self.out
-
-    def __repr__(self):
-        return f"<bound {self.what}>"
 
 
 _MAKERS = {ConvLayer: "ng.conv_layer", PoolLayer: "ng.pool_layer"}

@@ -13,8 +13,9 @@ import functools
 import numpy as np
 
 from ..core import dtypes, shapes
+from ..core.bound import BoundCall
 from . import fuse
-from .call import CONV_KINDS, BoundCall, bias_call, check_layer, check_tensor, conv_call, pool_call
+from .call import CONV_KINDS, bias_call, check_layer, check_tensor, conv_call, pool_call
 from .layer import ConvLayer, PoolLayer
 
 #: user layouts to_layout writes: the native axis each of their axes takes

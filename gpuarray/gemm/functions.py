@@ -7,7 +7,11 @@ checked in :mod:`~gpuarray.gemm.call`; the factory's ``_gemm`` runs the
 checked call (numpy on the CPU, :mod:`gpuarray.gemm.plan` on the GPU).
 Both factories mix :class:`ProductFunctions` in.
 """
+import functools
+
 from ..core import step_numbers
+from ..core.array import Tensor
+from ..core.bound import BoundCall
 from ..core.step_numbers import StepNumber
 from ..core.optree import Scalar
 from . import fuse, replay
@@ -108,6 +112,42 @@ class ProductFunctions:
         """
         scaling = _scaling(scale_a, scale_b, scale_c, amax)
         return self._product(A, B, C, True, alpha, beta, relu, bias, stats, precision, scaling)
+
+    def bind_dot(self, A, B, C, alpha=1.0, beta=0.0, relu=False, bias=None):
+        """One :meth:`dot` call into C, checked once, to run again and again.
+
+        As :meth:`~gpuarray.conv.functions.ConvFunctions.bind_conv`: each run
+        of the returned :class:`~gpuarray.core.bound.BoundCall` does what
+        ``ng.dot(A, B, C, alpha, beta, relu, bias)`` does, on the tensors'
+        current contents, and returns C; on the GPU the runs after the first
+        replay its recorded launch.  (Statistics, precision and FP8 scales:
+        call :meth:`dot`.)
+
+        Parameters
+        ----------
+        A, B, C : tensors of this factory
+            2-D (transposed views select the transposed products), as :meth:`dot` takes them.
+        alpha, beta, relu, bias
+            As :meth:`dot`'s.
+
+        Raises
+        ------
+        TypeError, ValueError
+            What the call would raise, here; A, B, C or bias not tensors.
+        """
+        for name, t in (("A", A), ("B", B), ("C", C), ("bias", bias)):
+            if not isinstance(t, Tensor) and (t is not None or name != "bias"):
+                raise TypeError(f"bind_dot: {name} must be a tensor, not {type(t).__name__} "
+                                f"(evaluate an expression into one first)")
+        alpha, beta, relu = real(alpha, "alpha"), real(beta, "beta"), bool(relu)
+        make_call(self, A, B, C, False, alpha, beta, relu, bias)  # raises for misuse, here
+        full_path = functools.partial(self.run_product, A, B, C, False, alpha, beta, relu, bias)
+        return self._bind_product(full_path, A, B, C, alpha, beta, relu, bias)
+
+    def _bind_product(self, full_path, A, B, C, alpha, beta, relu, bias):
+        """The :class:`~gpuarray.core.bound.BoundCall` of a checked ``dot``;
+        ``full_path`` runs it as a call does."""
+        return BoundCall(full_path, C, "dot")
 
     def _product(self, A, B, C, batched, alpha, beta, relu, bias, stats, precision, scaling):
         # two type tests per call (C pointer comparisons where compiled):

@@ -63,20 +63,39 @@ class FullyConnected(Layer):
 
     def _fprop(self, x):
         bias = self.b.value if self.b is not None else None
-        self.ng.dot(self._flat(x), self.W.value.T, self.output, relu=self.relu, bias=bias)
-        return self.output
+        return self._product("fprop", x, self.W.value, self.output, bias)
 
     def _flat(self, t):
         return t.reshape(self.in_shape[0], self.W.shape[1])
 
     def _bprop(self, grad):
-        ng = self.ng
         relu_and_bias_grads(self, grad, self.output if self.relu else None, self.b)
-        ng.dot(grad.T, self._flat(self.x), self.W.grad)
+        self._product("update", grad, self.x, self.W.grad)
         if self.input_grad is None:
             return None
-        ng.dot(grad, self.W.value, self._flat(self.input_grad))
+        self._product("bprop", grad, self.W.value, self.input_grad)
         return self.input_grad
+
+    def _product(self, kind, a, b, c, bias=None):
+        """fprop ``flat(x) @ W.T`` (bias, relu), update ``grad.T @ flat(x)``,
+        bprop ``grad @ W`` into ``flat(grad_in)``: bound once (``ng.bind_dot``)
+        where the activations flatten to a view; a copy is made every call."""
+        activations = b if kind == "update" else a if kind == "fprop" else c
+        if not activations.is_contiguous:
+            return self.ng.dot(*self._operands(kind, a, b, c), relu=self.relu and kind == "fprop",
+                               bias=bias)
+        return self._bound(kind, self._bind_product, kind, a, b, c, bias)()
+
+    def _bind_product(self, kind, a, b, c, bias):
+        return self.ng.bind_dot(*self._operands(kind, a, b, c),
+                                relu=self.relu and kind == "fprop", bias=bias)
+
+    def _operands(self, kind, a, b, c):
+        if kind == "fprop":
+            return self._flat(a), b.T, c
+        if kind == "update":
+            return a.T, self._flat(b), c
+        return a, b, self._flat(c)
 
 
 class ReLU(Layer):

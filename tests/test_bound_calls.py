@@ -1,4 +1,4 @@
-"""Bound convolution calls (``ng.bind_conv``, ``ng.bind_update_bias``).
+"""Bound calls (``ng.bind_conv``, ``ng.bind_update_bias``, ``ng.bind_dot``).
 
 A bound call is checked once and run by calling it.  On both factories a
 run gives what the call itself gives (the same bits: the same kernels),
@@ -179,3 +179,63 @@ def test_a_run_in_a_captured_step_takes_the_full_path(gpu_ng, name):
     for _ in range(3):
         run()
     assert_no_new_allocations(ng, before)
+
+
+# -- products -----------------------------------------------------------------------
+
+#: (A shape, B shape, transposes): the dense layers' three products among them
+PRODUCTS = {"x @ W.T": ((64, 96), (48, 96), "b"), "E.T @ x": ((64, 48), (64, 96), "a"),
+            "E @ W": ((64, 48), (48, 96), ""), "small": ((3, 5), (5, 7), "")}
+
+
+@pytest.mark.parametrize("dtype", [F16, F32], ids=["f16", "f32"])
+@pytest.mark.parametrize("name", list(PRODUCTS))
+def test_bound_dot_gives_what_dot_gives(ng, name, dtype):
+    rng = np.random.default_rng(7)
+    sa, sb, t = PRODUCTS[name]
+    A, B = _random(ng, rng, sa, dtype), _random(ng, rng, sb, dtype)
+    A, B = (A.T if "a" in t else A), (B.T if "b" in t else B)
+    C = ng.array(rng.uniform(-1, 1, (A.shape[0], B.shape[1])).astype(dtype))
+    bias = _random(ng, rng, (B.shape[1],), dtype)
+    expected = ng.array(C.get())
+    run = ng.bind_dot(A, B, C, alpha=0.5, beta=0.5, relu=True, bias=bias)
+    for _ in range(3):  # the first run plans, the later ones replay
+        ng.dot(A, B, expected, alpha=0.5, beta=0.5, relu=True, bias=bias)
+        assert run() is C
+        np.testing.assert_array_equal(C.get(), expected.get())
+    A[...] = A * 2  # the current contents are read
+    ng.dot(A, B, expected, alpha=0.5, beta=0.5, relu=True, bias=bias)
+    run()
+    np.testing.assert_array_equal(C.get(), expected.get())
+
+
+def test_bind_dot_checks_as_dot_does(ng):
+    A, B, C = ng.empty((4, 5), F32), ng.empty((5, 6), F32), ng.empty((4, 6), F32)
+    with pytest.raises(ValueError):
+        ng.bind_dot(A, A, C)
+    with pytest.raises(TypeError, match="bind_dot: B must be a tensor, not"):
+        ng.bind_dot(A, B * 2, C)
+    with pytest.raises(TypeError, match="bind_dot: C must be a tensor, not NoneType"):
+        ng.bind_dot(A, B, None)
+    with pytest.raises(TypeError, match="A and B of one dtype"):
+        ng.bind_dot(A, ng.empty((5, 6), F16), C)
+
+
+def test_a_bound_dot_replays_its_launch(gpu_ng):
+    skip_if_no_gpu()
+    ng = gpu_ng
+    rng = np.random.default_rng(8)
+    A, B = _random(ng, rng, (256, 512), F16), _random(ng, rng, (512, 128), F16)
+    C = ng.empty((256, 128), F16)
+    run = ng.bind_dot(A, B, C)
+    run()
+    ng.synchronize()
+    before = ng.stats()
+    for _ in range(3):
+        run()
+    ng.synchronize()
+    after = ng.stats()
+    assert after["kernels_launched"] - before["kernels_launched"] == 3 * len(ng.last_gemm.launches)
+    assert after.get("gemm_plans", 0) == before.get("gemm_plans", 0)
+    assert_no_new_allocations(ng, before)
+    np.testing.assert_array_equal(C.get(), ng.dot(A, B, ng.empty((256, 128), F16)).get())
