@@ -220,3 +220,21 @@ def test_the_pool_keeps_a_graphs_memory_until_released():
     assert pool.allocate(1000).ptr != kept_ptr
     keeper.release()
     assert pool.allocate(1000).ptr == kept_ptr
+
+
+def test_a_dropped_step_gives_its_graphs_memory_back(gpu_ng):
+    """The graph of a step nobody holds any more returns its temporaries and its
+    reduction's semaphore block to the pools (no release() called)."""
+    import gc
+    ng = gpu_ng
+    x, out = ng.empty((1 << 20,), F32), ng.empty((), F32)  # a reduction split over blocks
+
+    def step():
+        out[...] = ng.sum(x * x)
+    lent = ng.semaphores.stats()["blocks_in_use"]
+    replay = ng.capture(step)
+    replay()
+    assert ng.semaphores.stats()["blocks_in_use"] == lent + 1
+    del replay
+    gc.collect()
+    assert ng.semaphores.stats()["blocks_in_use"] == lent

@@ -317,6 +317,16 @@ class _Recorded:
         self.executable = None
         self.keeper.release()
 
+    def __del__(self):
+        # a step dropped without release(): its graph's temporaries and
+        # semaphore blocks go back to their pools (marked busy on the current
+        # stream, where its last replay may still run), not lost to them
+        try:
+            if self.executable is not None:
+                self.release()
+        except Exception:  # noqa: BLE001 - a finalizer must never raise
+            pass
+
 
 def _key(gpu, values, floats):
     """What a recorded graph depends on among the arguments (raises for
