@@ -160,8 +160,8 @@ def validate(torch, ours, module, x, grad):
     return results
 
 
-def run_network(ng, torch, net, dtype_name, iters, compile_dtypes):
-    """Validate, then time ours and torch's variants: one result row."""
+def inputs(torch, net, dtype_name):
+    """The network's input batch (channels_last) and output gradient, seeded."""
     dtype = getattr(torch, dtype_name)
     batch, size, _ = NETWORKS[net]
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -170,6 +170,20 @@ def run_network(ng, torch, net, dtype_name, iters, compile_dtypes):
     # unscaled by the batch, as under loss scaling: fp16 gradients would underflow
     # on the way back to the first layers otherwise (torch's and ours alike)
     grad = torch.randn(batch, 1000, device="cuda", generator=gen).to(dtype)
+    return x, grad
+
+
+def release(ng, torch):
+    """Between networks: this one's tensors and captured graphs, then their memory."""
+    gc.collect()
+    ng.pool.free_cached()
+    torch.cuda.empty_cache()
+
+
+def run_network(ng, torch, net, dtype_name, iters, compile_dtypes):
+    """Validate, then time ours and torch's variants: one result row."""
+    dtype = getattr(torch, dtype_name)
+    x, grad = inputs(torch, net, dtype_name)
     built = time.perf_counter()
     ours = Ours(ng, torch, net, dtype_name, x, grad)
     module = build_torch(torch, net).to(dtype)
@@ -278,9 +292,7 @@ def main():
             except Exception:  # one network's failure is reported; the others still run
                 traceback.print_exc(file=sys.stdout)
                 print(f"{net} {dtype}: FAILED (traceback above)", flush=True)
-            gc.collect()  # the networks and captured graphs of this run, then their memory
-            ng.pool.free_cached()
-            torch.cuda.empty_cache()
+            release(ng, torch)
     report(rows)
     write_results(args.name, rows, {"impls": IMPLS, "iters": args.iters,
                                     "compile_dtypes": compile_dtypes})

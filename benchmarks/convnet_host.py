@@ -14,7 +14,6 @@ compares those with torch).  Writes benchmarks/results/<name>.json and
 .png (host issue and kernel time per row, ms).
 """
 import argparse
-import gc
 import statistics
 import sys
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import new_row, print_table, table_cells, torch_and_gpu  # noqa: E402
 from common import write_results  # noqa: E402
-from convnet_benchmarks import SPIN_CYCLES, Ours, host_bound, timed  # noqa: E402
+from convnet_benchmarks import SPIN_CYCLES, Ours, host_bound, inputs, release, timed  # noqa: E402
 from networks import NETWORKS  # noqa: E402
 
 IMPLS = ("host issue", "kernels")
@@ -46,12 +45,7 @@ def issue_ms(torch, ours, samples=3):
 
 def run_row(ng, torch, net, dtype_name, samples):
     """One row: host-bound samples, host issue and kernel milliseconds."""
-    dtype = getattr(torch, dtype_name)
-    batch, size, _ = NETWORKS[net]
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    x = torch.randn(batch, 3, size, size, device="cuda", generator=gen).to(dtype)
-    x = x.contiguous(memory_format=torch.channels_last)
-    grad = torch.randn(batch, 1000, device="cuda", generator=gen).to(dtype)
+    x, grad = inputs(torch, net, dtype_name)
     ours = Ours(ng, torch, net, dtype_name, x, grad)
     timed(torch, ours.fprop, ours.bprop, 3, 3, ng.synchronize)  # compiled, bound, warm
     shares, kernels = [], []
@@ -89,9 +83,7 @@ def main():
     for net in args.nets.split(","):
         for dtype in args.dtypes.split(","):
             rows.append(run_row(ng, torch, net, dtype, args.samples))
-            gc.collect()
-            ng.pool.free_cached()
-            torch.cuda.empty_cache()
+            release(ng, torch)
     cells = []
     for row in rows:
         cells.append(dict(table_cells(row, IMPLS), **{"host-bound % (samples)": " ".join(

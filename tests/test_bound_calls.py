@@ -11,7 +11,7 @@ captured step a run takes the call's full path.
 import numpy as np
 import pytest
 from conftest import BF16, assert_no_new_allocations, skip_if_no_gpu
-from test_conv_launch import _ConvGemmLibrary, _gpu, im2col_maps  # noqa: F401
+from test_conv_launch import hopper, im2col_maps  # noqa: F401
 from test_gemm_plan import tensor_maps  # noqa: F401
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
@@ -117,13 +117,6 @@ def test_binding_checks_as_the_call_does(ng):
 
 # -- a Hopper recorder: the launches of a run ------------------------------------
 
-@pytest.fixture
-def hopper(tensor_maps, im2col_maps):  # noqa: F811
-    gpu = _gpu("sm_90")
-    gpu.gemm_library = _ConvGemmLibrary(gpu.launches, gpu.gemm_library)
-    return gpu
-
-
 def _without_counter(entry):
     """A recorded conv_sm90 launch less its Philox call counter (each call draws one)."""
     from gpuarray.gemm import replay
@@ -134,7 +127,7 @@ def _without_counter(entry):
 
 @pytest.mark.parametrize("kind", ["fprop", "bprop", "update"])
 @pytest.mark.parametrize("name", ["3x3", "3x3 padded update"])
-def test_a_run_queues_the_calls_launches_and_nothing_else(hopper, kind, name):
+def test_a_run_queues_the_calls_launches_and_nothing_else(hopper, kind, name):  # noqa: F811
     ng = hopper
     layer = _layer(ng, F16, LAYERS[name])
     dims = {"fprop": (layer.dimI, layer.dimF, layer.dimO),

@@ -41,18 +41,13 @@ _NO = "no"  # a recorded "this situation takes the other route"
 
 def try_run(gpu, call):
     """Run ``call`` as an implicit GEMM if it is one; return whether it was."""
-    found = _plan_of(gpu, call)
+    found = _launch_of(gpu, call)
     if found is None:
         return False
-    plan, a, b = found
-    if call.kind == "update" and call.layer.C % plans.CHUNK:
-        full = _padded_gradient(gpu, call)
-        plan.launch(gpu, a.ptr, b.ptr, full.ptr, 0, 0, call.alpha, 0.0)
-        keep_channels(call, full)
-        return True
-    bias = call.bias
-    plan.launch(gpu, a.ptr, b.ptr, call.out.ptr, bias.ptr if bias is not None else 0, 0,
-                call.alpha, call.beta)
+    plan, args, padded = found
+    plan.launch(*args)
+    if padded is not None:
+        keep_channels(call, padded)
     return True
 
 
@@ -62,16 +57,26 @@ def record(gpu, call):
     the fp32 gradient of a padded filter update (which
     :func:`keep_channels` then narrows into ``call.out``) or None; None
     where the call takes another route."""
+    found = _launch_of(gpu, call)
+    if found is None:
+        return None
+    plan, args, padded = found
+    return plan.record(*args), padded
+
+
+def _launch_of(gpu, call):
+    """``(plan, the arguments of its launch or record, padded)``, or None
+    where the call takes another route; ``padded``: a padded filter
+    update's fp32 gradient, which the kernel writes instead of the output."""
     found = _plan_of(gpu, call)
     if found is None:
         return None
     plan, a, b = found
     if call.kind == "update" and call.layer.C % plans.CHUNK:
         full = _padded_gradient(gpu, call)
-        return plan.record(gpu, a.ptr, b.ptr, full.ptr, 0, 0, call.alpha, 0.0), full
-    bias = call.bias
-    return plan.record(gpu, a.ptr, b.ptr, call.out.ptr, bias.ptr if bias is not None else 0, 0,
-                       call.alpha, call.beta), None
+        return plan, (gpu, a.ptr, b.ptr, full.ptr, 0, 0, call.alpha, 0.0), full
+    bias = call.bias.ptr if call.bias is not None else 0
+    return plan, (gpu, a.ptr, b.ptr, call.out.ptr, bias, 0, call.alpha, call.beta), None
 
 
 def _plan_of(gpu, call):
