@@ -134,18 +134,8 @@ class BiasPlan:
     def run(self, gpu, E, grad_b, O, alpha, beta):  # noqa: E741
         """Queue the launch on the factory's stream."""
         block = gpu.semaphores.allocate(self.block_bytes)
-        self.launch(gpu, self.values(E, grad_b, O, alpha, beta, block))
-        # back to the pool now (its counters zero again once the kernel ends):
-        # later work on this stream runs after it
-        block.free()
-
-    def values(self, E, grad_b, O, alpha, beta, block):  # noqa: E741
-        """The holes' values of one call, ``block`` its semaphore block."""
-        return [E.ptr, 0 if O is None else O.ptr, block.ptr + COUNTER_BYTES, grad_b.ptr,
-                block.ptr, float(alpha), float(beta)]
-
-    def launch(self, gpu, values):
-        """Queue the kernel with its holes filled from ``values``."""
+        values = [E.ptr, 0 if O is None else O.ptr, block.ptr + COUNTER_BYTES, grad_b.ptr,
+                  block.ptr, float(alpha), float(beta)]
         if self.patched is not None:
             result = self.patched.launch(values, stream.launch_handle())
             if result:
@@ -153,6 +143,9 @@ class BiasPlan:
         else:
             self.kernel.launch(self.grid, self.block, _patched(self.args, self.holes, values), 0)
         gpu._stats["kernels_launched"] += 1
+        # back to the pool now (its counters zero again once the kernel ends):
+        # later work on this stream runs after it
+        block.free()
 
 
 def _patched(args, holes, values):

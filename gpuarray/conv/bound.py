@@ -1,9 +1,10 @@
 """Bound convolution calls: one call checked and routed once, then run again and again.
 
-In: a checked :class:`~gpuarray.conv.call.ConvCall`, or a bias gradient's
-checked arguments, and the GPU factory.  Out: a
-:class:`~gpuarray.core.bound.BoundCall`; calling it (no arguments) queues the call's work again on the current
-stream and returns the call's output tensor.
+In: a checked :class:`~gpuarray.conv.call.ConvCall`, or a bias
+gradient's checked arguments, and the GPU factory.  Out: a
+:class:`~gpuarray.core.bound.BoundCall`; calling it (no arguments) queues
+the call's work again on the current stream and returns the call's
+output tensor.
 
 Why: a network's layers make the same calls with the same tensors every
 step, and an eager call's host work -- the checks, the route's decision,
