@@ -4,9 +4,10 @@ A bound call is checked once and run by calling it.  On both factories a
 run gives what the call itself gives (the same bits: the same kernels),
 reads the tensors' current contents every run and returns the output;
 misuse raises when binding, with the call's own messages.  On a Hopper
-recorder (no GPU needed) a run queues the launches the call queues, with
-no plan recorded, nothing compiled and nothing allocated; inside a
-captured step a run takes the call's full path.
+recorder (no GPU needed) the runs after the first replay the launches the
+call queues, byte for byte, with no plan recorded, nothing compiled and
+nothing allocated; inside a captured step a run takes the call's full
+path.
 """
 import numpy as np
 import pytest
