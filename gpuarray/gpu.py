@@ -456,11 +456,9 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def _pool(self, call):
         pooling.run(self, call)
 
-    @_device_call
     def _bind_conv(self, call):
         return bound.bind_conv(self, call)
 
-    @_device_call
     def _bind_bias(self, E, grad_b, O, alpha, beta, full_path):  # noqa: E741
         return bound.bind_bias(self, E, grad_b, O, alpha, beta, full_path)
 

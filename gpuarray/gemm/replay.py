@@ -145,8 +145,7 @@ class GemmPlan:
         previous, gpu.last_gemm = gpu.last_gemm, record
         if previous is not None and previous.workspace is not None:
             previous.workspace.free()
-        record.replay()  # not gpu.last_gemm: another thread may have replaced it
-        gpu._stats["kernels_launched"] += len(record.launches)
+        replay_counted(gpu, record)  # not gpu.last_gemm: another thread may have replaced it
 
     def record(self, gpu, a, b, c, bias, stats, alpha, beta, scaling=None):
         """The plan's launches on these operands as a :class:`GemmLaunch`, nothing queued.
