@@ -1,7 +1,7 @@
 """The convnet benchmarks: whole networks, fprop and bprop, ours beside PyTorch + cuDNN.
 
     python3 benchmarks/convnet_benchmarks.py [--nets alexnet,overfeat,vgg-a,googlenet]
-        [--dtypes float16,bfloat16,float32] [--iters 10] [--compile-dtypes float16]
+        [--dtypes float16,bfloat16,float32] [--iters 10] [--compile-dtypes float16,bfloat16,float32]
 
 Each network of networks.py is built on gpuarray.nn and in torch with the
 same weights (ours copied over).  First validated: in inference mode (no
@@ -274,7 +274,7 @@ def main():
     parser.add_argument("--nets", default=",".join(NETWORKS))
     parser.add_argument("--dtypes", default="float16,bfloat16,float32")
     parser.add_argument("--iters", type=int, default=10)
-    parser.add_argument("--compile-dtypes", default="float16",
+    parser.add_argument("--compile-dtypes", default="float16,bfloat16,float32",
                         help="dtypes torch.compile also runs for (comma list, '' for none)")
     parser.add_argument("--name", default="convnet")
     args = parser.parse_args()
