@@ -27,8 +27,8 @@ from . import catalogue as gk
 _PTRS = struct.Struct("<6Q")
 _SCALARS = struct.Struct("<2fI")
 _SCALING = struct.Struct("<f4Q")
-#: GemmArgs byte offsets: the two descriptors, the pointers, alpha/beta/call,
-#: then the host output scale and the FP8 scale and amax pointers
+#: GemmArgs byte offsets: A's and B's descriptors, C's, the pointers,
+#: alpha/beta/call, then the host output scale and the FP8 scale and amax pointers
 _TMAP_AT = (0, 128)
 _TMAP_C_AT = 256
 _PTRS_AT = struct.calcsize("<128s128s128s")
