@@ -22,6 +22,9 @@
 #define GA_EPI_16 4           // a 16-bit C through stmatrix staging (ga_epilogue16)
 #define GA_EPI_TMA16 5        // ... stored by the copy engine (ga_epilogue16_tma)
 template <int BN, int CONV> GA_D int ga_epilogue_path(const GemmArgs &p) {
+    // the transposed fprop: launched only where ga_epilogue16t can finish C
+    if constexpr (CONV == GA_CONV_FPROP_T)
+        return (p.flags & EPI_TMA_C) && !((unsigned long long)p.c & 15) ? GA_EPI_TMA16 : GA_EPI_16;
     // ga_store8's alignment: 16 bytes (8 bytes for FP8's 8-byte stores)
     const int vec = p.c_type == GEMM_F32 ? 4 : 8, align = p.c_type >= GEMM_E4M3 ? 7 : 15;
     const bool fast = p.splits == 1 && !(p.flags & (EPI_BETA | EPI_SR | EPI_STATS)) && p.ldc % vec == 0 &&
@@ -29,7 +32,7 @@ template <int BN, int CONV> GA_D int ga_epilogue_path(const GemmArgs &p) {
     const bool lean = !(p.flags & EPI_AMAX);  // (the amax is kept by gemm_output)
     if (fast && lean && (p.c_type == GEMM_F16 || p.c_type == GEMM_BF16) && !((p.flags & EPI_BIAS) && p.bias_m != 0))
         // the copy engine stores C where the host encoded its map
-        return BN % 64 == 0 && CONV != GA_CONV_FPROP_T && (p.flags & EPI_TMA_C) ? GA_EPI_TMA16 : GA_EPI_16;
+        return BN % 64 == 0 && (p.flags & EPI_TMA_C) ? GA_EPI_TMA16 : GA_EPI_16;
     if (fast && lean && p.c_type == GEMM_F32) return GA_EPI_32;
     if (p.splits > 1 && p.N % 2 == 0) return GA_EPI_PARTIALS;
     return fast ? GA_EPI_STAGED_FAST : GA_EPI_STAGED;
@@ -405,8 +408,8 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 // this warpgroup's staging, as ga_epilogue16(t) use it
                 const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
                 if constexpr (CONV == GA_CONV_FPROP_T) {
-                    // (the host launches it only where ga_epilogue16t can finish C)
-                    ga_epilogue16t<BN>(p, st, acc[u], stage, g.ob, m0, n0, cw);
+                    if (path == GA_EPI_TMA16) ga_epilogue16t<BN, true>(p, st, acc[u], stage, g.ob, m0, n0, cw);
+                    else ga_epilogue16t<BN, false>(p, st, acc[u], stage, g.ob, m0, n0, cw);
                 } else if (path == GA_EPI_TMA16) {
                     if constexpr (BN % 64 == 0) {
                         if (plain) ga_epilogue16_tma<BN, true>(p, st, acc[u], stage, g.ob, m0, n0, cw);

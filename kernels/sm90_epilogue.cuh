@@ -262,8 +262,11 @@ GA_D void ga_epilogue16_tma(const GemmArgs &p, const GemmEpi &st, const float (&
 // transposed (stmatrix .trans): 64 output positions of the warpgroup's 64
 // filters a chunk, a position's 128 bytes one swizzled staging row, copied
 // out one 16-byte piece a thread.  A thread's two bias values (its rows m
-// and m + 8) are loaded once a tile.
-template <int BN>
+// and m + 8) are loaded once a tile.  TMA (flags & EPI_TMA_C): the copy
+// engine stores C instead, 32 positions at a time from two 4 KB buffers in
+// turn, as ga_epilogue16_tma does (p.tmap_c: dims {M, N, batch}, box
+// {64, 32, 1}, 128-byte swizzle: the staging's own pattern).
+template <int BN, bool TMA>
 GA_D void ga_epilogue16t(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
                          int m0, int n0, int cw) {
     static_assert(BN % 64 == 0, "whole chunks of 64 output positions");
@@ -292,21 +295,38 @@ GA_D void ga_epilogue16t(const GemmArgs &p, const GemmEpi &st, const float (&acc
                 w[q] = ga_pack16(ga_epi_lean(st, acc[4 * j + 2 * h], b[h], bias, relu),
                                  ga_epi_lean(st, acc[4 * j + 2 * h + 1], b[h], bias, relu), half);
             }
-            const int r = 16 * pr + nrow;
-            ga_stmatrix_x4_trans(stage + r * 128 + ((piece ^ (r & 7)) << 4), w);
+            if constexpr (TMA) {
+                const int r = 16 * (pr & 1) + nrow;
+                const unsigned buf = stage + (pr >> 1) * 32 * 128;
+                ga_stmatrix_x4_trans(buf + r * 128 + ((piece ^ (r & 7)) << 4), w);
+                if (pr & 1) {
+                    ga_fence_proxy_async();
+                    if (tid == 0) ga_bulk_wait_read();
+                    ga_wg_sync(cw);
+                    if (tid == 0) {
+                        ga_tma_store(&p.tmap_c, buf, m0, n0 + 64 * k + 32 * (pr >> 1), ob);
+                        ga_bulk_commit();
+                    }
+                }
+            } else {
+                const int r = 16 * pr + nrow;
+                ga_stmatrix_x4_trans(stage + r * 128 + ((piece ^ (r & 7)) << 4), w);
+            }
         }
-        ga_wg_sync(cw);
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int v = tid + 128 * i, r = v / 8, pc = v % 8;
-            const int n = n0 + 64 * k + r, m = m0 + 8 * pc;
-            const uint4 x = ga_lds128(stage + r * 128 + ((pc ^ (r & 7)) << 4));
-            if (n >= p.N || m >= p.M) continue;
-            unsigned short *dst = c + (long long)n * p.ldc + m;
-            if (m + 8 <= p.M) *(uint4 *)dst = x;
-            else ga_store16_edge(dst, x, m, p.M);
+        if constexpr (!TMA) {
+            ga_wg_sync(cw);
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int v = tid + 128 * i, r = v / 8, pc = v % 8;
+                const int n = n0 + 64 * k + r, m = m0 + 8 * pc;
+                const uint4 x = ga_lds128(stage + r * 128 + ((pc ^ (r & 7)) << 4));
+                if (n >= p.N || m >= p.M) continue;
+                unsigned short *dst = c + (long long)n * p.ldc + m;
+                if (m + 8 <= p.M) *(uint4 *)dst = x;
+                else ga_store16_edge(dst, x, m, p.M);
+            }
+            ga_wg_sync(cw);
         }
-        ga_wg_sync(cw);
     }
 }
 

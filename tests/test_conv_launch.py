@@ -611,11 +611,15 @@ def test_few_filters_run_transposed(hopper, tensor_maps, im2col_maps):  # noqa: 
     assert (fields["a"], fields["b"], fields["c"], fields["bias"]) == (F.ptr, I.ptr, O.ptr,
                                                                        bias.ptr)
     assert (fields["ldc"], fields["bias_m"], fields["bias_n"]) == (128, 1, 0)
-    assert fields["flags"] == gk.EPI_RELU | gk.EPI_BIAS and fields["splits"] == 1
+    assert fields["flags"] == gk.EPI_RELU | gk.EPI_BIAS | gk.EPI_TMA_C and fields["splits"] == 1
     (a_map,) = [m for m in tensor_maps if m["ptr"] == F.ptr]
     assert a_map["dims"] == (64, 128, 9) and a_map["box"] == (64, 128, 1)
     (ptr, *_, pixels, _, _), = im2col_maps
     assert ptr == I.ptr and pixels == 256
+    # O stored by the copy engine as (K, N*P*Q): 64 filters x 32 positions a copy
+    (c_map,) = [m for m in tensor_maps if m["ptr"] == O.ptr]
+    assert c_map["dims"] == (128, 64 * 112 * 112, 1) and c_map["strides"][0] == 256
+    assert c_map["box"] == (64, 32, 1) and c_map["swizzle"] == 128
 
 
 @pytest.mark.parametrize("K, beta, H, with_bias", [

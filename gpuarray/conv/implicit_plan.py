@@ -358,9 +358,7 @@ def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps, pair=1, swapped=Fa
     geom = GEOM.pack(layer.P, layer.Q, layer.R, layer.S, cchunks, layer.C,
                      *layer.stride[1:], *layer.pad[1:], *layer.dilation[1:],
                      *(field for d in divisors for field in fastdiv.fast_divisor(d)))
-    c_map = None
-    if kind != "fprop_t":  # (whose C is stored transposed)
-        ints, c_map = with_output_map(ints, strides, cfg.bn)
+    ints, c_map = with_output_map(ints, strides, cfg.bn, transposed=kind == "fprop_t")
     template = gk.pack(gk.NO_TMAP, gk.NO_TMAP, (0,) * 6, strides, gpu.seed, ints, 0.0, 0.0, 0)
     template += geom + bytes(ARGS_BYTES - gk.ARGS_BYTES - GEOM.size)
     name = f"ga_conv_sm90_{cfg.bm}x{cfg.bn}x64_{_input_name(layer.dtype)}_{kind}"

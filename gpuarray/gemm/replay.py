@@ -107,7 +107,7 @@ class TensorMap:
         return self.bytes
 
 
-def output_map(ints, strides, bn):
+def output_map(ints, strides, bn, transposed=False):
     """The copy engine's descriptor of a sm90 kernel's C, or None where it cannot store C.
 
     ``ints`` and ``strides`` are the ``GemmArgs`` fields of
@@ -117,7 +117,9 @@ def output_map(ints, strides, bn):
     epilogue of at most alpha, bias, relu and an output scale, on tiles of
     a multiple of 64 columns: the kernel stores it from shared memory 64
     rows x 32 columns a copy (``kernels/sm90_epilogue.cuh``,
-    ga_epilogue16_tma).  The kernel checks the rest (C's address aligned);
+    ga_epilogue16_tma); ``transposed``, a C stored as C^T (the transposed
+    fprop: C[m, n] at n * ldc + m), 32 columns x 64 rows a copy
+    (ga_epilogue16t).  The kernel checks the rest (C's address aligned);
     the caller sets ``EPI_TMA_C`` in the flags with the map.
     """
     m, n, _, batch, _, splits, _, flags, c_type, _ = ints
@@ -125,15 +127,17 @@ def output_map(ints, strides, bn):
     if (not STORE_C_BY_COPY_ENGINE or c_type not in _C16 or bn % 64 or splits != 1
             or flags & _THREAD_STORES or ldc % 8 or (batch > 1 and (batch_c <= 0 or batch_c % 8))):
         return None
+    rows, columns = (n, m) if transposed else (m, n)
     # one batch: the stride is never used, but must still be a multiple of 16
-    batch_bytes = 2 * batch_c if batch > 1 else -(-(2 * ldc * m) // 16) * 16
-    return TensorMap(_C16[c_type], (n, m, batch), (2 * ldc, batch_bytes), (32, 64, 1), 64, False)
+    batch_bytes = 2 * batch_c if batch > 1 else -(-(2 * ldc * rows) // 16) * 16
+    box, swizzle = ((64, 32, 1), 128) if transposed else ((32, 64, 1), 64)
+    return TensorMap(_C16[c_type], (columns, rows, batch), (2 * ldc, batch_bytes), box, swizzle, False)
 
 
-def with_output_map(ints, strides, bn):
+def with_output_map(ints, strides, bn, transposed=False):
     """(ints with ``EPI_TMA_C`` set where C has a map, the map or None):
     :func:`output_map` for a planner."""
-    c_map = output_map(ints, strides, bn)
+    c_map = output_map(ints, strides, bn, transposed)
     if c_map is None:
         return ints, None
     return ints[:7] + (ints[7] | gk.EPI_TMA_C,) + ints[8:], c_map
