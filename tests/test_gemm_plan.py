@@ -160,6 +160,15 @@ def test_tensor_maps_of_a_hopper_kernel(ng, tensor_maps):
     assert all(s % 16 == 0 for m in tensor_maps for s in m["strides"])
 
 
+def test_results_alternating_between_two_buffers_are_encoded_once_each(ng, tensor_maps):
+    # C = A @ B in a loop: the new C is allocated before the old one is freed
+    A, B = ng.empty((2048, 2048), np.float16), ng.empty((2048, 1024), np.float16)
+    outputs = [ng.empty((2048, 1024), np.float16) for _ in range(2)]
+    for step in range(6):
+        ng.dot(A, B, outputs[step % 2])
+    assert sorted(m["ptr"] for m in tensor_maps) == sorted([A.ptr, B.ptr] + [C.ptr for C in outputs])
+
+
 @pytest.mark.parametrize("case", ["beta", "fp32_c", "odd_ldc", "stats", "splits", "switched_off"])
 def test_c_stays_with_the_threads_where_the_copy_engine_cannot_store_it(ng, tensor_maps, case,
                                                                         monkeypatch):

@@ -91,20 +91,29 @@ def _scale_key(value, backend):
     return float
 
 
+#: descriptors a TensorMap keeps, one per recent address: ``C = A @ B`` in a
+#: loop allocates the new C before the old one is freed, so a result's
+#: address alternates between two blocks of the pool
+RECENT_ADDRESSES = 4
+
+
 class TensorMap:
-    """One operand's TMA descriptor: fixed geometry, re-encoded when the address moves."""
+    """One operand's TMA descriptor: fixed geometry, encoded once per recent address."""
 
     def __init__(self, dtype, dims, strides, box, swizzle, tf32):
         self.geometry = (dtype, dims, strides, box, swizzle, tf32)
-        self.ptr, self.bytes = None, None
+        self.encoded = {}
 
     def encode(self, ptr, stats):
-        if ptr != self.ptr:
+        encoded = self.encoded.get(ptr)
+        if encoded is None:
             dtype, dims, strides, box, swizzle, tf32 = self.geometry
-            self.bytes = driver.encode_tiled(ptr, dtype, dims, strides, box, swizzle, tf32=tf32)
-            self.ptr = ptr
+            encoded = driver.encode_tiled(ptr, dtype, dims, strides, box, swizzle, tf32=tf32)
+            if len(self.encoded) >= RECENT_ADDRESSES:
+                del self.encoded[next(iter(self.encoded))]  # the oldest
+            self.encoded[ptr] = encoded
             stats["tma_encodes"] = stats.get("tma_encodes", 0) + 1
-        return self.bytes
+        return encoded
 
 
 def output_map(ints, strides, bn, transposed=False):
