@@ -54,6 +54,8 @@
 // for each of ceil(BN / 64) panels.
 // update's A: tiled, dims {K,
 // N*P*Q, 1}, byte strides {K * esz, -}, box {64, 64, 1}, swizzle 128B.
+// The output, where the copy engine stores it (flags & EPI_TMA_C; not the
+// transposed fprop): gemm_sm90.cu's C map, dims {N, M, 1} of the GEMM.
 //
 // Launch shape: as gemm_sm90.cu (persistent grid, min(tiles * splits, SMs)
 // blocks of 128 * (min(BM / 64, 2) + 1) threads, the same dynamic shared memory;
@@ -83,7 +85,7 @@ struct ConvGemmArgs {
     GemmArgs p;
     ConvGeom g;
 };
-static_assert(sizeof(ConvGemmArgs) == 640, "gpuarray/conv/implicit_plan.py's ARGS_BYTES");
+static_assert(sizeof(ConvGemmArgs) == 768, "gpuarray/conv/implicit_plan.py's ARGS_BYTES");
 
 // MC: blocks per multicast cluster (gemm_sm90.cuh; 1: none); PP: ping-pong
 #define GA_CONV_KERNEL(BM, BN, IN, TY, PASS, LA, LB, MODE, MC, PP)                           \

@@ -53,7 +53,9 @@
 #define EPI_STATS 16  // fill stats[0] = max |C| (finite values), stats[1] += non-finite count
 #define EPI_AMAX 32   // amax[0] = max |value before scale_c| (NaN ignored)
 #define EPI_SR_BITS_SHIFT 8
-// (bit 64: SCHED_STREAM_K, the sm90 kernels' schedule: stream_k.cuh)
+// (bits 64, 128: SCHED_STREAM_K, SCHED_WHOLE_FIRST, the sm90 kernels'
+// schedule: stream_k.cuh; bits 8-12: the stochastic rounding's bits)
+#define EPI_TMA_C 8192  // the sm90 kernels: tmap_c is encoded (sm90_epilogue.cuh's ga_epilogue16_tma)
 
 #define GEMM_GROUP_M 8  // tile rows per raster group
 
@@ -64,6 +66,7 @@ struct alignas(64) GemmTmap { unsigned long long opaque[16]; };
 // Packed by gpuarray/gemm/catalogue.py (ARGS_FORMAT); keep both in step.
 struct alignas(64) GemmArgs {
     GemmTmap tmap_a, tmap_b;              // TMA kernels only
+    GemmTmap tmap_c;                      // with EPI_TMA_C only: C as {N, M, batch}
     const void *a, *b;
     void *c;
     const void *bias;                     // bias[m * bias_m + n * bias_n]
@@ -83,7 +86,7 @@ struct alignas(64) GemmArgs {
     const float *scale_c;                 // output scale, or null
     float *amax;                          // [max |value before scale_c|], or null
 };
-static_assert(sizeof(GemmArgs) == 512, "GemmArgs ABI changed: update gemm/catalogue.py");
+static_assert(sizeof(GemmArgs) == 640, "GemmArgs ABI changed: update gemm/catalogue.py");
 
 // One unit of work: output tile (tm, tn) of output batch ob, K-split `split`.
 struct GemmTile { int tm, tn, ob, split; };

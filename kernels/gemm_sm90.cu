@@ -29,7 +29,10 @@
 // wgmma chains instead of one; summed before the epilogue).  Epilogue
 // (sm90_epilogue.cuh): an fp16/bf16 C in 16-byte aligned rows is finished in
 // registers, staged as 8x8 matrices (stmatrix) 64 columns at a time and
-// written in 16-byte pieces (ga_epilogue16); an fp32 C as 8-byte pairs
+// written in 16-byte pieces (ga_epilogue16), or, where the host encoded C's
+// tensor map (flags & EPI_TMA_C; tiles of a multiple of 64 columns), staged
+// 32 columns at a time in two buffers in turn and stored by the copy
+// engine while the threads go on (ga_epilogue16_tma); an fp32 C as 8-byte pairs
 // straight from the accumulators (ga_epilogue32), and so are split-K
 // partials for an even N (ga_partials32); with beta, stochastic rounding,
 // statistics, amax, an FP8 C or unaligned rows each consumer stages fp32
@@ -86,6 +89,9 @@
 //          BN = 32: box {32, 64, 1}, swizzle 64B
 //   B "k": dims {K, N, nb}, strides {b_n * esz, batch_b * esz},
 //          box {BK, BN, 1}, swizzle 128B
+//   C (p.tmap_c, flags & EPI_TMA_C; a 16-bit C): dims {N, M, batch},
+//          strides {ldc * 2, batch_c * 2}, box {32, 64, 1}, swizzle 64B;
+//          the copy engine stores it (no zero fill: clipped at M and N)
 //
 // Shared-memory operand layouts, as wgmma descriptors see them: K-major
 // tiles are rows of 128 bytes, 8-row swizzle atoms 1024 bytes apart (SBO);

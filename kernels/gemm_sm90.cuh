@@ -11,6 +11,33 @@
 
 #define GA_SM90_SMEM_MAX 232448  // 227 KB: the most dynamic shared memory a block may have
 
+// ---- the epilogue's path ------------------------------------------------------
+// How a consumer warpgroup finishes and stores its accumulators, decided once
+// a launch (one int through the tile loop: the 128x256 tiles' consumers, at
+// setmaxnreg's 232 registers, spilled with a flag for each):
+#define GA_EPI_STAGED 0       // fp32 staging, every output by gemm_output
+#define GA_EPI_STAGED_FAST 1  // the same, 8 aligned outputs at a time where it can (ga_store8)
+#define GA_EPI_PARTIALS 2     // split-K partial sums, straight from the registers
+#define GA_EPI_32 3           // an fp32 C straight from the registers
+#define GA_EPI_16 4           // a 16-bit C through stmatrix staging (ga_epilogue16)
+#define GA_EPI_TMA16 5        // ... stored by the copy engine (ga_epilogue16_tma)
+template <int BN, int CONV> GA_D int ga_epilogue_path(const GemmArgs &p) {
+    // the transposed fprop: launched only where ga_epilogue16t can finish C
+    if constexpr (CONV == GA_CONV_FPROP_T)
+        return (p.flags & EPI_TMA_C) && !((unsigned long long)p.c & 15) ? GA_EPI_TMA16 : GA_EPI_16;
+    // ga_store8's alignment: 16 bytes (8 bytes for FP8's 8-byte stores)
+    const int vec = p.c_type == GEMM_F32 ? 4 : 8, align = p.c_type >= GEMM_E4M3 ? 7 : 15;
+    const bool fast = p.splits == 1 && !(p.flags & (EPI_BETA | EPI_SR | EPI_STATS)) && p.ldc % vec == 0 &&
+                      p.batch_c % vec == 0 && !((unsigned long long)p.c & align);
+    const bool lean = !(p.flags & EPI_AMAX);  // (the amax is kept by gemm_output)
+    if (fast && lean && (p.c_type == GEMM_F16 || p.c_type == GEMM_BF16) && !((p.flags & EPI_BIAS) && p.bias_m != 0))
+        // the copy engine stores C where the host encoded its map
+        return BN % 64 == 0 && (p.flags & EPI_TMA_C) ? GA_EPI_TMA16 : GA_EPI_16;
+    if (fast && lean && p.c_type == GEMM_F32) return GA_EPI_32;
+    if (p.splits > 1 && p.N % 2 == 0) return GA_EPI_PARTIALS;
+    return fast ? GA_EPI_STAGED_FAST : GA_EPI_STAGED;
+}
+
 // ---- configuration ---------------------------------------------------------
 template <int BM, int BN, int IN, bool PP = false> struct GaSm90Cfg {
     // Consumer warpgroups: one per 64 rows, or for BM = 256 two of 128 rows
@@ -254,15 +281,7 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
         // A's 64-row parts in a stage: 64 rows of 128 bytes ("k"-major) or one 64-wide panel
         constexpr unsigned A_PART = LA == GA_MAJOR_K ? 64 * 128 : 8192;
         const unsigned a_off = PP ? 0 : cw * C::SUB * A_PART;
-        // ga_store8's alignment: 16 bytes (8 bytes for FP8's 8-byte stores)
-        const int vec = p.c_type == GEMM_F32 ? 4 : 8, align = p.c_type >= GEMM_E4M3 ? 7 : 15;
-        const bool fast = p.splits == 1 && !(p.flags & (EPI_BETA | EPI_SR | EPI_STATS)) && p.ldc % vec == 0 &&
-                          p.batch_c % vec == 0 && !((unsigned long long)p.c & align);
-        const bool fast16 = fast && (p.c_type == GEMM_F16 || p.c_type == GEMM_BF16) && !(p.flags & EPI_AMAX) &&
-                            !((p.flags & EPI_BIAS) && p.bias_m != 0);
-        const bool fast32 = fast && p.c_type == GEMM_F32 && !(p.flags & EPI_AMAX);
-        float *ep = (float *)(smem_raw + (base - ga_smem_addr(smem_raw)) + C::STAGES * C::STAGE_BYTES) +
-                    cw * 64 * GA_EPI_STRIDE;
+        const int path = ga_epilogue_path<BN, CONV>(p);
         GemmEpi st = gemm_epi_init(p);
         const bool plain = !(p.flags & (EPI_BIAS | EPI_RELU)) && st.post == 1.f;
         // Skinny tiles are bound by the latency of dependent wgmmas, not by
@@ -389,21 +408,31 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
                 // this warpgroup's staging, as ga_epilogue16(t) use it
                 const unsigned stage = base + C::STAGES * C::STAGE_BYTES + cw * 64 * GA_EPI_STRIDE * 4;
                 if constexpr (CONV == GA_CONV_FPROP_T) {
-                    // (the host launches it only where ga_epilogue16t can finish C)
-                    ga_epilogue16t<BN>(p, st, acc[u], stage, g.ob, m0, n0, cw);
-                } else if (fast16) {
+                    if (path == GA_EPI_TMA16) ga_epilogue16t<BN, true>(p, st, acc[u], stage, g.ob, m0, n0, cw);
+                    else ga_epilogue16t<BN, false>(p, st, acc[u], stage, g.ob, m0, n0, cw);
+                } else if (path == GA_EPI_TMA16) {
+                    if constexpr (BN % 64 == 0) {
+                        if (plain) ga_epilogue16_tma<BN, true>(p, st, acc[u], stage, g.ob, m0, n0, cw);
+                        else ga_epilogue16_tma<BN, false>(p, st, acc[u], stage, g.ob, m0, n0, cw);
+                    }
+                } else if (path == GA_EPI_16) {
                     if (plain) ga_epilogue16<BN, true>(p, st, acc[u], stage, g.ob, m0, n0, cw);
                     else ga_epilogue16<BN, false>(p, st, acc[u], stage, g.ob, m0, n0, cw);
-                } else if (fast32) {
+                } else if (path == GA_EPI_32) {
                     if (plain) ga_epilogue32<BN, true>(p, st, acc[u], g.ob, m0, n0);
                     else ga_epilogue32<BN, false>(p, st, acc[u], g.ob, m0, n0);
-                } else if (p.splits > 1 && p.N % 2 == 0) {
+                } else if (path == GA_EPI_PARTIALS) {
                     ga_partials32<BN>(p, g, acc[u], m0, n0);
                 } else {
-                    ga_epilogue_staged<BN>(p, g, st, acc[u], ep, m0, n0, fast, cw);
+                    // (made here, not kept through the tile loop: the
+                    // 128x256 tiles' consumers have no register to spare)
+                    float *ep = (float *)__cvta_shared_to_generic(stage);
+                    ga_epilogue_staged<BN>(p, g, st, acc[u], ep, m0, n0, path == GA_EPI_STAGED_FAST, cw);
                 }
             }
         }
+        // the copy engine's last stores read this block's shared memory
+        if (path == GA_EPI_TMA16 && (threadIdx.x & 127) == 0) ga_bulk_wait();
         gemm_epi_flush(p, st);
     }
     // No block of a cluster leaves while another may still read its shared

@@ -81,6 +81,22 @@ GA_D void ga_tma_load(unsigned dst, const GemmTmap *map, unsigned bar, int c0, i
         "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
         ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
 }
+// A 3-D box of shared memory (at src, laid out as the map's box and
+// swizzle) stored by the copy engine at (c0, c1, c2) of the map's tensor;
+// the parts outside the tensor are not written.  Asynchronous: a bulk
+// group per thread, committed by ga_bulk_commit.  Shared-memory writes
+// of the generic proxy (st.shared, stmatrix) must be fenced
+// (ga_fence_proxy_async) and the writers synchronised before the store.
+GA_D void ga_tma_store(const GemmTmap *map, unsigned src, int c0, int c1, int c2) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+GA_D void ga_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// this thread's committed bulk stores have read their shared memory (it may be rewritten)
+GA_D void ga_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// ... and written global memory
+GA_D void ga_bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+GA_D void ga_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // im2col tile of a 4-D NHWC tensor map: pixelsPerColumn output positions
 // from input position (w, h) of image n (offsets (0, 0)), each its
 // channelsPerPixel channels from c, read at (w + off_w, h + off_h); the

@@ -507,6 +507,30 @@ def test_update_tile(hopper, m, n, tile, paired):
     assert ((cfg.bm, cfg.bn), chosen) == (tile, paired)
 
 
+@pytest.mark.parametrize("K, tile_n, stored", [(128, 128, True), (96, 96, False)])
+def test_fprop_output_stored_by_the_copy_engine(hopper, tensor_maps, im2col_maps, K, tile_n,  # noqa: F811
+                                                stored):
+    """Plain fprop's 16-bit output, on tiles of a multiple of 64 columns,
+    goes out through the copy engine: its map is O as (K, N*P*Q, 1), 64
+    rows x 32 channels a store, 64-byte swizzle (96-wide tiles store it
+    from the threads)."""
+    ng = hopper
+    layer = ng.conv_layer(np.float16, 32, 64, K, H=28, W=28, R=3, S=3, pad_h=1, pad_w=1)
+    I, F, O = _tensors(ng, layer, "fprop")
+    ng.fprop_conv(layer, I, F, O, relu=True)
+    name, _, _, args, _ = _conv_launch(ng)
+    assert "x%dx64_" % tile_n in name
+    fields = dict(zip(GEMM_FIELDS, gk.ARGS.unpack(args[:gk.ARGS_BYTES])))
+    assert bool(fields["flags"] & gk.EPI_TMA_C) == stored
+    c_maps = [m for m in tensor_maps if m["ptr"] == O.ptr]
+    if stored:
+        (c_map,) = c_maps
+        assert c_map["dims"] == (K, 32 * 28 * 28, 1) and c_map["strides"][0] == 2 * K
+        assert c_map["box"] == (32, 64, 1) and c_map["swizzle"] == 64
+    else:
+        assert c_maps == []
+
+
 def _stream_k_fields(ng, name):
     """GemmArgs of the one launch, ``name`` over all 132 SMs (no reduce kernel)."""
     launched, grid, _, args, _ = _conv_launch(ng)
@@ -525,7 +549,7 @@ def test_stream_k_update_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     ng.update_conv(layer, I, E, G)
     fields = _stream_k_fields(ng, "ga_conv_sm90_128x256x64_f16_update_mc2")  # 66 pairs
     assert ng.last_gemm.cluster == 2
-    assert fields["flags"] == gk.SCHED_STREAM_K
+    assert fields["flags"] == gk.SCHED_STREAM_K | gk.EPI_TMA_C
     assert (fields["splits"], fields["tiles_per_split"]) == (1, 196)
     slots = 132 * 128 * 256 * 4
     assert ng.memsets == [(fields["partial"] + slots, 0, 132 * 2)]
@@ -587,11 +611,15 @@ def test_few_filters_run_transposed(hopper, tensor_maps, im2col_maps):  # noqa: 
     assert (fields["a"], fields["b"], fields["c"], fields["bias"]) == (F.ptr, I.ptr, O.ptr,
                                                                        bias.ptr)
     assert (fields["ldc"], fields["bias_m"], fields["bias_n"]) == (128, 1, 0)
-    assert fields["flags"] == gk.EPI_RELU | gk.EPI_BIAS and fields["splits"] == 1
+    assert fields["flags"] == gk.EPI_RELU | gk.EPI_BIAS | gk.EPI_TMA_C and fields["splits"] == 1
     (a_map,) = [m for m in tensor_maps if m["ptr"] == F.ptr]
     assert a_map["dims"] == (64, 128, 9) and a_map["box"] == (64, 128, 1)
     (ptr, *_, pixels, _, _), = im2col_maps
     assert ptr == I.ptr and pixels == 256
+    # O stored by the copy engine as (K, N*P*Q): 64 filters x 32 positions a copy
+    (c_map,) = [m for m in tensor_maps if m["ptr"] == O.ptr]
+    assert c_map["dims"] == (128, 64 * 112 * 112, 1) and c_map["strides"][0] == 256
+    assert c_map["box"] == (64, 32, 1) and c_map["swizzle"] == 128
 
 
 @pytest.mark.parametrize("K, beta, H, with_bias", [
@@ -633,7 +661,7 @@ def test_stream_k_bprop_plan(hopper, tensor_maps, im2col_maps):  # noqa: F811
     F, E, G = _tensors(ng, layer, "bprop")
     ng.bprop_conv(layer, F, E, G)
     fields = _stream_k_fields(ng, "ga_conv_sm90_128x256x64_f16_bprop")
-    assert fields["flags"] == gk.SCHED_STREAM_K | gk.SCHED_WHOLE_FIRST
+    assert fields["flags"] == gk.SCHED_STREAM_K | gk.SCHED_WHOLE_FIRST | gk.EPI_TMA_C
     assert (fields["M"], fields["N"], fields["tiles_per_split"]) == (18432, 256, 72)
     slots = 132 * 128 * 256 * 4
     assert ng.last_gemm.zero[1:] == (fields["partial"] + slots, 132 * 2)

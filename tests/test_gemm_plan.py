@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from gpuarray.cuda import driver
-from gpuarray.gemm import catalogue as gk, plan as gemm_plan, tiles
+from gpuarray.gemm import catalogue as gk, plan as gemm_plan, replay, tiles
 from test_dispatch import RecordingGPU
 
-FIELDS = ("tmap_a tmap_b a b c bias partial stats a_m a_k b_k b_n ldc batch_a batch_b "
+FIELDS = ("tmap_a tmap_b tmap_c a b c bias partial stats a_m a_k b_k b_n ldc batch_a batch_b "
           "batch_c bias_m bias_n seed M N K batch kbatch splits tiles_per_split flags c_type "
           "bias_type alpha beta call post_scale scale_a scale_b scale_c amax").split()
 
@@ -149,11 +149,44 @@ def test_tensor_maps_of_a_hopper_kernel(ng, tensor_maps):
     name, args = _main(ng)
     assert name.startswith("ga_gemm_sm90_") and name.endswith("_f16_kk")
     bm, bn, bk = (int(x) for x in name.split("_")[3].split("x"))
-    map_a, map_b = tensor_maps
+    map_a, map_b, map_c = tensor_maps
     assert map_a["dims"] == (512, 300, 1) and map_a["strides"][0] == 1024
     assert map_a["box"] == (bk, bm, 1) and map_a["swizzle"] == 128
     assert map_b["dims"] == (512, 1024, 1) and map_b["box"] == (bk, bn, 1)
+    # C, stored by the copy engine 64 rows x 32 columns at a time
+    assert map_c["dims"] == (1024, 300, 1) and map_c["strides"][0] == 2048
+    assert map_c["box"] == (32, 64, 1) and map_c["swizzle"] == 64
+    assert args["flags"] & gk.EPI_TMA_C
     assert all(s % 16 == 0 for m in tensor_maps for s in m["strides"])
+
+
+def test_results_alternating_between_two_buffers_are_encoded_once_each(ng, tensor_maps):
+    # C = A @ B in a loop: the new C is allocated before the old one is freed
+    A, B = ng.empty((2048, 2048), np.float16), ng.empty((2048, 1024), np.float16)
+    outputs = [ng.empty((2048, 1024), np.float16) for _ in range(2)]
+    for step in range(6):
+        ng.dot(A, B, outputs[step % 2])
+    assert sorted(m["ptr"] for m in tensor_maps) == sorted([A.ptr, B.ptr] + [C.ptr for C in outputs])
+
+
+@pytest.mark.parametrize("case", ["beta", "fp32_c", "odd_ldc", "stats", "splits", "switched_off"])
+def test_c_stays_with_the_threads_where_the_copy_engine_cannot_store_it(ng, tensor_maps, case,
+                                                                        monkeypatch):
+    # beta reads C, stats and split-K partials finish values one by one; the
+    # copy engine stores 16-bit rows of whole 16-byte pieces only
+    monkeypatch.setattr(replay, "STORE_C_BY_COPY_ENGINE", case != "switched_off")
+    k = 16384 if case == "splits" else 2048
+    A, B = ng.empty((2048, k), np.float16), ng.empty((k, 256 if case == "splits" else 1024), np.float16)
+    c_type = np.float32 if case == "fp32_c" else np.float16
+    rows = 1028 if case == "odd_ldc" else B.shape[1]  # odd: a row stride of 2056 bytes
+    C = ng.empty((2048, rows), c_type)[:, :B.shape[1]]
+    kwargs = {"beta": {"beta": 1.0}, "stats": {"stats": ng.empty((2,), np.float32)}}.get(case, {})
+    ng.dot(A, B, C, **kwargs)
+    name, args = _main(ng)
+    assert name.startswith("ga_gemm_sm90_")
+    assert not args["flags"] & gk.EPI_TMA_C and len(tensor_maps) == 2
+    if case == "splits":
+        assert args["splits"] > 1
 
 
 def test_tf32_outside_kk(ng, tensor_maps):

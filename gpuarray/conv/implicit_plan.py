@@ -16,7 +16,7 @@ import numpy as np
 
 from ..cuda import driver
 from ..gemm import catalogue as gk, tiles as gemm_tiles
-from ..gemm.replay import GemmPlan, TensorMap
+from ..gemm.replay import GemmPlan, TensorMap, with_output_map
 from . import fastdiv
 from .layer import ConvLayer
 
@@ -30,7 +30,7 @@ CHUNK = 64
 #: dilations, then the FastDiv of P*Q, Q, S, cchunks and 64 * cchunks
 GEOM = struct.Struct("<12i" + fastdiv.FORMAT * 5)
 #: ConvGemmArgs is GemmArgs then ConvGeom, padded to the 64-byte alignment
-ARGS_BYTES = 640
+ARGS_BYTES = 768
 #: split-K: at least this many K-tiles per split
 MIN_KTILES_PER_SPLIT = 8
 #: threads per block of gemm_splitk.cu's reduce kernel
@@ -358,6 +358,7 @@ def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps, pair=1, swapped=Fa
     geom = GEOM.pack(layer.P, layer.Q, layer.R, layer.S, cchunks, layer.C,
                      *layer.stride[1:], *layer.pad[1:], *layer.dilation[1:],
                      *(field for d in divisors for field in fastdiv.fast_divisor(d)))
+    ints, c_map = with_output_map(ints, strides, cfg.bn, transposed=kind == "fprop_t")
     template = gk.pack(gk.NO_TMAP, gk.NO_TMAP, (0,) * 6, strides, gpu.seed, ints, 0.0, 0.0, 0)
     template += geom + bytes(ARGS_BYTES - gk.ARGS_BYTES - GEOM.size)
     name = f"ga_conv_sm90_{cfg.bm}x{cfg.bn}x64_{_input_name(layer.dtype)}_{kind}"
@@ -378,7 +379,7 @@ def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps, pair=1, swapped=Fa
         launches = [(kernel, (blocks, 1, 1), (cfg.threads, 1, 1), cfg.smem)]
         flag_words = blocks * cfg.bm // 64
         return GemmPlan(name, False, launches, template, maps, slots + 4 * flag_words, 1,
-                        pair, zeroed=(slots, flag_words))
+                        pair, zeroed=(slots, flag_words), c_map=c_map)
     launches = [(kernel, (min(total, at_once) * pair, 1, 1), (cfg.threads, 1, 1), cfg.smem)]
     workspace = 0
     if splits > 1:
@@ -386,7 +387,7 @@ def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps, pair=1, swapped=Fa
         blocks = min(-(-(m * -(-n // 4)) // REDUCE_THREADS), gpu.sms * 8)
         launches.append((reduce, (blocks, 1, 1), (REDUCE_THREADS, 1, 1), 0))
         workspace = splits * m * n * 4
-    return GemmPlan(name, swapped, launches, template, maps, workspace, splits, pair)
+    return GemmPlan(name, swapped, launches, template, maps, workspace, splits, pair, c_map=c_map)
 
 
 def clusters_at_once(gpu, kernel, cfg):

@@ -28,11 +28,12 @@ from ..cuda.library import KernelsMissing  # noqa: F401 - raised to this module'
 
 KERNEL_DIR = library.KERNEL_DIR
 
-#: GemmArgs: two tensor maps, six pointers, ten strides, seed, ten ints,
-#: two floats, the call counter, the host output scale, the four pointers
-#: of the FP8 scales and amax, padding to the struct's 64-byte alignment
-ARGS = struct.Struct("<128s128s6Q10qQ7i3i2fIf4Q32x")
-ARGS_BYTES = 512
+#: GemmArgs: three tensor maps (A, B, and C for the copy engine's stores),
+#: six pointers, ten strides, seed, ten ints, two floats, the call counter,
+#: the host output scale, the four pointers of the FP8 scales and amax,
+#: padding to the struct's 64-byte alignment
+ARGS = struct.Struct("<128s128s128s6Q10qQ7i3i2fIf4Q32x")
+ARGS_BYTES = 640
 NO_TMAP = bytes(128)
 
 # GemmArgs::c_type / bias_type
@@ -44,6 +45,9 @@ EPI_SR_BITS_SHIFT = 8
 #: GemmArgs::flags: the sm90 kernels' stream-K schedule (kernels/stream_k.cuh),
 #: and its variant running the whole waves but the last one or two first
 SCHED_STREAM_K, SCHED_WHOLE_FIRST = 64, 128
+#: GemmArgs::flags: tmap_c is encoded, the sm90 kernels' 16-bit C stored by
+#: the copy engine (kernels/sm90_epilogue.cuh's ga_epilogue16_tma)
+EPI_TMA_C = 8192
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ def pack(tmap_a, tmap_b, ptrs, strides, seed, ints, alpha, beta, call, post_scal
     a_k, b_k, b_n, ldc, batch_a, batch_b, batch_c, bias_m, bias_n; ints: M,
     N, K, batch, kbatch, splits, tiles_per_split, flags, c_type, bias_type;
     scale_ptrs: scale_a, scale_b, scale_c, amax (0: none)."""
-    return ARGS.pack(tmap_a, tmap_b, *ptrs, *strides, seed, *ints, alpha, beta, call, post_scale,
+    return ARGS.pack(tmap_a, tmap_b, NO_TMAP, *ptrs, *strides, seed, *ints, alpha, beta, call, post_scale,
                      *scale_ptrs)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..core import shapes
 from . import catalogue as gk, tiles
 from .call import GemmCall, epilogue_tree, stats_by_reduction
-from .replay import GemmPlan, TensorMap, scale_pointers
+from .replay import GemmPlan, TensorMap, scale_pointers, with_output_map
 
 _REDUCE_THREADS = 256
 #: exact fp32 products of at most this many multiply-adds (batches included)
@@ -297,8 +297,10 @@ def record(gpu, prob, swapped):
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
     per_split = -(-ktiles // splits)
     splits = -(-ktiles // per_split)  # no empty splits
-    template = gk.pack(gk.NO_TMAP, gk.NO_TMAP, (0,) * 6, _strides(prob), gpu.seed,
-                       _integers(prob, splits, per_split), 0.0, 0.0, 0)
+    strides, ints, c_map = _strides(prob), _integers(prob, splits, per_split), None
+    if cfg.tma and cfg.family.endswith("sm90"):
+        ints, c_map = with_output_map(ints, strides, cfg.bn)
+    template = gk.pack(gk.NO_TMAP, gk.NO_TMAP, (0,) * 6, strides, gpu.seed, ints, 0.0, 0.0, 0)
     name = cfg.kernel_name(tiles.input_name(prob), prob.layout)
     total = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
     smem = tiles.cluster_smem(cfg, cluster) if cluster > 1 else cfg.smem
@@ -318,7 +320,8 @@ def record(gpu, prob, swapped):
         launches.append((reduce, (blocks, 1, 1), (_REDUCE_THREADS, 1, 1), 0))
     workspace = splits * prob.batch * prob.m * prob.n * 4 if splits > 1 else 0
     tensor_maps = _tensor_maps(cfg, prob) if cfg.tma else None
-    return GemmPlan(name, swapped, launches, template, tensor_maps, workspace, splits, cluster)
+    return GemmPlan(name, swapped, launches, template, tensor_maps, workspace, splits, cluster,
+                    c_map=c_map)
 
 
 def is_small(prob):

@@ -17,17 +17,31 @@ when that address changes.
 """
 import struct
 
+import numpy as np
+
+from ..core import dtypes
 from ..core.array import Tensor
 from ..cuda import driver, stream
+from . import catalogue as gk
 
 _PTRS = struct.Struct("<6Q")
 _SCALARS = struct.Struct("<2fI")
 _SCALING = struct.Struct("<f4Q")
-#: GemmArgs byte offsets: the two descriptors, the pointers, alpha/beta/call,
-#: then the host output scale and the FP8 scale and amax pointers
+#: GemmArgs byte offsets: A's and B's descriptors, C's, the pointers,
+#: alpha/beta/call, then the host output scale and the FP8 scale and amax pointers
 _TMAP_AT = (0, 128)
-_PTRS_AT = struct.calcsize("<128s128s")
-_SCALARS_AT = struct.calcsize("<128s128s6Q10qQ7i3i")
+_TMAP_C_AT = 256
+_PTRS_AT = struct.calcsize("<128s128s128s")
+_SCALARS_AT = struct.calcsize("<128s128s128s6Q10qQ7i3i")
+#: whether the sm90 kernels' 16-bit C goes out through the copy engine where
+#: it can (:func:`output_map`); False keeps every store in the threads (for
+#: measuring one against the other: plans recorded before a change keep theirs)
+STORE_C_BY_COPY_ENGINE = True
+#: GemmArgs::c_type codes of the 16-bit outputs the copy engine may store
+_C16 = {1: np.float16, 2: dtypes.bfloat16}
+#: epilogue flags that keep C's stores in the threads (they read C or finish
+#: values one at a time)
+_THREAD_STORES = gk.EPI_BETA | gk.EPI_SR | gk.EPI_STATS | gk.EPI_AMAX
 _SCALING_AT = _SCALARS_AT + _SCALARS.size
 
 
@@ -77,20 +91,65 @@ def _scale_key(value, backend):
     return float
 
 
+#: descriptors a TensorMap keeps, one per recent address: ``C = A @ B`` in a
+#: loop allocates the new C before the old one is freed, so a result's
+#: address alternates between two blocks of the pool
+RECENT_ADDRESSES = 4
+
+
 class TensorMap:
-    """One operand's TMA descriptor: fixed geometry, re-encoded when the address moves."""
+    """One operand's TMA descriptor: fixed geometry, encoded once per recent address."""
 
     def __init__(self, dtype, dims, strides, box, swizzle, tf32):
         self.geometry = (dtype, dims, strides, box, swizzle, tf32)
-        self.ptr, self.bytes = None, None
+        self.encoded = {}
 
     def encode(self, ptr, stats):
-        if ptr != self.ptr:
+        encoded = self.encoded.get(ptr)
+        if encoded is None:
             dtype, dims, strides, box, swizzle, tf32 = self.geometry
-            self.bytes = driver.encode_tiled(ptr, dtype, dims, strides, box, swizzle, tf32=tf32)
-            self.ptr = ptr
+            encoded = driver.encode_tiled(ptr, dtype, dims, strides, box, swizzle, tf32=tf32)
+            if len(self.encoded) >= RECENT_ADDRESSES:
+                del self.encoded[next(iter(self.encoded))]  # the oldest
+            self.encoded[ptr] = encoded
             stats["tma_encodes"] = stats.get("tma_encodes", 0) + 1
-        return self.bytes
+        return encoded
+
+
+def output_map(ints, strides, bn, transposed=False):
+    """The copy engine's descriptor of a sm90 kernel's C, or None where it cannot store C.
+
+    ``ints`` and ``strides`` are the ``GemmArgs`` fields of
+    :func:`gpuarray.gemm.catalogue.pack` (M, N, K, batch, kbatch, splits,
+    ..., flags, c_type; ..., ldc, ..., batch_c, ...); ``bn`` the tile's
+    width.  A 16-bit C in rows of whole 16-byte pieces, one split and an
+    epilogue of at most alpha, bias, relu and an output scale, on tiles of
+    a multiple of 64 columns: the kernel stores it from shared memory 64
+    rows x 32 columns a copy (``kernels/sm90_epilogue.cuh``,
+    ga_epilogue16_tma); ``transposed``, a C stored as C^T (the transposed
+    fprop: C[m, n] at n * ldc + m), 32 columns x 64 rows a copy
+    (ga_epilogue16t).  The kernel checks the rest (C's address aligned);
+    the caller sets ``EPI_TMA_C`` in the flags with the map.
+    """
+    m, n, _, batch, _, splits, _, flags, c_type, _ = ints
+    ldc, batch_c = strides[4], strides[7]
+    if (not STORE_C_BY_COPY_ENGINE or c_type not in _C16 or bn % 64 or splits != 1
+            or flags & _THREAD_STORES or ldc % 8 or (batch > 1 and (batch_c <= 0 or batch_c % 8))):
+        return None
+    rows, columns = (n, m) if transposed else (m, n)
+    # one batch: the stride is never used, but must still be a multiple of 16
+    batch_bytes = 2 * batch_c if batch > 1 else -(-(2 * ldc * rows) // 16) * 16
+    box, swizzle = ((64, 32, 1), 128) if transposed else ((32, 64, 1), 64)
+    return TensorMap(_C16[c_type], (columns, rows, batch), (2 * ldc, batch_bytes), box, swizzle, False)
+
+
+def with_output_map(ints, strides, bn, transposed=False):
+    """(ints with ``EPI_TMA_C`` set where C has a map, the map or None):
+    :func:`output_map` for a planner."""
+    c_map = output_map(ints, strides, bn, transposed)
+    if c_map is None:
+        return ints, None
+    return ints[:7] + (ints[7] | gk.EPI_TMA_C,) + ints[8:], c_map
 
 
 class GemmPlan:
@@ -108,6 +167,8 @@ class GemmPlan:
         ``GemmArgs`` with every structural field filled in.
     tensor_maps : tuple of two TensorMap, or None
         The descriptors of the kernel's A and B (TMA kernels only).
+    c_map : TensorMap, optional
+        C's (:func:`output_map`), encoded for a 16-byte aligned C.
     workspace_bytes : int
         Split-K partial sums, taken from the pool per launch (0: none).
     splits, cluster : int
@@ -120,9 +181,9 @@ class GemmPlan:
     """
 
     def __init__(self, name, swapped, launches, template, tensor_maps, workspace_bytes, splits,
-                 cluster=1, zeroed=None):
+                 cluster=1, zeroed=None, c_map=None):
         self.name, self.swapped, self.launches = name, swapped, launches
-        self.template, self.tensor_maps = template, tensor_maps
+        self.template, self.tensor_maps, self.c_map = template, tensor_maps, c_map
         self.workspace_bytes, self.splits, self.cluster = workspace_bytes, splits, cluster
         self.zeroed = zeroed
 
@@ -158,6 +219,8 @@ class GemmPlan:
         if self.tensor_maps is not None:
             for at, tmap, ptr in zip(_TMAP_AT, self.tensor_maps, (a, b)):
                 args[at:at + 128] = tmap.encode(ptr, gpu._stats)
+        if self.c_map is not None and c % 16 == 0:
+            args[_TMAP_C_AT:_TMAP_C_AT + 128] = self.c_map.encode(c, gpu._stats)
         workspace = gpu.pool.allocate(self.workspace_bytes) if self.workspace_bytes else None
         _PTRS.pack_into(args, _PTRS_AT, a, b, c, bias,
                         workspace.ptr if workspace is not None else 0, stats)
