@@ -352,11 +352,14 @@ cudaError_t decode_as(const void* src, void* dst, int64_t n, int kind, int desce
 template <typename U>
 cudaError_t compose_as(const void* src, void* dst, int64_t n, int64_t length, int kind,
                        int merge_zeros, int descending, cudaStream_t s) {
-  if (sizeof(U) >= 8) return cudaErrorInvalidValue;  // no room left for the row
-  compose_kernel<U><<<grid_for(n), kThreads, 0, s>>>(
-      static_cast<const U*>(src), static_cast<uint64_t*>(dst), n, length, kind,
-      merge_zeros != 0, descending != 0);
-  return cudaGetLastError();
+  if constexpr (sizeof(U) >= 8) {
+    return cudaErrorInvalidValue;  // no room left for the row
+  } else {
+    compose_kernel<U><<<grid_for(n), kThreads, 0, s>>>(
+        static_cast<const U*>(src), static_cast<uint64_t*>(dst), n, length, kind,
+        merge_zeros != 0, descending != 0);
+    return cudaGetLastError();
+  }
 }
 
 template <typename U>

@@ -115,10 +115,12 @@ GA_D void ga_store16_edge(unsigned short *dst, const uint4 &x, int i, int end) {
 // staging (zeros past N) for ga_epi16_words; none when PLAIN or unbiased.
 template <int BN, bool PLAIN>
 GA_D void ga_stage_bias(const GemmArgs &p, unsigned sbias, int n0, int cw) {
-    if (PLAIN || !(p.flags & EPI_BIAS)) return;
-    for (int i = threadIdx.x & 127; i < BN; i += 128)
-        ga_sts32f(sbias + 4 * i, n0 + i < p.N ? gemm_load(p.bias, p.bias_type, (n0 + i) * p.bias_n) : 0.f);
-    ga_wg_sync(cw);
+    if constexpr (!PLAIN) {
+        if (!(p.flags & EPI_BIAS)) return;
+        for (int i = threadIdx.x & 127; i < BN; i += 128)
+            ga_sts32f(sbias + 4 * i, n0 + i < p.N ? gemm_load(p.bias, p.bias_type, (n0 + i) * p.bias_n) : 0.f);
+        ga_wg_sync(cw);
+    }
 }
 
 // The four words a lane gives one stmatrix_x4 of ga_epilogue16(_tma): the
