@@ -213,6 +213,21 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
     }
 }
 
+// Hands a staged chunk of C to the copy engine: every thread of the
+// warpgroup fences its stmatrix writes for the async proxy; thread 0 waits
+// until its previous store has read the other buffer (which the next chunk
+// rewrites); after the warpgroup's barrier, thread 0 stores this one at
+// (c0, c1) of batch ob of p.tmap_c.  tid: the thread's index in its warpgroup.
+GA_D void ga_store_chunk(const GemmArgs &p, unsigned buf, int c0, int c1, int ob, int tid, int cw) {
+    ga_fence_proxy_async();
+    if (tid == 0) ga_bulk_wait_read();
+    ga_wg_sync(cw);
+    if (tid == 0) {
+        ga_tma_store(&p.tmap_c, buf, c0, c1, ob);
+        ga_bulk_commit();
+    }
+}
+
 // ga_epilogue16 with the copy engine storing C (flags & EPI_TMA_C: the
 // host encoded p.tmap_c, dims {N, M, batch}, box {32, 64, 1}, 64-byte
 // swizzle).  The values are finished and stmatrix-ed as there, 32 columns
@@ -224,11 +239,9 @@ GA_D void ga_epilogue16(const GemmArgs &p, const GemmEpi &st, const float (&acc)
 // mainloop, while the copies run: the store loop of ga_epilogue16 kept
 // them (skipping its copy-out saved 2.5% at 4096^3 and 10-14% on
 // convolution-shaped products with short K, C's DRAM writes included; this
-// gained 0.3% and 1% on VGG-A's convolutions, H200).  One barrier a chunk: before
-// it, the issuing thread waits until the previous chunk's copy has read
-// its buffer, which the next chunk then rewrites.  (A tile's chunks are
-// even in number, so every tile starts on buffer 0, freed by the last
-// chunk's wait.)
+// gained 0.3% and 1% on VGG-A's convolutions, H200).  One barrier a chunk
+// (ga_store_chunk).  (A tile's chunks are even in number, so every tile
+// starts on buffer 0, freed by the last chunk's wait.)
 template <int BN, bool PLAIN>
 GA_D void ga_epilogue16_tma(const GemmArgs &p, const GemmEpi &st, const float (&acc)[BN / 2], unsigned stage, int ob,
                             int m0, int n0, int cw) {
@@ -248,13 +261,7 @@ GA_D void ga_epilogue16_tma(const GemmArgs &p, const GemmEpi &st, const float (&
             const int piece = 2 * pr + (lane >> 4);
             ga_stmatrix_x4(buf + srow * 64 + ((piece ^ ((srow >> 1) & 3)) << 4), w);
         }
-        ga_fence_proxy_async();
-        if (tid == 0) ga_bulk_wait_read();
-        ga_wg_sync(cw);
-        if (tid == 0) {
-            ga_tma_store(&p.tmap_c, buf, n0 + 32 * k, m0, ob);
-            ga_bulk_commit();
-        }
+        ga_store_chunk(p, buf, n0 + 32 * k, m0, ob, tid, cw);
     }
 }
 
@@ -302,15 +309,7 @@ GA_D void ga_epilogue16t(const GemmArgs &p, const GemmEpi &st, const float (&acc
                 const int r = 16 * (pr & 1) + nrow;
                 const unsigned buf = stage + (pr >> 1) * 32 * 128;
                 ga_stmatrix_x4_trans(buf + r * 128 + ((piece ^ (r & 7)) << 4), w);
-                if (pr & 1) {
-                    ga_fence_proxy_async();
-                    if (tid == 0) ga_bulk_wait_read();
-                    ga_wg_sync(cw);
-                    if (tid == 0) {
-                        ga_tma_store(&p.tmap_c, buf, m0, n0 + 64 * k + 32 * (pr >> 1), ob);
-                        ga_bulk_commit();
-                    }
-                }
+                if (pr & 1) ga_store_chunk(p, buf, m0, n0 + 64 * k + 32 * (pr >> 1), ob, tid, cw);
             } else {
                 const int r = 16 * pr + nrow;
                 ga_stmatrix_x4_trans(stage + r * 128 + ((piece ^ (r & 7)) << 4), w);

@@ -38,7 +38,7 @@ _SCALARS_AT = struct.calcsize("<128s128s128s6Q10qQ7i3i")
 #: measuring one against the other: plans recorded before a change keep theirs)
 STORE_C_BY_COPY_ENGINE = True
 #: GemmArgs::c_type codes of the 16-bit outputs the copy engine may store
-_C16 = {1: np.float16, 2: dtypes.bfloat16}
+_C16 = {gk.TYPE_CODE[dtype]: dtype for dtype in (np.dtype(np.float16), dtypes.bfloat16)}
 #: epilogue flags that keep C's stores in the threads (they read C or finish
 #: values one at a time)
 _THREAD_STORES = gk.EPI_BETA | gk.EPI_SR | gk.EPI_STATS | gk.EPI_AMAX
