@@ -14,19 +14,14 @@ hand-written GEMM kernels instead (:mod:`gpuarray.gemm.plan`).
 pycuda is imported lazily, so the package imports (and the CPU factory
 works) on machines without CUDA.
 
-Every entry point that touches the device (:func:`_device_call`) first
+Every entry point that touches the device (:func:`~gpuarray.cuda.context.device_call`) first
 checks, through a thread-local flag, that the calling thread has the
 factory's context current; only the first call from a thread takes the
 slow path, which pushes the context -- or raises clearly in a child
 process forked after CUDA was initialised, or once a kernel has faulted
 and left the context unusable.
 """
-import atexit
-import functools
-import os
-import threading
 import types
-import weakref
 
 import numpy as np
 
@@ -38,6 +33,8 @@ from .core.backend import Backend
 from .conv import bias, bound, convolution, pooling
 from .cuda import compiler, driver, interop, library, pinned, stream
 from .cuda.capture import CapturedStep, ReplayCounter
+from .cuda.context import (FORKED, ContextFunctions, device_call, gpu_available,  # noqa: F401 (re-exported)
+                           gpu_unavailable_reason)
 from .cuda.mempool import DeviceMemoryPool
 from .cuda.semaphores import SemaphorePool
 from .cuda.streams import GPUStreamFunctions
@@ -52,125 +49,12 @@ from .rnn import persistent as rnn_persistent
 from .rnn.functions import RNNFunctions
 from .userkernels.functions import UserKernelFunctions
 
-_UNAVAILABLE = []
-#: the process that initialised CUDA; a forked child inherits a copy of the
-#: driver's state that it cannot use
-_CUDA_PID = []
-_FORKED = ("gpuarray.GPU cannot be used in a child process forked after CUDA was "
-           "initialised; use the 'spawn' start method")
-#: every factory, so that a forked child can send them all to the slow path
-_FACTORIES = weakref.WeakSet()
-#: device id -> its retained primary context
-_PRIMARY = {}
-
-
-def gpu_unavailable_reason():
-    """Why no GPU can be used here, or None when one can."""
-    if _CUDA_PID and _CUDA_PID[0] != os.getpid():
-        return _FORKED
-    if not _UNAVAILABLE:
-        try:
-            import pycuda.driver as drv
-            drv.init()
-            _CUDA_PID.append(os.getpid())
-            if drv.Device.count() == 0:
-                raise RuntimeError("no CUDA device found")
-            _UNAVAILABLE.append(None)
-        except Exception as err:  # ImportError, no driver, no device
-            _UNAVAILABLE.append(f"{type(err).__name__}: {err}")
-    return _UNAVAILABLE[0]
-
-
-class _Attached(threading.local):
-    """Per thread: True once the factory's context is current in the thread."""
-
-    ready = False
-
-
-def _after_fork_in_child():
-    # the child's copy of the forking thread still reads ready=True: send
-    # every factory's next call to the slow path, which raises
-    for gpu in list(_FACTORIES):
-        gpu._detach_threads()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class _Pushed:
-    """Pops the contexts pushed on one thread when that thread ends.
-
-    pycuda aborts the process if a thread ends with a context on its stack.
-    Kept in a module-level thread-local, so it is dropped -- and pops -- in
-    its own thread, as the thread exits.
-    """
-
-    def __init__(self):
-        self.contexts = []
-        self.thread, self.pid = threading.get_ident(), os.getpid()
-
-    def __call__(self):
-        if self.thread != threading.get_ident() or self.pid != os.getpid():
-            return  # not the thread (or process) that pushed: nothing to pop
-        while self.contexts:
-            self.contexts.pop().pop()  # pycuda's Context.pop pops the current one
-
-    def __del__(self):
-        try:
-            self()
-        except Exception:  # noqa: BLE001 - a finalizer must never raise
-            pass
-
-
-_PUSHED = threading.local()
-
-
-def _push(context):
-    """Make ``context`` current in the calling thread, popped again when it ends."""
-    context.push()
-    pushed = getattr(_PUSHED, "pushed", None)
-    if pushed is None:
-        pushed = _PUSHED.pushed = _Pushed()
-        if threading.current_thread() is threading.main_thread():
-            # the main thread's locals outlive pycuda at exit: pop earlier
-            atexit.register(pushed)
-    pushed.contexts.append(context)
-
 
 def _copyable(host):
     """A contiguous host array as pycuda's copies take it: numpy's own dtypes
     export their buffer, ml_dtypes' (bfloat16, the 8-bit floats) do not, so
     their bytes go through a uint8 view (two numpy calls the others skip)."""
     return host if host.dtype.isbuiltin == 1 else host.reshape(-1).view(np.uint8)
-
-
-def _is_driver_error(err):
-    """True for pycuda's exceptions and for :class:`driver.DriverError`."""
-    return isinstance(err, driver.DriverError) or type(err).__module__.startswith("pycuda")
-
-
-def _device_call(method):
-    """Wrap a factory method that talks to the device.
-
-    The first call from a thread attaches the factory's context to it; a
-    driver error caused by a faulted kernel becomes a clear RuntimeError,
-    raised again by every later call.
-    """
-    @functools.wraps(method)
-    def call(self, *args):
-        if not self._attached.ready:
-            self._attach()
-        try:
-            return method(self, *args)
-        except Exception as err:
-            self._device_error(err)
-            raise
-    return call
-
-
-def gpu_available():
-    """True when pycuda imports and a CUDA device is present."""
-    return gpu_unavailable_reason() is None
 
 
 class GPUTensor(Tensor):
@@ -207,8 +91,8 @@ def _check_rounding_capturable(c):
                                   "round stochastically)")
 
 
-class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, ProductFunctions,
-          UserKernelFunctions, FFTFunctions, LinAlgFunctions, Backend):
+class GPU(ContextFunctions, GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions,
+          ProductFunctions, UserKernelFunctions, FFTFunctions, LinAlgFunctions, Backend):
     """Factory of device tensors; assignments compile to fused CUDA kernels.
 
     Parameters
@@ -231,8 +115,8 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def __init__(self, stochastic_round=False, seed=0, device_id=0):
         super().__init__(seed, stochastic_round)
         reason = gpu_unavailable_reason()
-        if reason == _FORKED:
-            raise RuntimeError(_FORKED)
+        if reason == FORKED:
+            raise RuntimeError(FORKED)
         if reason:
             raise RuntimeError(f"gpuarray.GPU needs pycuda and a CUDA device: {reason}")
         import pycuda.driver as drv
@@ -278,46 +162,6 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def __repr__(self):
         return f"gpuarray.GPU(device_id={self.device_id}, seed={self.seed})"
 
-    # -- threads, fork, faults -----------------------------------------------
-    def _take_context(self, drv, device_id):
-        """Use the current context, else push the device's primary context."""
-        self._drv = drv
-        self.context = drv.Context.get_current()
-        if self.context is None:
-            # one pycuda object per device and process: pycuda frees memory
-            # only in a thread where its own context object is current (or
-            # in the thread that made the object)
-            self.context = _PRIMARY.get(device_id)
-            if self.context is None:
-                self.context = _PRIMARY.setdefault(
-                    device_id, drv.Device(device_id).retain_primary_context())
-            _push(self.context)
-        self._detach_threads()
-        self._attached.ready = True
-        self._pid = os.getpid()
-        #: why the context is unusable (a kernel faulted), once it is
-        self._failure = None
-        _FACTORIES.add(self)
-
-    def _detach_threads(self):
-        """Send every thread's next device call to :meth:`_attach` (a new
-        per-thread flag, which the dispatcher reads as its own C field)."""
-        self._attached = _Attached()
-        dispatcher = self.__dict__.get("_dispatcher")
-        if dispatcher is not None:
-            dispatcher.attached = self._attached
-
-    def _attach(self):
-        """First device call from this thread: make the context current, or
-        raise if this process or the context cannot use the GPU any more."""
-        if self._failure is not None:
-            raise RuntimeError(self._failure)
-        if os.getpid() != self._pid:
-            raise RuntimeError(_FORKED)
-        if self._drv.Context.get_current() != self.context:
-            _push(self.context)
-        self._attached.ready = True
-
     @property
     def _calls(self):
         """The Philox call counter: each kernel launch takes the next value,
@@ -341,40 +185,23 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def _use_dispatcher(self):
         """Send assignments straight to a new dispatcher: its ``execute`` is
         bound as this factory's ``_execute`` (an attribute, not a method
-        wrapped by :func:`_device_call`: the hot path saves two calls, and
+        wrapped by :func:`~gpuarray.cuda.context.device_call`: the hot path saves two calls, and
         the dispatcher makes the device-call checks itself)."""
         self._dispatcher = dispatch.Dispatcher(self)
         self._execute = self._dispatcher.execute
 
-    def _device_error(self, err):
-        """After an exception in a device call: raise clearly if it was a
-        driver error that left the context unusable."""
-        if _is_driver_error(err):
-            self._check_context(err)
-
-    def _check_context(self, err):
-        """After a driver error: raise clearly if a kernel fault killed the context."""
-        reason = driver.sticky_error()
-        if reason is None:
-            return  # an ordinary error (bad argument, out of memory): recoverable
-        self._failure = (f"the GPU context hit an unrecoverable error ({reason} in an "
-                         f"earlier kernel); this process must restart to use the GPU")
-        # every thread's next call takes the slow path, which raises at once
-        self._detach_threads()
-        raise RuntimeError(self._failure) from err
-
     # -- storage ------------------------------------------------------------
-    @_device_call
+    @device_call
     def _allocate(self, nbytes):
         return self.pool.allocate(nbytes)
 
-    @_device_call
+    @device_call
     def _upload(self, tensor, host):
         stream.refuse_in_capture("copying host data to the device")
         if host.size:
             self._drv.memcpy_htod(tensor.ptr, _copyable(host))
 
-    @_device_call
+    @device_call
     def _download(self, tensor):
         ptr = tensor.ptr  # first: a freed buffer raises before any device work
         stream.refuse_in_capture("reading a tensor's values on the host (get, item, float...)")
@@ -415,7 +242,7 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         # with negative strides
         return GPUTensor(self, buf, buf.shape, buf.dtype, buf.strides, 0)
 
-    @_device_call
+    @device_call
     def synchronize(self):
         """Wait until all queued kernels and copies finished."""
         stream.refuse_in_capture("synchronize()")
@@ -434,7 +261,7 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         return self._stats["kernels_launched"] + self._dispatcher.launched
 
     # -- evaluation ---------------------------------------------------------
-    @_device_call
+    @device_call
     def _gemm(self, call):
         for t in (call.a, call.b, call.c, call.bias, call.stats, call.scale_a, call.scale_b,
                   call.scale_c, call.amax):
@@ -443,16 +270,16 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         _check_rounding_capturable(call.c)
         return gemm_plan.run(self, call)
 
-    @_device_call
+    @device_call
     def _replay_gemm(self, plan, a, b, c, bias, stats, alpha, beta, scaling=(1.0, None)):
         _check_rounding_capturable(c)
         plan.replay(self, a, b, c, bias, stats, alpha, beta, scaling)
 
-    @_device_call
+    @device_call
     def _conv(self, call):
         convolution.run(self, call)
 
-    @_device_call
+    @device_call
     def _pool(self, call):
         pooling.run(self, call)
 
@@ -465,19 +292,19 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def _bind_product(self, full_path, A, B, C, alpha, beta, relu, bias):
         return gemm_bound.bind_product(self, full_path, A, B, C, alpha, beta, relu, bias)
 
-    @_device_call
+    @device_call
     def _run_bound(self, launch):
         return launch()
 
-    @_device_call
+    @device_call
     def _update_bias(self, E, grad_b, O, alpha, beta):  # noqa: E741
         return bias.try_run(self, E, grad_b, O, alpha, beta)
 
-    @_device_call
+    @device_call
     def _replay_pool(self, kind, pool, *tensors):
         return pooling.replay(self, kind, pool, tensors)
 
-    @_device_call
+    @device_call
     def _algorithm(self, name, *args):
         return getattr(self._algorithms, name)(*args)
 
@@ -486,7 +313,7 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
     def _persistent_rnn_plans(self, layer):
         return rnn_persistent.plans(layer, self.sms, self.smem_optin)
 
-    @_device_call
+    @device_call
     def _run_persistent_rnn(self, direction, layer, *tensors):
         run = rnn_persistent.forward if direction == "fprop" else rnn_persistent.backward
         run(self, layer, *tensors)
@@ -548,12 +375,12 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
         """The factorisations behind ``ng.linalg`` (cuSOLVER)."""
         return self._linalg
 
-    @_device_call
+    @device_call
     def _fft_raw(self, kind, x, axes, s, forward):
         """The unnormalised transform of ``x`` over ``axes``, by cuFFT (ng.fft)."""
         return fft_device.transform(self, self._fft_plans, kind, x, axes, s, forward)
 
-    @_device_call
+    @device_call
     def _load_user_kernel(self, cubin, name):
         """Kernel ``name`` of a user's compiled module (RawKernel).
 
@@ -569,7 +396,7 @@ class GPU(GPUStreamFunctions, AlgorithmFunctions, ConvFunctions, RNNFunctions, P
             raise ValueError(f"no kernel named {name!r} in the source (is it declared "
                              'extern "C" __global__?)') from None
 
-    @_device_call
+    @device_call
     def _launch_user_kernel(self, function, fmt, grid, block, values, shared):
         """Queue a user kernel on the current stream (RawKernel)."""
         function.prepared_async_call(grid, block, stream.current(), *values, shared_size=shared)

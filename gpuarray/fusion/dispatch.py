@@ -75,7 +75,7 @@ class Dispatcher:
         """Queue the kernels computing ``out[...] = tree``.
 
         The factory's ``_execute``, called by the assignment itself: so it
-        makes the checks of every device call (``gpu._device_call``) here.
+        makes the checks of every device call (``cuda.context.device_call``) here.
         """
         gpu = self.gpu
         if not self.attached.ready:
