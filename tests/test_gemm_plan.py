@@ -263,6 +263,17 @@ def test_mnist_sized_fp32_product_splits_k_over_a_cluster(arch, tensor_maps):
     assert shared == tiles.cluster_smem(cfg, args["cluster"]) >= 8 * 16 * 128
 
 
+def test_long_k_fp32_product_splits_k_in_two_kernels(ng):
+    # 4096 x 32 x 4096, exact fp32: clusters would give each block 1024 of
+    # K, where the FFMA clusters ran slower than split-K and its reduce
+    # kernel (tiles._FFMA_CLUSTER_MAX_K)
+    ng.dot(ng.empty((4096, 4096), np.float32), ng.empty((4096, 32), np.float32),
+           ng.empty((4096, 32), np.float32))
+    name, grid, block, args, shared = ng.launches[0]
+    assert name.startswith("ga_gemm_ffma_") and args["cluster"] == 1 and args["splits"] > 1
+    assert ng.launches[-1][0] == "ga_gemm_splitk_reduce"
+
+
 def test_fp32_product_with_a_bias_leaves_its_epilogue_to_the_split_k_reduce(ng):
     # the FFMA kernels finish outputs with a bias one at a time, slowly: the
     # planner splits K in two kernels and the reduce kernel adds the bias

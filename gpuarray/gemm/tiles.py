@@ -57,6 +57,13 @@ _CLUSTER_S = 2.3e-6
 _DSMEM_BYTES_PER_S = 30e9
 _FFMA_CLUSTER_S = 1.0e-6
 _FFMA_CLUSTER_BLOCK_S = 0.4e-6
+# ... and those terms hold for short shares of K only: with more than this
+# many K a block, FFMA clusters ran far slower than modelled (H200,
+# 4096x32x4096 in clusters of 4, 1024 K a block: 93 us modelled 79, where
+# 8 plain K-splits took 73; 784x128x4096 in clusters of 4, 46.6 against
+# 41.6 split 16), so the planner does not offer them (MNIST's products,
+# the fit's, keep at most 500)
+_FFMA_CLUSTER_MAX_K = 512
 # FFMA 64x64 tiles (4 warps, 4 blocks an SM): a block alone on its SM ran
 # about 3.5x faster than one of four; the 128x128 ones (8 warps, 2 an SM)
 # did not run faster alone (1000x256x784 in 128 clusters of 8: 31 us)
@@ -234,7 +241,8 @@ def split_choices(gpu, prob, cfg):
 
 def cluster_choices(gpu, prob, cfg, capacity):
     """Cluster K-splits worth modelling (1: none): sizes of CLUSTERS whose
-    clusters hold every tile in one wave, each block keeping a few K-tiles.
+    clusters hold every tile in one wave, each block keeping a few K-tiles
+    (an FFMA block at most ``_FFMA_CLUSTER_MAX_K`` of K).
 
     ``capacity()`` gives {size: clusters the GPU runs at once}; it is asked
     only when clusters of two could hold every tile (a driver query)."""
@@ -245,9 +253,12 @@ def cluster_choices(gpu, prob, cfg, capacity):
         return [1]
     ktiles = prob.kbatch * -(-prob.k // cfg.bk)
     # (an FFMA block's K-tiles are short: one each can pay; the model weighs it)
-    least = 1 if cfg.family.startswith("ffma") else _MIN_KTILES_PER_SPLIT
+    ffma = cfg.family.startswith("ffma")
+    least = 1 if ffma else _MIN_KTILES_PER_SPLIT
+    most = _FFMA_CLUSTER_MAX_K // cfg.bk if ffma else ktiles
     fits = capacity()
-    return [1] + [c for c in CLUSTERS if tiles <= fits[c] and ktiles // c >= least]
+    return [1] + [c for c in CLUSTERS
+                  if tiles <= fits[c] and least <= ktiles // c and -(-ktiles // c) <= most]
 
 
 def element_epilogue(prob):
