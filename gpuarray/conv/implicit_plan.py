@@ -96,19 +96,16 @@ TRANSPOSED_MIN_FILTERS = 97
 TRANSPOSED_TILE = (128, 256)
 
 
-class Im2colMap:
-    """An im2col descriptor: fixed geometry, re-encoded when its tensor moves."""
+class Im2colMap(TensorMap):
+    """An im2col descriptor: fixed geometry, encoded once per recent address
+    (:class:`~gpuarray.gemm.replay.TensorMap`'s cache)."""
 
     def __init__(self, dtype, dims, strides, lower, upper, pixels, element_strides):
         self.geometry = (dtype, dims, strides, lower, upper, CHUNK, pixels, element_strides, 128)
-        self.ptr, self.bytes = None, None
+        self.encoded = {}
 
-    def encode(self, ptr, stats):
-        if ptr != self.ptr:
-            self.bytes = driver.encode_im2col(ptr, *self.geometry)
-            self.ptr = ptr
-            stats["tma_encodes"] = stats.get("tma_encodes", 0) + 1
-        return self.bytes
+    def _make(self, ptr):
+        return driver.encode_im2col(ptr, *self.geometry)
 
 
 def bprop_layer(layer):

@@ -107,13 +107,16 @@ class TensorMap:
     def encode(self, ptr, stats):
         encoded = self.encoded.get(ptr)
         if encoded is None:
-            dtype, dims, strides, box, swizzle, tf32 = self.geometry
-            encoded = driver.encode_tiled(ptr, dtype, dims, strides, box, swizzle, tf32=tf32)
+            encoded = self._make(ptr)
             if len(self.encoded) >= RECENT_ADDRESSES:
                 del self.encoded[next(iter(self.encoded))]  # the oldest
             self.encoded[ptr] = encoded
             stats["tma_encodes"] = stats.get("tma_encodes", 0) + 1
         return encoded
+
+    def _make(self, ptr):
+        dtype, dims, strides, box, swizzle, tf32 = self.geometry
+        return driver.encode_tiled(ptr, dtype, dims, strides, box, swizzle, tf32=tf32)
 
 
 def output_map(ints, strides, bn, transposed=False):
