@@ -218,6 +218,14 @@ GA_D void ga_gemm_sm90(const GemmArgs &p, const ConvGeom *cg = nullptr) {
     // saved 0.4 us at 4096 x 32 x 4096 but racecheck no longer finished.)
     if (MC > 1 || cs > 1) ga_cluster_sync();
     else __syncthreads();
+    // Launched as a dependent (host: every sm90 product and convolution),
+    // the launch, the barriers' set-up and the cluster's sync above overlap
+    // the previous kernel's last wave; nothing before this point touches
+    // global memory.  The trigger after it lets the next dependent kernel
+    // launch once every block of this grid has started, so its blocks can
+    // wait on this grid but never keep one of this grid's from starting.
+    ga_grid_dependency_wait();
+    ga_launch_dependents();
     // a K-split cluster works on one tile at a time (ga_cluster_reduce), a
     // multicast cluster on MC adjacent ones
     GaWork work = ga_work_start<MC>(p, BM * MC, BN, C::BK, cs);

@@ -8,7 +8,7 @@
 // shared-memory descriptors, the m64nNk16 (fp16/bf16), m64nNk8 (tf32) and
 // m64nNk32 (FP8) instructions with their accumulator register lists, the
 // wgmma fence/commit/wait, a consumer warpgroup's named barrier, register
-// pins; stmatrix, 16-byte shared loads and paired 16-bit rounding; an FP8
+// pins; the programmatic dependent launch's wait and trigger; stmatrix, 16-byte shared loads and paired 16-bit rounding; an FP8
 // K-tile into a partial-sum set and its promotion into fp32 accumulators.
 // Layouts and launch shapes: gemm_sm90.cu's header; no kernel is defined
 // here.
@@ -29,6 +29,15 @@ typedef unsigned long long ga_u64;
 #define GA_MAJOR_MN 1  // operand's M (A) or N (B) is its contiguous dim
 
 // ---- PTX wrappers ----------------------------------------------------------
+// Programmatic dependent launch: a kernel launched with programmatic stream
+// serialization may start while the kernel before it in the stream is still
+// running.  ga_grid_dependency_wait returns once that kernel has finished
+// and its memory is visible (at once where the launch did not ask for the
+// overlap): every thread runs it before its first global access.
+// ga_launch_dependents lets the next such kernel start launching once every
+// block of this one has run it.
+GA_D void ga_grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+GA_D void ga_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 GA_D unsigned ga_smem_addr(const void *p) {
     unsigned a;
     asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));

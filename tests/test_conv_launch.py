@@ -17,7 +17,7 @@ import pytest
 
 from gpuarray.conv import convolution, fastdiv, implicit_plan as plans, small_c
 from gpuarray.cuda import driver
-from gpuarray.gemm import catalogue as gk
+from gpuarray.gemm import catalogue as gk, replay
 from test_gemm_plan import FIELDS as GEMM_FIELDS, GemmRecordingGPU, tensor_maps  # noqa: F401
 
 FIELDS = "src dst N size out filter stride pad dil C ld alpha beta".split()
@@ -108,7 +108,7 @@ def route_steps(ng, prefix):
 class _ConvGemmKernel:
     """Records a conv_sm90 launch with its raw ConvGemmArgs bytes."""
 
-    size = 1
+    size, dependent = 1, False
 
     def __init__(self, name, log):
         self.name, self.log = name, log
@@ -116,11 +116,13 @@ class _ConvGemmKernel:
     def launch(self, grid, block, data, shared):
         assert len(data) == plans.ARGS_BYTES
         assert grid[0] % self.size == 0
+        # every conv_sm90 kernel waits for the kernel before it itself
+        assert self.dependent == replay.DEPENDENT_LAUNCH
         self.log.append((self.name, grid, block, bytes(data), shared))
 
-    def clustered(self, size):
+    def clustered(self, size, dependent=False):
         kernel = _ConvGemmKernel(self.name, self.log)
-        kernel.size = size
+        kernel.size, kernel.dependent = size, dependent
         return kernel
 
     def max_active(self, block, smem):

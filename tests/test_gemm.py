@@ -482,6 +482,33 @@ def test_vector_epilogue_gives_the_element_epilogues_bits(gpu_ng, out_dtype, bia
         assert (results[0][3] == 1 << (8 * out_dtype.itemsize - 1)).all()  # -0.0, relu or not
 
 
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=dtype_id)
+@pytest.mark.parametrize("m, n", [(1024, 1024), (4096, 32)], ids=["square", "skinny"])
+def test_chained_products_wait_for_each_other(ng, dtype, m, n):
+    """Products queued back to back, each reading what the one before it
+    wrote and overwriting what it read: the sm90 kernels launch as
+    programmatic dependents (they may start before the previous kernel
+    ends) and must wait for it before touching memory.  A permutation
+    matrix keeps every product exact, so any stale or half-written operand
+    shows; a negation between some steps puts a fused kernel in the chain.
+    4096 x 32 splits K over clusters."""
+    rng = np.random.default_rng(m + n)
+    perm = rng.permutation(m)
+    p = np.zeros((m, m), dtype)
+    p[np.arange(m), perm] = 1
+    x = rng.integers(-8, 9, (m, n)).astype(dtype)
+    P, X, Y = ng.array(p), ng.array(x), ng.empty((m, n), dtype)
+    ref = x.astype(np.float64)
+    for step in range(6):
+        ng.dot(P, X, Y)
+        ng.dot(P, Y, X)
+        ref = ref[perm][perm]
+        if step % 2:
+            X[:] = -X
+            ref = -ref
+    assert np.array_equal(X.get().astype(np.float64), ref)
+
+
 @pytest.mark.parametrize("dtype", [F16, F32], ids=dtype_id)
 def test_second_run_compiles_and_allocates_nothing(gpu_ng, dtype):
     # deep: float16 splits K over a cluster, float32 in two kernels (a

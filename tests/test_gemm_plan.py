@@ -19,11 +19,11 @@ FIELDS = ("tmap_a tmap_b tmap_c a b c bias partial stats a_m a_k b_k b_n ldc bat
 
 
 class _Function:
-    def __init__(self, name, log, cluster=1):
-        self.name, self.log, self.cluster = name, log, cluster
+    def __init__(self, name, log, cluster=1, dependent=False):
+        self.name, self.log, self.cluster, self.dependent = name, log, cluster, dependent
 
-    def clustered(self, size):
-        return _Function(self.name, self.log, size)
+    def clustered(self, size, dependent=False):
+        return _Function(self.name, self.log, size, dependent)
 
     def max_active(self, block, smem):
         # an H100's answers for one-block-per-SM kernels (132 SMs in GPCs of
@@ -33,7 +33,7 @@ class _Function:
 
     def launch(self, grid, block, data, shared):
         buf = bytes(data[:gk.ARGS_BYTES])  # implicit-GEMM convolutions append their geometry
-        args = dict(zip(FIELDS, gk.ARGS.unpack(buf)), cluster=self.cluster)
+        args = dict(zip(FIELDS, gk.ARGS.unpack(buf)), cluster=self.cluster, dependent=self.dependent)
         self.log.append((self.name, grid, block, args, shared))
 
 
@@ -289,6 +289,31 @@ def test_large_products_take_no_cluster(ng):
            ng.empty((4096, 4096), np.float16))
     _, grid, _, args, _ = ng.launches[0]
     assert args["cluster"] == 1 and grid[0] == ng.sms  # persistent: one block per SM
+
+
+@pytest.mark.parametrize("dtype, m, n, family, cluster", [
+    (np.float16, 4096, 4096, "ga_gemm_sm90_", 1),     # plain blocks
+    (np.float16, 4096, 32, "ga_gemm_sm90_", 2),       # a cluster K-split
+    (np.float32, 1000, 256, "ga_gemm_ffma_", 2),      # FFMA clusters
+    (np.float32, 4096, 32, "ga_gemm_ffma_", 1),       # FFMA split-K and its reduce
+])
+def test_only_the_sm90_kernels_launch_as_dependents(ng, dtype, m, n, family, cluster):
+    # a dependent launch may start before the previous kernel ends: only
+    # the kernels that wait for it themselves (gemm_sm90.cuh) may ask for
+    # it; the FFMA tiles and the split-K reduce launch plainly
+    k = 784 if m == 1000 else 4096
+    ng.dot(ng.empty((m, k), dtype), ng.empty((k, n), dtype), ng.empty((m, n), dtype))
+    name, grid, block, args, shared = ng.launches[0]
+    assert name.startswith(family) and (args["cluster"] > 1) == (cluster > 1)
+    assert args["dependent"] == name.startswith("ga_gemm_sm90_")
+    assert all(not launch[3]["dependent"] for launch in ng.launches[1:])
+
+
+def test_dependent_launch_switch(ng, monkeypatch):
+    monkeypatch.setattr(replay, "DEPENDENT_LAUNCH", False)
+    ng.dot(ng.empty((4096, 4096), np.float16), ng.empty((4096, 4096), np.float16),
+           ng.empty((4096, 4096), np.float16))
+    assert not ng.launches[0][3]["dependent"]
 
 
 def test_shared_weights_fold_into_m(ng):

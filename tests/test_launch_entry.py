@@ -279,6 +279,11 @@ def test_cluster_launch_through_ctypes(monkeypatch):
         with pytest.raises(ValueError, match="1 to 8 blocks"):
             driver.ClusterKernel(kernel, size)
     assert len(calls) == 1
+    # a dependent launch adds PROGRAMMATIC_STREAM_SERIALIZATION (id 6, value 1);
+    # plain blocks (a cluster of 1) carry no cluster attribute
+    driver.ClusterKernel(kernel, 2, dependent=True).launch((8, 1, 1), (384, 1, 1), data, 1000)
+    driver.ClusterKernel(kernel, 1, dependent=True).launch((7, 1, 1), (384, 1, 1), data, 1000)
+    assert [call[0][4] for call in calls[1:]] == [[(4, (2, 1, 1)), (6, (1, 0, 0))], [(6, (1, 0, 0))]]
 
 
 _LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
@@ -303,5 +308,8 @@ def test_compiled_cluster_launch_hands_the_driver_the_same(recorder):
                                               0x77, 3) == 0
     assert calls == [(((12, 1, 1), (256, 1, 1), 208144, 0x77, [(4, (3, 1, 1))]), 0x40, 0, data,
                       False)]
+    assert launch_entry.launch_struct_cluster(0x40, (12, 1, 1), (256, 1, 1), data, 0, 0, 3, True) == 0
+    assert launch_entry.launch_struct_cluster(0x40, (5, 1, 1), (256, 1, 1), data, 0, 0, 1, True) == 0
+    assert [call[0][4] for call in calls[1:]] == [[(4, (3, 1, 1)), (6, (1, 0, 0))], [(6, (1, 0, 0))]]
     with pytest.raises(ValueError, match="at most 4096 bytes"):
         launch_entry.launch_struct_cluster(0x40, (3, 1, 1), (1, 1, 1), bytes(5000), 0, 0, 3)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..cuda import driver
 from ..gemm import catalogue as gk, tiles as gemm_tiles
-from ..gemm.replay import GemmPlan, TensorMap, with_output_map
+from ..gemm.replay import GemmPlan, TensorMap, sm90_kernel, with_output_map
 from . import fastdiv
 from .layer import ConvLayer
 
@@ -362,10 +362,9 @@ def _plan(gpu, layer, cfg, kind, strides, ints, splits, maps, pair=1, swapped=Fa
     name += f"_mc{pair}" if pair > 1 else ""
     m, n, flags = ints[0], ints[1], ints[7]
     total = -(-m // (cfg.bm * pair)) * -(-n // cfg.bn) * splits  # the schedule's units
-    kernel = gpu.gemm_library.function(STEM, name, cfg.smem)
+    kernel = sm90_kernel(gpu.gemm_library.function(STEM, name, cfg.smem), pair)
     at_once = gpu.sms
     if pair > 1:
-        kernel = kernel.clustered(pair)
         at_once = clusters_at_once(gpu, kernel, cfg)
     if flags & gk.SCHED_STREAM_K:
         # every unit gets at least one K-tile (stream_k.cuh), and all run at

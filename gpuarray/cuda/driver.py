@@ -307,10 +307,10 @@ class Kernel:
         """Raise :class:`DriverError` for a failed launch's ``CUresult``."""
         _check(result, f"launching {self.name}")
 
-    def clustered(self, size):
-        """This kernel launched in thread-block clusters of ``size`` blocks along x
-        (a :class:`ClusterKernel`)."""
-        return ClusterKernel(self, size)
+    def clustered(self, size, dependent=False):
+        """This kernel launched in thread-block clusters of ``size`` blocks along x,
+        as a programmatic dependent launch if ``dependent`` (a :class:`ClusterKernel`)."""
+        return ClusterKernel(self, size, dependent)
 
     def launch_cooperative(self, grid, block, data, smem):
         """As :meth:`launch`, with every block resident at once (a kernel with a
@@ -336,27 +336,38 @@ class _LaunchConfig(ctypes.Structure):
 
 
 class ClusterKernel:
-    """A :class:`Kernel` launched in thread-block clusters of ``size`` blocks along x.
+    """A :class:`Kernel` launched in thread-block clusters of ``size`` blocks along x,
+    and, if ``dependent``, as a programmatic dependent launch.
 
     The cluster size is a launch attribute (``cuLaunchKernelEx``), so one
     compiled kernel serves every size: it reads the size of its cluster at
     run time (``%cluster_nctarank``).  Sizes up to 8 are portable; the
-    grid's x extent must be a multiple of ``size``.
+    grid's x extent must be a multiple of ``size``; a size of 1 launches
+    plain blocks.
+
+    A dependent launch (programmatic stream serialization) lets the kernel
+    start while the kernel before it in the stream finishes, so that its
+    launch and set-up overlap that kernel's last wave.  Only for kernels
+    that wait for it themselves (``griddepcontrol.wait`` before their first
+    global access: the sm90 products and convolutions, ``gemm_sm90.cuh``);
+    any other would read and write memory the previous kernel still uses.
     """
 
     _CLUSTER_DIMENSION = 4  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    _PROGRAMMATIC_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 
-    def __init__(self, kernel, size):
+    def __init__(self, kernel, size, dependent=False):
         if not 1 <= size <= 8:
             raise ValueError(f"a portable cluster has 1 to 8 blocks, not {size}")
         self.kernel, self.size, self.name = kernel, size, kernel.name
+        self.dependent = bool(dependent)
 
     def max_active(self, block, smem):
         """How many clusters of this kernel the GPU runs at once
         (``cuOccupancyMaxActiveClusters``): a cluster's blocks share one GPC,
         so this can be less than the multiprocessors over ``size``."""
         count = ctypes.c_int()
-        config = _LaunchConfig((self.size, 1, 1), block, smem, None, _cluster_attribute(self.size), 1)
+        config = _LaunchConfig((self.size, 1, 1), block, smem, None, *_launch_attributes(self.size, False))
         _check(_libcuda().cuOccupancyMaxActiveClusters(ctypes.byref(count), self.kernel.handle,
                                                        ctypes.byref(config)),
                f"asking how many clusters of {self.size} blocks of {self.name} fit")
@@ -368,7 +379,7 @@ class ClusterKernel:
             raise ValueError(f"a grid of {grid[0]} blocks is not a whole number of clusters "
                              f"of {self.size}")
         result = _entry()[2](self.kernel.address, grid, block, data, smem, stream.launch_handle(),
-                             self.size)
+                             self.size, self.dependent)
         if result:
             _check(result, f"launching {self.name} in clusters of {self.size}")
 
@@ -447,15 +458,25 @@ def _ctypes_struct(function, grid, block, data, smem, stream_handle):
     return _libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, params, None)
 
 
-def _cluster_attribute(size):
-    """A pointer to the one launch attribute of a cluster launch: (size, 1, 1)."""
-    attribute = _LaunchAttribute(ClusterKernel._CLUSTER_DIMENSION)
-    attribute.value[:3] = (size, 1, 1)
-    return ctypes.pointer(attribute)
+def _launch_attributes(size, dependent):
+    """(pointer, count): the attributes of a launch in clusters of ``size``
+    (none for 1) that is programmatically dependent or not."""
+    attributes = (_LaunchAttribute * 2)()
+    count = 0
+    if size > 1:
+        attributes[count].id = ClusterKernel._CLUSTER_DIMENSION
+        attributes[count].value[:3] = (size, 1, 1)
+        count += 1
+    if dependent:
+        attributes[count].id = ClusterKernel._PROGRAMMATIC_SERIALIZATION
+        attributes[count].value[0] = 1
+        count += 1
+    return ctypes.cast(attributes, ctypes.POINTER(_LaunchAttribute)), count
 
 
-def _ctypes_cluster(function, grid, block, data, smem, stream_handle, cluster):
-    config = _LaunchConfig(grid, block, smem, stream_handle or None, _cluster_attribute(cluster), 1)
+def _ctypes_cluster(function, grid, block, data, smem, stream_handle, cluster, dependent=False):
+    attributes, count = _launch_attributes(cluster, dependent)
+    config = _LaunchConfig(grid, block, smem, stream_handle or None, attributes, count)
     params, _keep = _parameter_block(data)
     return _libcuda().cuLaunchKernelEx(ctypes.byref(config), function, params, None)
 

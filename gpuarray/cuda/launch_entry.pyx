@@ -25,7 +25,9 @@ Arguments reach the kernel in one of the driver's two ways:
   be 64-byte aligned, and which the packed form delivers misplaced;
 * :func:`launch_struct_cluster` -- the same in thread-block clusters of a
   size given per launch, through ``cuLaunchKernelEx`` (:func:`bind_ex`)
-  with a cluster-dimension attribute (the GEMM's cluster K-split).
+  with a cluster-dimension attribute (the GEMM's cluster K-split), and
+  optionally as a programmatic dependent launch (the kernel may start while
+  the one before it finishes; it waits for it itself).
 
 :func:`copy_to_host` queues ``cuMemcpyDtoHAsync`` (:func:`bind_copy`) the
 same way: a small download's copy (``float(t)``, ``t.get()`` of a few
@@ -43,7 +45,7 @@ there is no GPU.
 """
 from libc.stdint cimport int64_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_Check, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsUnsignedLongLongMask
 from cpython.bytearray cimport PyByteArray_Check, PyByteArray_AS_STRING, PyByteArray_GET_SIZE
@@ -79,8 +81,9 @@ cdef struct LaunchConfig:
 ctypedef int (*LaunchExFn)(const LaunchConfig* config, void* f, void** params,
                            void** extra) nogil
 
-# CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+# CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 cdef int _CLUSTER_DIMENSION = 4
+cdef int _PROGRAMMATIC_SERIALIZATION = 6
 
 cdef LaunchExFn _launch_ex = NULL
 
@@ -193,21 +196,32 @@ def launch_struct(uintptr_t function, tuple grid, tuple block, object data, unsi
 
 
 def launch_struct_cluster(uintptr_t function, tuple grid, tuple block, object data,
-                          unsigned int smem, uintptr_t stream, unsigned int cluster):
-    """As :func:`launch_struct`, in clusters of ``cluster`` blocks along x; returns the CUresult."""
+                          unsigned int smem, uintptr_t stream, unsigned int cluster,
+                          bint dependent=False):
+    """As :func:`launch_struct`, in clusters of ``cluster`` blocks along x (no
+    cluster attribute for 1), as a programmatic dependent launch if
+    ``dependent``; returns the CUresult."""
     cdef char storage[4096 + 64]
     cdef void* params[1]
-    cdef LaunchAttribute attribute
+    cdef LaunchAttribute attributes[2]
     cdef LaunchConfig config
+    cdef unsigned int count = 0
     if _launch_ex == NULL:
         raise RuntimeError("the launch entry is not bound to cuLaunchKernelEx (call bind_ex first)")
     _struct_parameter(data, storage, params)
-    attribute.id = _CLUSTER_DIMENSION
-    attribute.value[0], attribute.value[1], attribute.value[2] = cluster, 1, 1
+    memset(attributes, 0, sizeof(attributes))
+    if cluster > 1:
+        attributes[count].id = _CLUSTER_DIMENSION
+        attributes[count].value[0], attributes[count].value[1], attributes[count].value[2] = cluster, 1, 1
+        count += 1
+    if dependent:
+        attributes[count].id = _PROGRAMMATIC_SERIALIZATION
+        attributes[count].value[0] = 1
+        count += 1
     config.grid[0], config.grid[1], config.grid[2] = grid
     config.block[0], config.block[1], config.block[2] = block
     config.smem, config.stream = smem, <void*>stream
-    config.attrs, config.count = &attribute, 1
+    config.attrs, config.count = attributes, count
     return _launch_ex(&config, <void*>function, params, NULL)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..core import shapes
 from . import catalogue as gk, tiles
 from .call import GemmCall, epilogue_tree, stats_by_reduction
-from .replay import GemmPlan, TensorMap, scale_pointers, with_output_map
+from .replay import GemmPlan, TensorMap, scale_pointers, sm90_kernel, with_output_map
 
 _REDUCE_THREADS = 256
 #: exact fp32 products of at most this many multiply-adds (batches included)
@@ -305,9 +305,12 @@ def record(gpu, prob, swapped):
     total = -(-prob.m // cfg.bm) * -(-prob.n // cfg.bn) * prob.batch * splits
     smem = tiles.cluster_smem(cfg, cluster) if cluster > 1 else cfg.smem
     kernel = gpu.gemm_library.function(cfg.file, name, smem)
+    if cfg.family.endswith("sm90"):
+        kernel = sm90_kernel(kernel, cluster)
+    elif cluster > 1:
+        kernel = kernel.clustered(cluster)
     if cluster > 1:
         # a cluster of blocks per tile (they share its K-tiles)
-        kernel = kernel.clustered(cluster)
         fit = cluster_capacity(gpu, cfg, tiles.input_name(prob), prob.layout)[cluster]
         grid = min(total, fit) * cluster
     else:

@@ -37,6 +37,11 @@ _SCALARS_AT = struct.calcsize("<128s128s128s6Q10qQ7i3i")
 #: it can (:func:`output_map`); False keeps every store in the threads (for
 #: measuring one against the other: plans recorded before a change keep theirs)
 STORE_C_BY_COPY_ENGINE = True
+#: whether the sm90 kernels (products and convolutions) launch as programmatic
+#: dependents of the kernel before them (:func:`sm90_kernel`); False makes each
+#: wait for that kernel's end before it launches (for measuring one against
+#: the other, as STORE_C_BY_COPY_ENGINE)
+DEPENDENT_LAUNCH = True
 #: GemmArgs::c_type codes of the 16-bit outputs the copy engine may store
 _C16 = {gk.TYPE_CODE[dtype]: dtype for dtype in (np.dtype(np.float16), dtypes.bfloat16)}
 #: epilogue flags that keep C's stores in the threads (they read C or finish
@@ -153,6 +158,21 @@ def with_output_map(ints, strides, bn, transposed=False):
     if c_map is None:
         return ints, None
     return ints[:7] + (ints[7] | gk.EPI_TMA_C,) + ints[8:], c_map
+
+
+def sm90_kernel(kernel, cluster):
+    """An sm90 product's or convolution's ``kernel`` as its plans launch it: in
+    clusters of ``cluster`` blocks, a programmatic dependent launch where
+    :data:`DEPENDENT_LAUNCH` is on.
+
+    As a dependent, the kernel's launch and set-up (barriers, the cluster's
+    sync) overlap the previous kernel's last wave, and it waits for that
+    kernel's end itself (``gemm_sm90.cuh``): about the set-up's time off
+    every call that follows another kernel.
+    """
+    if cluster > 1 or DEPENDENT_LAUNCH:
+        return kernel.clustered(cluster, DEPENDENT_LAUNCH)
+    return kernel
 
 
 class GemmPlan:
