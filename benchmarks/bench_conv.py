@@ -15,8 +15,12 @@ work hidden behind a spin kernel; the small layers' calls are host-bound
 on both sides, and the device machine's host is noisy); and the host
 time of one call (each timed alone, the queue drained between batches).  cuDNN runs
 through torch with ``cudnn.benchmark = True`` in NCHW and channels_last,
-the faster taken.  Prints a progress line per layer, a table and the
-per-network sums of the conv stack, both ways; writes
+the faster taken.  Then each network's conv stack as one chain (every
+layer's fprop, then bprop and update from the last layer back, queued
+back to back behind a spin kernel: what the stack costs inside a training
+step, where each kernel's start may overlap the one before it), ours
+beside cuDNN's in NCHW and in channels_last, the faster taken.  Prints a progress line per layer, a
+table and the per-network sums of the conv stack, both ways; writes
 benchmarks/results/conv[_<dtype>].json and .png (or ``--name``'s).
 
 Targets (issue 11, 16-bit): every compute-bound layer (3x3 and 5x5 with
@@ -27,7 +31,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import device_timer, device_times, host_per_call, new_row, print_table  # noqa: E402
+from common import chain_timer, device_timer, device_times, host_per_call, new_row, print_table  # noqa: E402
 from common import set_target  # noqa: E402
 from common import table_cells  # noqa: E402
 from common import torch_and_gpu, write_results  # noqa: E402
@@ -118,6 +122,34 @@ def run_layer(ng, torch, dtype, net, batch, spec, repeats):
     return rows
 
 
+def stack_chain(ng, torch, dtype, net):
+    """(ours ms, cuDNN ms): ``net``'s conv stack -- every layer's fprop, then
+    bprop and update from the last layer back -- as one chain of calls
+    (chain_timer); cuDNN's in NCHW and in channels_last, the faster taken."""
+    batch, specs = NETWORKS[net]
+    layers = []
+    for name, C, H, K, R, stride, pad in specs:
+        layer = ng.conv_layer(str(dtype).split(".")[1], batch, C, K, H=H, W=H, R=R, S=R,
+                              pad_h=pad, pad_w=pad, str_h=stride, str_w=stride)
+        x = torch.randn(batch, C, H, H, device="cuda", dtype=dtype)
+        w = torch.randn(K, C, R, R, device="cuda", dtype=dtype) / (C * R * R) ** 0.5
+        grad = torch.randn(batch, K, layer.P, layer.Q, device="cuda", dtype=dtype)
+        layers.append((OursConv(ng, torch, layer, x, w, grad),
+                       TorchConv(torch, x, w, grad, stride, pad, torch.contiguous_format),
+                       TorchConv(torch, x, w, grad, stride, pad, torch.channels_last)))
+
+    def chain(side):
+        def run():
+            for pair in layers:
+                pair[side].fprop()
+            for pair in reversed(layers):
+                pair[side].bprop()
+                pair[side].update()
+        return run
+    ours, *theirs = (chain_timer(chain(side), calls=3, repeats=7) * 1e3 for side in (0, 1, 2))
+    return ours, min(theirs)
+
+
 def network_sums(rows, times_of=None):
     """{net: (ours ms, cuDNN ms)} over the conv stack (every layer, every pass),
     as called or of ``extra[times_of]`` ("kernel_only_us": the kernels
@@ -162,10 +194,17 @@ def main():
               f"{theirs / ours:.2f}x as called; kernels alone {k_ours:.2f} against {k_theirs:.2f} ms, "
               f"{k_theirs / k_ours:.2f}x (target 1.1x); host time of the calls "
               f"{host_sums[net][0]:.2f} against torch's {host_sums[net][1]:.2f} ms")
+    chains = {}
+    for net in sums:
+        chains[net] = stack_chain(ng, torch, dtype, net)
+        ng.pool.free_cached()
+        torch.cuda.empty_cache()
+        print(f"{net} conv stack as one chain: ours {chains[net][0]:.2f} ms, cuDNN "
+              f"{chains[net][1]:.2f} ms, {chains[net][1] / chains[net][0]:.2f}x", flush=True)
     name = args.name or "conv" + ("" if args.dtype == "float16" else "_" + args.dtype)
     write_results(name, rows, {"impls": IMPLS, "quick": args.quick, "dtype": args.dtype,
                                "network_ms": sums, "network_kernel_ms": kernel_sums,
-                               "network_host_ms": host_sums})
+                               "network_host_ms": host_sums, "network_chain_ms": chains})
     return 0
 
 

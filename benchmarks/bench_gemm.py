@@ -8,7 +8,11 @@ the criterion of validate_gemm.py), then timed: medians of CUDA-event pairs
 around back-to-back calls.  gpuarray is timed two ways: the recorded
 launches of ``ng.dot`` replayed (the kernels, as a framework that caches
 its plan calls them) and ``ng.dot(A, B, C)`` as written (Python planning
-included).  cuBLAS is ``torch.matmul(a, b, out=c)``.  FP8 rows (kinds
+included).  cuBLAS is ``torch.matmul(a, b, out=c)``.  The ratio and the
+targets are of the kernels alone, each call behind a spin kernel; "chain"
+is the time per call of 40 calls queued back to back (ours replayed,
+cuBLAS's the same way), where a kernel's launch and set-up may overlap the
+one before it (ours: dependent launches, ``gpuarray.gemm.replay``).  FP8 rows (kinds
 e4m3, e5m2e4m3: A's type then B's) run ``ng.dot(A, B, C, scale_a=,
 scale_b=)`` beside cuBLASLt's ``torch._scaled_mm`` with the same device
 scales, in the same accumulation mode (promoted to float32, the default of
@@ -24,7 +28,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import device_timer  # noqa: E402
+from common import chain_timer, device_timer  # noqa: E402
 import gemm_fp8  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -91,12 +95,14 @@ def run_case(ng, torch, case, repeats):
     t_kernel = device_timer(last.replay, repeats, warm, hide_host=True)
     t_call = device_timer(lambda: ng.dot(A, B, C, precision=precision), repeats, 3)
     t_cublas = device_timer(lambda: torch.matmul(a, b, out=ref), repeats, warm, hide_host=True)
+    chains = chain_timer(last.replay), chain_timer(lambda: torch.matmul(a, b, out=ref))
     row = {"kind": kind, "m": m, "n": n, "k": k, "layout": layout, "kernel": last.name,
            "splits": last.splits, "cluster": last.cluster, "error": err, "target": target,
            "ours_us": t_kernel * 1e6, "ours_call_us": t_call * 1e6, "cublas_us": t_cublas * 1e6,
            "ours_tflops": flops / t_kernel / 1e12, "cublas_tflops": flops / t_cublas / 1e12}
     row["ratio"] = t_cublas / t_kernel
     row["met"] = None if target is None else row["ratio"] >= target
+    _chain_figures(row, *chains)
     if n <= 32:
         weights = m * k * a.element_size()
         row["ours_weight_tbps"] = weights / t_kernel / 1e12
@@ -133,6 +139,7 @@ def run_fp8_case(ng, torch, case, repeats):
     t_kernel = device_timer(last.replay, repeats, warm, hide_host=True)
     t_call = device_timer(ours, repeats, 3)
     t_peer = device_timer(peer, repeats, warm, hide_host=True)
+    chains = chain_timer(last.replay), chain_timer(peer)
     row = {"kind": kind + (" fast" if fast else ""), "m": m, "n": n, "k": k, "layout": "nt",
            "out": out, "kernel": last.name, "splits": last.splits, "cluster": last.cluster,
            "error": err,
@@ -141,7 +148,14 @@ def run_fp8_case(ng, torch, case, repeats):
            "ours_tflops": flops / t_kernel / 1e12, "cublas_tflops": flops / t_peer / 1e12}
     row["ratio"] = t_peer / t_kernel
     row["met"] = None if target is None else row["ratio"] >= target
+    _chain_figures(row, *chains)
     return row
+
+
+def _chain_figures(row, ours, peer):
+    """Each side's time per call in a chain of calls (chain_timer), and their ratio."""
+    row["ours_chain_us"], row["cublas_chain_us"] = ours * 1e6, peer * 1e6
+    row["chain_ratio"] = peer / ours
 
 
 def print_row(row):
@@ -151,7 +165,9 @@ def print_row(row):
             if "ours_weight_tbps" in row else "")
     print(f"{row['kind']:>4} {row['m']:>5}x{row['n']:<5}x{row['k']:<5} {row['layout']}  "
           f"{row['ours_tflops']:7.1f} {row['cublas_tflops']:7.1f}  {row['ratio']:5.2f}x "
-          f"{target:>5} {met:<6} call {row['ours_call_us']:8.1f} µs  {row['kernel']}"
+          f"{target:>5} {met:<6} call {row['ours_call_us']:8.1f} µs  "
+          f"chain {row['ours_chain_us']:8.1f} / {row['cublas_chain_us']:8.1f} µs "
+          f"({row['chain_ratio']:.2f}x)  {row['kernel']}"
           f" splits={row['splits']} cluster={row.get('cluster', 1)}{tbps}", flush=True)
     if "peer_error" in row:
         print(f"      -> {row['out']} out; error vs a float32 product: ours {row['error']:.1e}, "

@@ -149,6 +149,34 @@ def device_timer(fn, repeats=100, warmup=10, sync=None, hide_host=False, spin_cy
     return statistics.median(elapsed_ms(s, e) for s, e in zip(starts, ends)) / 1e3
 
 
+def chain_timer(fn, calls=40, repeats=9, warmup=3, spin_cycles=60_000_000):
+    """Median device time per call of ``calls`` calls of ``fn()`` queued back to
+    back, in seconds: one pair of CUDA events around the whole chain, a spin
+    kernel of ``spin_cycles`` clock cycles first (about 30 ms) so that every
+    launch is queued before the chain starts.  This is the time a call costs
+    inside a model's stream of kernels: what a kernel's start and end cost
+    beside its neighbours (launch latency, set-up overlapped with the kernel
+    before it) counts, the host's time does not.  Needs torch.
+    """
+    make_event, elapsed_ms, synchronize, spin = _event_backend()
+    if spin is None:
+        raise RuntimeError("chain_timer needs torch.cuda._sleep")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        synchronize()
+        spin(spin_cycles)
+        start, end = make_event(), make_event()
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        synchronize()
+        times.append(elapsed_ms(start, end) / calls)
+    return statistics.median(times) / 1e3
+
+
 def device_times(fn, repeats, warmup, extra, impl, sync=None):
     """device_timer(fn) in seconds; also stores its kernel-only time (hide_host) in
     ``extra["kernel_only_us"][impl]``, None where it cannot be measured."""
