@@ -54,7 +54,10 @@
 // of 4, 15 of 8); under the stream-K schedule (flags & SCHED_STREAM_K,
 // stream_k.cuh; not the FP8 kernels), G <= tiles * K-tiles.  block
 // (THREADS, 1, 1); dynamic shared memory SMEM bytes
-// (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
+// (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).  Plain or as a
+// programmatic dependent launch (PROGRAMMATIC_STREAM_SERIALIZATION): the
+// kernel waits for the previous kernel's end itself (griddepcontrol.wait)
+// after its set-up, and triggers the next once its copies are queued.
 //
 // Kernels: ga_gemm_sm90_<BM>x<BN>x<BK>_<in>_<la><lb>
 //   BM x BN   THREADS  SMEM (B)  stages  instantiated for
