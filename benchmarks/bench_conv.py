@@ -68,13 +68,21 @@ def validate(torch, ours, ref_conv, dtype, exact=None):
     return errors, peer_errors
 
 
-def run_layer(ng, torch, dtype, net, batch, spec, repeats):
+def layer_tensors(ng, torch, dtype, batch, spec):
+    """(layer, x, w, grad): the layer of ``spec`` and random NCHW tensors for it
+    (input, filters scaled to keep outputs near unit size, output gradient)."""
     name, C, H, K, R, stride, pad = spec
     layer = ng.conv_layer(str(dtype).split(".")[1], batch, C, K, H=H, W=H, R=R, S=R,
                           pad_h=pad, pad_w=pad, str_h=stride, str_w=stride)
     x = torch.randn(batch, C, H, H, device="cuda", dtype=dtype)
     w = torch.randn(K, C, R, R, device="cuda", dtype=dtype) / (C * R * R) ** 0.5
     grad = torch.randn(batch, K, layer.P, layer.Q, device="cuda", dtype=dtype)
+    return layer, x, w, grad
+
+
+def run_layer(ng, torch, dtype, net, batch, spec, repeats):
+    name, C, H, K, R, stride, pad = spec
+    layer, x, w, grad = layer_tensors(ng, torch, dtype, batch, spec)
     variants = {fmt: TorchConv(torch, x, w, grad, stride, pad, getattr(torch, fmt))
                 for fmt in ("contiguous_format", "channels_last")}
     ours = OursConv(ng, torch, layer, x, w, grad)
@@ -128,12 +136,9 @@ def stack_chain(ng, torch, dtype, net):
     (chain_timer); cuDNN's in NCHW and in channels_last, the faster taken."""
     batch, specs = NETWORKS[net]
     layers = []
-    for name, C, H, K, R, stride, pad in specs:
-        layer = ng.conv_layer(str(dtype).split(".")[1], batch, C, K, H=H, W=H, R=R, S=R,
-                              pad_h=pad, pad_w=pad, str_h=stride, str_w=stride)
-        x = torch.randn(batch, C, H, H, device="cuda", dtype=dtype)
-        w = torch.randn(K, C, R, R, device="cuda", dtype=dtype) / (C * R * R) ** 0.5
-        grad = torch.randn(batch, K, layer.P, layer.Q, device="cuda", dtype=dtype)
+    for spec in specs:
+        layer, x, w, grad = layer_tensors(ng, torch, dtype, batch, spec)
+        stride, pad = spec[5:]
         layers.append((OursConv(ng, torch, layer, x, w, grad),
                        TorchConv(torch, x, w, grad, stride, pad, torch.contiguous_format),
                        TorchConv(torch, x, w, grad, stride, pad, torch.channels_last)))
