@@ -311,7 +311,7 @@ class GPU(ContextFunctions, GPUStreamFunctions, AlgorithmFunctions, ConvFunction
     runs_persistent_rnn = True
 
     def _persistent_rnn_plans(self, layer):
-        return rnn_persistent.plans(layer, self.sms, self.smem_optin)
+        return rnn_persistent.plans(layer, self)
 
     @device_call
     def _run_persistent_rnn(self, direction, layer, *tensors):

@@ -1,11 +1,11 @@
 // cluster.cuh: thread-block cluster primitives (sm_90 and newer) that the
-// GEMM kernels share.
+// GEMM kernels and the clustered recurrent forward share.
 //
 // What it holds: the cluster's size, the two halves of the cluster barrier,
 // the address of a shared-memory location in another block of the cluster
-// (distributed shared memory) and 16-byte loads and stores through it,
-// 16-byte shared-memory stores, and the cluster K-split's share of a
-// tile's K-tiles.
+// (distributed shared memory) and 16-byte loads and stores through it
+// (plain, or counted on the receiver's mbarrier), 16-byte shared-memory
+// stores, and the cluster K-split's share of a tile's K-tiles.
 // (ga_cluster_rank and ga_cluster_sync come with the fusion prelude.)  A
 // launch without cluster dimensions runs as clusters of one block.  Every
 // function here needs sm_90: callers built for older targets too keep
@@ -38,6 +38,14 @@ GA_D void ga_sts128f(unsigned addr, float x, float y, float z, float w) {
 GA_D void ga_st_cluster128f(unsigned remote, float x, float y, float z, float w) {
     asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "f"(x), "f"(y), "f"(z), "f"(w)
                  : "memory");
+}
+// 16 bytes into another block's shared memory (an address from ga_mapa),
+// counted as 16 transaction bytes on that block's mbarrier at remote_bar
+// (also from ga_mapa): the receiver waits on its own mbarrier, no cluster
+// barrier and no release of this thread's other writes needed.
+GA_D void ga_st_async128(unsigned remote, uint4 v, unsigned remote_bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];"
+                 ::"r"(remote), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(remote_bar) : "memory");
 }
 // 16 bytes of another block's shared memory (an address from ga_mapa).
 GA_D float4 ga_ld_cluster128f(unsigned remote) {

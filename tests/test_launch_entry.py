@@ -276,8 +276,13 @@ def test_cluster_launch_through_ctypes(monkeypatch):
     with pytest.raises(ValueError, match="6 blocks is not a whole number of clusters of 4"):
         clustered.launch((6, 1, 1), (384, 1, 1), data, 1000)
     for size in (0, 9):
-        with pytest.raises(ValueError, match="1 to 8 blocks"):
+        with pytest.raises(ValueError, match="k has 1 to 8 blocks, not .* portable limit"):
             driver.ClusterKernel(kernel, size)
+    # 16 once the kernel allows non-portable sizes, not 17
+    kernel.max_cluster = 16
+    assert driver.ClusterKernel(kernel, 16).size == 16
+    with pytest.raises(ValueError, match="k has 1 to 16 blocks, not 17"):
+        driver.ClusterKernel(kernel, 17)
     assert len(calls) == 1
     # a dependent launch adds PROGRAMMATIC_STREAM_SERIALIZATION (id 6, value 1);
     # plain blocks (a cluster of 1) carry no cluster attribute

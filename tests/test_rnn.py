@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import BF16, assert_no_new_allocations, get_factory, to_host
+from gpuarray.rnn import persistent
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 MODES = ["relu", "tanh", "gru", "lstm"]
@@ -161,6 +162,7 @@ def _gpu_against_cpu(gpu_ng, mode, dtype, path, **sizes):
     for name, ref in theirs.items():
         if ref is not None:
             close(ours[name], to_host(ref).astype(np.float64), 4 * tol, f"d{name}")
+    return gpu
 
 
 @pytest.mark.parametrize("path", ["persistent", "gemm-loop"])
@@ -186,9 +188,37 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
     ("lstm", BF16, 1024, 40, 2),  # the backward's 4H gradients staged in chunks
     ("gru", BF16, 72, 8, 2),      # H % 64 != 0: the CUDA-core products
     ("relu", F16, 2048, 4, 3),    # N < 8: the CUDA-core products
+    # forward clustered where the weights fit in a cluster (sm_90)
+    ("tanh", F16, 1024, 20, 3),   # clusters of 16 on tensor cores, a partial batch slice
+    ("tanh", F32, 64, 5, 4),      # clusters of 8 blocks of 8 units, slices of 4 and 1 samples
+    ("gru", BF16, 200, 3, 3),     # clusters of 4 blocks of 56 units, the last block's 32
+    ("lstm", F16, 512, 64, 2),    # 4 x 32 rows a block on tensor cores, several slices
 ], ids=str)
-def test_persistent_sizes_match_cpu(gpu_ng, mode, dtype, H, N, T):
-    _gpu_against_cpu(gpu_ng, mode, dtype, "persistent", H=H, N=N, T=T, seed=H)
+@pytest.mark.parametrize("clusters", [True, False], ids=["clusters", "grid"])
+def test_persistent_sizes_match_cpu(gpu_ng, monkeypatch, clusters, mode, dtype, H, N, T):
+    monkeypatch.setattr(persistent, "CLUSTERS", clusters)
+    case = _gpu_against_cpu(gpu_ng, mode, dtype, "persistent", H=H, N=N, T=T, seed=H)
+    assert bool(case.layer.plans[0].cluster) == (clusters and _fits_a_cluster(gpu_ng, case.layer))
+
+
+def _fits_a_cluster(ng, layer):
+    """Whether some cluster's shared memory holds the forward's weights (sm_90)."""
+    return ng.clusters and any(persistent.ClusterPlan(layer, size, min(layer.batch, 8), ng.smem_optin).fits
+                               for size in persistent.CLUSTER_SIZES)
+
+
+def test_cluster_plans(gpu_ng):
+    """The forward's cluster: the largest whose blocks hold the weights, the batch
+    in slices that run at once; clusters never hold blockless ranks."""
+    if not gpu_ng.clusters:
+        pytest.skip("thread-block clusters need sm_90")
+    for mode, dtype, H, N, cluster in (("relu", "float16", 1024, 32, 16), ("relu", "float32", 8, 4, 1),
+                                       ("lstm", "float16", 512, 4, 16), ("relu", "float32", 64, 3, 8)):
+        plan = gpu_ng.rnn_layer(dtype, mode, H, N, 5).plans[0]
+        assert plan.cluster == cluster and (plan.cluster - 1) * plan.U < H <= plan.cluster * plan.U
+        assert plan.grid % plan.cluster == 0 and plan.grid // plan.cluster * plan.NS >= N
+    # too large for a cluster: the grid forward
+    assert not gpu_ng.rnn_layer("float16", "relu", 2048, 4, 5).plans[0].cluster
 
 
 #: (1 + x) rounds up to the next value of the dtype only if x is not rounded first

@@ -258,6 +258,9 @@ class Kernel:
     """
 
     _MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    _NON_PORTABLE_CLUSTERS = 14  # CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+    #: the largest cluster its launches may ask for (8: the portable limit)
+    max_cluster = 8
 
     def __init__(self, module, name, smem=0, arg_format=None, source=None):
         self.name, self.arg_format, self.source = name, arg_format, source
@@ -275,6 +278,15 @@ class Kernel:
             _check(_libcuda().cuFuncSetAttribute(self.handle, self._MAX_DYNAMIC_SHARED, smem),
                    f"raising {self.name}'s shared memory to {smem} bytes")
             self.smem = smem
+
+    def allow_large_clusters(self):
+        """Let launches ask for clusters of up to 16 blocks (sm_90: a cluster's
+        blocks share one GPC, and only some GPCs hold 16 of them: ask
+        :meth:`ClusterKernel.max_active` how many fit)."""
+        if self.max_cluster < 16:
+            _check(_libcuda().cuFuncSetAttribute(self.handle, self._NON_PORTABLE_CLUSTERS, 1),
+                   f"allowing {self.name} clusters of 16 blocks")
+            self.max_cluster = 16
 
     def launch(self, grid, block, data, smem):
         """Queue the kernel on this thread's stream; its one parameter is the struct ``data`` (bytes)."""
@@ -341,7 +353,8 @@ class ClusterKernel:
 
     The cluster size is a launch attribute (``cuLaunchKernelEx``), so one
     compiled kernel serves every size: it reads the size of its cluster at
-    run time (``%cluster_nctarank``).  Sizes up to 8 are portable; the
+    run time (``%cluster_nctarank``).  Sizes up to 8 are portable, up to 16
+    once the kernel allows them (:meth:`Kernel.allow_large_clusters`); the
     grid's x extent must be a multiple of ``size``; a size of 1 launches
     plain blocks.
 
@@ -357,8 +370,10 @@ class ClusterKernel:
     _PROGRAMMATIC_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 
     def __init__(self, kernel, size, dependent=False):
-        if not 1 <= size <= 8:
-            raise ValueError(f"a portable cluster has 1 to 8 blocks, not {size}")
+        largest = getattr(kernel, "max_cluster", 8)
+        if not 1 <= size <= largest:
+            raise ValueError(f"a cluster of {kernel.name} has 1 to {largest} blocks, not {size}"
+                             + ("" if largest > 8 else " (the portable limit)"))
         self.kernel, self.size, self.name = kernel, size, kernel.name
         self.dependent = bool(dependent)
 

@@ -51,7 +51,9 @@ class RNNLayer:
         not fit on chip or H is not a multiple of 8, and always on the CPU
         factory (the numpy reference).
     plans : tuple or None
-        The persistent kernels' forward and backward plans.
+        The persistent kernels' forward and backward plans; the forward's
+        ``cluster`` is nonzero where it runs in thread-block clusters
+        (:class:`gpuarray.rnn.persistent.ClusterPlan`).
     """
 
     def __init__(self, dtype, mode, hidden, batch, seq_len, input_size=None):

@@ -1,10 +1,10 @@
-"""The persistent recurrent kernels (kernels/rnn_persist.cu): plan, then launch.
+"""The persistent recurrent kernels (kernels/rnn_persist.cu, rnn_cluster_sm90.cu): plan, then launch.
 
 In: an :class:`~gpuarray.rnn.layer.RNNLayer` and the GPU factory (its
-multiprocessor count and shared-memory limit).  Out: a :class:`Plan` per
-direction -- hidden units per block, grid, the shared-memory layout, the
-column chunk -- or None where the weights do not fit on chip; and
-``forward`` / ``backward``, which queue one cooperative launch each.
+multiprocessor count, shared-memory limit and cluster support).  Out: a
+plan per direction -- hidden units per block, grid, the shared-memory
+layout -- or None where the weights do not fit on chip; and ``forward`` /
+``backward``, which queue one launch each.
 
 Each block keeps G*U rows (forward) or U columns (backward) of the
 recurrent weights in shared memory, in the layer's dtype, for all T
@@ -14,6 +14,13 @@ columns at a time.  A layer fits when the weights plus a 128-column
 chunk fit the per-block limit (227 KB on H100): at N = 4, up to H = 1280
 for an fp32 LSTM (1792 in 16 bits), 1536 for a GRU (2048), 2560 for a
 plain RNN (3584).
+
+Where the forward's weights fit in one thread-block cluster's shared
+memory (sm_90: ReLU fp16 up to H = 1152-1280 in clusters of 16 blocks) the
+forward runs clustered instead (:class:`ClusterPlan`): each cluster takes a
+slice of the batch through every step on its own, its blocks passing the
+state through distributed shared memory behind the cluster barrier, with
+no grid barrier and no state through L2 (``CLUSTERS`` switches it off).
 """
 import struct
 
@@ -21,20 +28,31 @@ import numpy as np
 
 from ..cuda import driver
 
-STEM = "rnn_persist"
+STEM, CLUSTER_STEM = "rnn_persist", "rnn_cluster_sm90"
 THREADS = 256
+#: run the forward clustered where it fits (benchmarks and tests compare the two)
+CLUSTERS = True
+#: cluster sizes tried, largest first (above 8: non-portable, sm_90's GPCs hold 16)
+CLUSTER_SIZES = (16, 8, 4, 2, 1)
 #: columns a lane group walks per pass (32 lanes x 4): the chunk's granule
 GRANULE = 128
-#: RnnArgs of kernels/rnn_persist.cu: 16 pointers, then T N H U KC, the
-#: shared-memory layout (weights' bytes, six float offsets), the tensor-core flag
-#: and whether X is fp32
-ARGS = struct.Struct("<16Q14i")
+#: RnnArgs of kernels/rnn_common.cuh: 16 pointers, then T N H U KC, the
+#: shared-memory layout (weights' bytes, six float offsets), the tensor-core flag,
+#: whether X is fp32, the samples per cluster and the float offset of its mbarriers
+ARGS = struct.Struct("<16Q16i")
 
 _TYPE_NAME = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
 
 def _round4(n):
     return -(-n // 4) * 4
+
+
+def _default_tensor_cores(layer):
+    # at N = 4 the FMAs measured faster (H200: ReLU H = 2048 4.0 against
+    # 5.6 us a step forward), at N = 8 the tensor cores (LSTM H = 1024
+    # 4.8 against 7.1)
+    return layer.dtype.itemsize == 2 and layer.hidden % 64 == 0 and layer.batch >= 8
 
 
 class Plan:
@@ -68,12 +86,8 @@ class Plan:
 
     def __init__(self, layer, forward, sms, smem_limit, tensor_cores=None):
         G, H, N = layer.gates, layer.hidden, layer.batch
-        # at N = 4 the FMAs measured faster (H200: ReLU H = 2048 4.0 against
-        # 5.6 us a step forward), at N = 8 the tensor cores (LSTM H = 1024
-        # 4.8 against 7.1)
-        if tensor_cores is None:
-            tensor_cores = layer.dtype.itemsize == 2 and H % 64 == 0 and N >= 8
-        self.tensor_cores = tensor_cores
+        self.tensor_cores = _default_tensor_cores(layer) if tensor_cores is None else tensor_cores
+        self.cluster, self.NS, self.off_bar = 0, N, 0
         self.U = -(-H // sms)
         self.grid = -(-H // self.U)
         rows, L = (G * self.U, H) if forward else (self.U, G * H)
@@ -99,27 +113,118 @@ class Plan:
         self.smem = w_bytes + 4 * int(offsets[-1] + byp)
 
 
-def plans(layer, sms, smem_limit):
-    """The forward and backward plans of ``layer``, or None where it cannot run
-    persistently (H not a multiple of 8, or weights too large for shared memory)."""
+class ClusterPlan:
+    """The clustered forward's launch (kernels/rnn_cluster_sm90.cu).
+
+    Parameters
+    ----------
+    layer : RNNLayer
+    cluster : int
+        Blocks a cluster; each owns U = H / cluster hidden units (rounded up
+        to 8) and keeps the G*U rows of R that produce their gates.
+    NS : int
+        Samples a cluster takes through the sequence (the batch is split
+        into ceil(N / NS) independent clusters).
+
+    Attributes
+    ----------
+    U, grid, smem, layout, tensor_cores, fits
+        As :class:`Plan`'s; ``layout``'s v offset holds the two state
+        buffers (NS rows of H fp32, or of H + 8 elements of the layer's
+        dtype on tensor cores), its bypass offset the two buffers of
+        prefetched inputs.  The products run on tensor cores wherever the
+        layer is 16-bit with H % 64 == 0.
+    off_bar : int
+        Float offset of the two mbarriers that count the state's arrival.
+    """
+
+    KC = 0  # no column chunks: every block holds the whole state
+
+    def __init__(self, layer, cluster, NS, smem_limit):
+        G, H, N = layer.gates, layer.hidden, layer.batch
+        # without a grid barrier's staging in the step the tensor cores win at
+        # every batch (H200, ReLU H = 1024 N = 4 fp16: products 5100 against
+        # 9400 cycles a step on the FMAs)
+        self.tensor_cores = layer.dtype.itemsize == 2 and H % 64 == 0
+        self.cluster, self.NS = cluster, NS
+        units = -(-H // cluster)
+        self.U = -(-units // 8) * 8  # whole 16-byte pieces of h and X to pass around
+        self.grid = cluster * -(-N // NS)
+        rows = G * self.U
+        w_bytes = -(-rows * H * layer.dtype.itemsize // 16) * 16
+        unit, pad = (layer.dtype.itemsize, 8) if self.tensor_cores else (4, 0)
+        state = _round4(-(-NS * (H + pad) * unit // 4))
+        own = _round4(self.U * NS)
+        # bias, the two state buffers, acc, h, c, the two input buffers (fp32
+        # X is the largest), then two 8-byte mbarriers
+        offsets = np.cumsum([0, _round4(rows), 2 * state, _round4(rows * NS), own, own,
+                             2 * _round4(G * NS * self.U), 4])
+        self.layout = (w_bytes, *(int(o) for o in offsets[:6]))
+        self.off_bar = int(offsets[6])
+        self.smem = w_bytes + 4 * int(offsets[-1])
+        # every block owns some units (else a smaller cluster serves)
+        self.fits = self.smem <= smem_limit and (cluster - 1) * self.U < H
+
+
+def _cluster_plan(layer, gpu):
+    """The clustered forward's plan for ``layer``: the largest cluster whose
+    blocks hold the weights, with the batch in as few slices as run at once
+    (NS a multiple of 8 on tensor cores, of 4 on the FMAs); None where no
+    cluster holds them or the slices would not all run at once."""
+    if not (CLUSTERS and gpu.clusters):
+        return None
+    N = layer.batch
+    granule = 8 if layer.dtype.itemsize == 2 and layer.hidden % 64 == 0 else 4
+    for size in CLUSTER_SIZES:
+        plan = ClusterPlan(layer, size, min(N, granule), gpu.smem_optin)
+        if not plan.fits:
+            continue
+        active = gpu.sms if size == 1 else _max_active(gpu, layer, size, plan.smem)
+        per_slice = -(-N // max(active, 1))
+        NS = min(N, -(-per_slice // granule) * granule)
+        plan = ClusterPlan(layer, size, NS, gpu.smem_optin)
+        if plan.fits and plan.grid // size <= active:
+            return plan
+    return None
+
+
+def _max_active(gpu, layer, size, smem):
+    """How many clusters of ``size`` blocks of the clustered forward run at once."""
+    kernel = _kernel(gpu, layer, "cluster_fprop", CLUSTER_STEM, smem)
+    kernel.allow_large_clusters()
+    return kernel.clustered(size).max_active((THREADS, 1, 1), smem)
+
+
+def plans(layer, gpu):
+    """The forward and backward plans of ``layer`` on ``gpu``, or None where it
+    cannot run persistently (H not a multiple of 8, or weights too large for
+    shared memory); the forward's a :class:`ClusterPlan` where one fits."""
     if layer.hidden % 8:
         return None
-    forward, backward = (Plan(layer, d, sms, smem_limit) for d in (True, False))
-    return (forward, backward) if forward.fits and backward.fits else None
+    forward, backward = (Plan(layer, d, gpu.sms, gpu.smem_optin) for d in (True, False))
+    if not (forward.fits and backward.fits):
+        return None
+    return _cluster_plan(layer, gpu) or forward, backward
 
 
-def _kernel(gpu, layer, direction):
+def _kernel(gpu, layer, direction, stem=STEM, smem=None):
     name = f"ga_rnn_{direction}_{layer.mode}_{_TYPE_NAME[layer.dtype.name]}"
-    return gpu.rnn_library.function(STEM, name, gpu.smem_optin)
+    return gpu.rnn_library.function(stem, name, gpu.smem_optin if smem is None else smem)
 
 
 def _launch(gpu, layer, direction, plan, pointers, x_f32=False):
-    """Zero the barrier's counter, then one cooperative launch of ``direction``."""
-    kernel = _kernel(gpu, layer, direction)
-    driver.memset_d32(pointers[9], 0, 1)
+    """One launch of ``direction``: clustered, or cooperative with the barrier's
+    counter zeroed first."""
     args = ARGS.pack(*pointers, layer.seq_len, layer.batch, layer.hidden, plan.U, plan.KC,
-                     *plan.layout, int(plan.tensor_cores), int(x_f32))
-    kernel.launch_cooperative((plan.grid, 1, 1), (THREADS, 1, 1), args, plan.smem)
+                     *plan.layout, int(plan.tensor_cores), int(x_f32), plan.NS, plan.off_bar)
+    if plan.cluster:
+        kernel = _kernel(gpu, layer, "cluster_" + direction, CLUSTER_STEM, gpu.smem_optin)
+        kernel.allow_large_clusters()
+        kernel.clustered(plan.cluster).launch((plan.grid, 1, 1), (THREADS, 1, 1), args, plan.smem)
+    else:
+        driver.memset_d32(pointers[9], 0, 1)
+        _kernel(gpu, layer, direction).launch_cooperative((plan.grid, 1, 1), (THREADS, 1, 1), args,
+                                                          plan.smem)
     gpu._stats["kernels_launched"] += 1
 
 
@@ -159,12 +264,15 @@ def forward(gpu, layer, X, W, Y, h0, c0, hy, cy, reserve):
     """Queue the forward kernel: Y, the final states, and the reserve when given
     (X in the layer's dtype or in float32)."""
     view = _Contiguous(gpu)
-    # the published h of alternating steps, then the barrier's counter
-    scratch = gpu.empty((2 * layer.batch * layer.hidden + 1,), np.float32)
+    plan = layer.plans[0]
+    # the published h of alternating steps, then the barrier's counter (not
+    # for clusters: their state stays in shared memory)
+    scratch = None if plan.cluster else gpu.empty((2 * layer.batch * layer.hidden + 1,), np.float32)
     pointers = (view.input(X), view.input(W), view.input(h0), view.input(c0), view.output(Y),
                 view.output(hy), view.output(cy), 0 if reserve is None else reserve.ptr,
-                scratch.ptr, scratch[-1:].ptr, 0, 0, 0, 0, 0, 0)
-    _launch(gpu, layer, "fprop", layer.plans[0], pointers, X.dtype == np.float32)
+                0 if scratch is None else scratch.ptr, 0 if scratch is None else scratch[-1:].ptr,
+                0, 0, 0, 0, 0, 0)
+    _launch(gpu, layer, "fprop", plan, pointers, X.dtype == np.float32)
     view.finish()
 
 

@@ -1,0 +1,346 @@
+// rnn_common.cuh: what the persistent recurrent kernels share -- the
+// argument block, the dot products (fp32 FMAs and mma.sync), the one-time
+// weight load and the forward cell.
+//
+// What it computes: nothing by itself.  kernels/rnn_persist.cu (one block a
+// multiprocessor, the state exchanged through L2 behind a grid barrier) and
+// kernels/rnn_cluster_sm90.cu (a thread-block cluster per batch slice, the
+// state exchanged through distributed shared memory behind the cluster
+// barrier) are built on it; their headers say the layouts and launch shapes.
+// RnnArgs is packed byte for byte by gpuarray/rnn/persistent.py (ARGS).
+#pragma once
+#include "convert.cuh"
+#include "fastdiv.cuh"
+#include "sm80_ptx.cuh"
+
+#define RNN_THREADS 256
+#define RNN_WARPS (RNN_THREADS / 32)
+// rows and batch columns per dot-product task: a lane holds RB * NB = 8 partial sums
+#define RNN_RB 2
+#define RNN_NB 4
+
+enum { RELU = 0, TANH = 1, GRU = 2, LSTM = 3 };
+
+struct RnnArgs {
+    const void *X, *W, *h0, *c0;
+    void *Y, *hy, *cy;
+    float *reserve, *hbuf;
+    unsigned *barrier;
+    const void *dY, *dhy, *dcy;
+    void *dX, *dh0, *dc0;
+    int T, N, H, U, KC;
+    // shared memory: the weights (w_bytes), then fp32 arrays at these float offsets
+    int w_bytes, off_bias, off_v, off_acc, off_h, off_c, off_byp;
+    // nonzero: the products run on tensor cores (16-bit types, H % 64 == 0; the host decides)
+    int tc;
+    // nonzero: X is fp32, not T
+    int x_f32;
+    // the clustered forward (rnn_cluster_sm90.cu): samples per cluster, the
+    // cluster taking samples [NS * cluster, NS * cluster + NS), and the float
+    // offset of its two mbarriers; unused by the others
+    int NS, off_bar;
+};
+
+template <int MODE> struct Mode { static constexpr int G = MODE == GRU ? 3 : MODE == LSTM ? 4 : 1; };
+
+__device__ __forceinline__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+// Four consecutive weights as fp32 (16 bytes of float, 8 of the 16-bit types).
+__device__ __forceinline__ float4 load4(const float *p) { return *reinterpret_cast<const float4 *>(p); }
+__device__ __forceinline__ float4 load4(const __half *p) {
+    uint2 raw = *reinterpret_cast<const uint2 *>(p);
+    float2 a = __half22float2(*reinterpret_cast<__half2 *>(&raw.x));
+    float2 b = __half22float2(*reinterpret_cast<__half2 *>(&raw.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ float4 load4(const __nv_bfloat16 *p) {
+    uint2 raw = *reinterpret_cast<const uint2 *>(p);
+    float2 a = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&raw.x));
+    float2 b = __bfloat1622float2(*reinterpret_cast<__nv_bfloat162 *>(&raw.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+
+template <typename T> __device__ __forceinline__ float load_or_zero(const void *p, size_t i) {
+    return p ? to_f32(static_cast<const T *>(p)[i]) : 0.f;
+}
+
+
+// Sum each of the 8 values over the warp's 32 lanes in 9 shuffles (a
+// reduce-scatter): each exchange keeps half of the values and adds the
+// partner's copy of them, so after the offsets 16, 8 and 4 lane L holds
+// value 4*bit4(L) + 2*bit3(L) + bit2(L), which offsets 2 and 1 complete.
+__device__ __forceinline__ float reduce8(const float (&s)[8], int lane) {
+    float four[4], two[2];
+    const bool hi16 = lane & 16, hi8 = lane & 8, hi4 = lane & 4;
+    #pragma unroll
+    for (int i = 0; i < 4; ++i)
+        four[i] = (hi16 ? s[i + 4] : s[i]) + __shfl_xor_sync(0xffffffffu, hi16 ? s[i] : s[i + 4], 16);
+    #pragma unroll
+    for (int i = 0; i < 2; ++i)
+        two[i] = (hi8 ? four[i + 2] : four[i]) +
+                 __shfl_xor_sync(0xffffffffu, hi8 ? four[i] : four[i + 2], 8);
+    float one = (hi4 ? two[1] : two[0]) + __shfl_xor_sync(0xffffffffu, hi4 ? two[0] : two[1], 4);
+    one += __shfl_xor_sync(0xffffffffu, one, 2);
+    return one + __shfl_xor_sync(0xffffffffu, one, 1);
+}
+
+// acc[r][n] (= init, or +=) the dot products of the block's rows w[r][c0 .. c0+kc)
+// with the staged columns v[n][0 .. kc) (row stride KC), for every batch n.
+// A warp takes tasks of RNN_RB rows x RNN_NB batches (8 sums per lane: each
+// weight load feeds 4 batches, each state load 2 rows); one warp owns each
+// acc entry, so chunks accumulate without atomics, in a fixed order.
+template <typename T>
+__device__ void dot_chunk(const T *w, int L, int rows, int c0, int kc, const float *v, int KC,
+                          int N, float *acc, const float *init, bool init_per_row) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int groups = (N + RNN_NB - 1) / RNN_NB, row_groups = (rows + RNN_RB - 1) / RNN_RB;
+    for (int task = warp; task < row_groups * groups; task += RNN_WARPS) {
+        const int r0 = (task / groups) * RNN_RB, n0 = (task % groups) * RNN_NB;
+        // a row past `rows` or a batch past N reads the last one; its sum is dropped below
+        const T *wr[RNN_RB];
+        #pragma unroll
+        for (int q = 0; q < RNN_RB; ++q) wr[q] = w + (size_t)min(r0 + q, rows - 1) * L + c0;
+        const float *vb[RNN_NB];
+        #pragma unroll
+        for (int b = 0; b < RNN_NB; ++b) vb[b] = v + min(n0 + b, N - 1) * KC;
+        float s[RNN_RB * RNN_NB] = {};
+        #pragma unroll 2
+        for (int k = lane * 4; k < kc; k += 128) {
+            float4 a[RNN_RB];
+            #pragma unroll
+            for (int q = 0; q < RNN_RB; ++q) a[q] = load4(wr[q] + k);
+            #pragma unroll
+            for (int b = 0; b < RNN_NB; ++b) {
+                const float4 x = *reinterpret_cast<const float4 *>(vb[b] + k);
+                #pragma unroll
+                for (int q = 0; q < RNN_RB; ++q)
+                    s[q * RNN_NB + b] += a[q].x * x.x + a[q].y * x.y + a[q].z * x.z + a[q].w * x.w;
+            }
+        }
+        const float sum = reduce8(s, lane);
+        const int idx = (lane & 16 ? 4 : 0) + (lane & 8 ? 2 : 0) + (lane & 4 ? 1 : 0);
+        const int r = r0 + idx / RNN_NB, n = n0 + idx % RNN_NB;
+        if ((lane & 3) == 0 && r < rows && n < N) {
+            const int at = r * N + n;
+            if (c0 == 0) acc[at] = sum + (init ? (init_per_row ? init[r] : init[at]) : 0.f);
+            else acc[at] += sum;
+        }
+    }
+}
+
+
+// ---- products on tensor cores (16-bit types, H % 64 == 0) ----
+//
+// acc[r][n] = init + sum_k w[r][k] s[n][k] by mma.sync m16n8k16 with fp32
+// accumulation (s: the previous h forward, the next step's drec backward).
+// A warp computes 16-row x 8-batch tiles (batches past N and rows past the
+// block's read the last ones and are dropped); where there are fewer tiles
+// than warps, the k range of a chunk is split among up to 8 warps (a power
+// of two) whose sums are added to acc one split after another, so every acc
+// entry is summed in a fixed order (deterministic).
+//
+// The weights are stored with their 16-byte chunks XOR-swizzled by
+// (row & 7) (rows are a multiple of 64 elements, so a chunk never leaves
+// its row), and the staged state rows are KC + 8 elements apart: the 8 rows
+// of 16 bytes each ldmatrix phase reads fall in distinct banks.  (Fragments
+// gathered by 32-bit loads took ~40 instructions an mma: the clustered ReLU
+// H = 1024 fp16 forward's products 4300 cycles a step against 3600 by
+// ldmatrix, which are bound by the shared-memory reads -- 128 KB of weights
+// and 64 KB of state a block a step, at 128 bytes a cycle.)  The state is
+// rounded to T, as a GEMM of T operands (cuDNN's per-step GEMM) rounds it,
+// and published in T, which halves the L2 traffic of staging it every step --
+// the backward's pace at large batches, where each block stages N x G*H
+// gradients a step.  (An fp16 backward that kept fp32 gradients, scaling
+// them per sample into fp16's range, measured 1.15x slower than the FMAs;
+// benchmarks/NOTES.rst.)
+
+template <typename T> struct Mma;
+template <> struct Mma<__half> {
+    static __device__ __forceinline__ void run(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                               unsigned b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+template <> struct Mma<__nv_bfloat16> {
+    static __device__ __forceinline__ void run(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                               unsigned b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+// Offset in elements of w[r][k] in the swizzled layout (rows of L elements).
+__device__ __forceinline__ int swizzled(int r, int k, int L) {
+    return r * L + (((k >> 3) ^ (r & 7)) << 3) + (k & 7);
+}
+
+// One chunk's products: columns [c0, c0 + kc) of w against the state staged
+// as T in v (rows ldv elements apart); the first chunk adds init[r] (per row)
+// or init[r * N + n].
+template <typename T>
+__device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *v, int ldv, int N,
+                          float *acc, const float *init, bool init_per_row) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = (lane & 3) * 2;
+    const int n_tiles = (N + 7) / 8, tiles = (rows + 15) / 16 * n_tiles;
+    int splits = 1;
+    while (tiles * splits * 2 <= RNN_WARPS && kc % (128 * splits) == 0) splits *= 2;
+    const int span = kc / splits;
+    // with splits > 1 every warp has at most one task, and all reach the barriers below
+    for (int task = warp; task < (splits > 1 ? RNN_WARPS : tiles); task += RNN_WARPS) {
+        const int tile = task / splits, part = task % splits;
+        const bool active = tile < tiles;
+        const int m0 = tile / n_tiles * 16, n0 = tile % n_tiles * 8;
+        // a row past `rows` or a batch past N reads the last one; its sums are dropped below.
+        // ldmatrix x4 rows: A's lane l gives row m0 + l % 16 at 16-byte chunk l / 16 of a
+        // k-step (a0..a3 of the fragment), B's row n0 + l % 8 at chunk l / 8 of two k-steps
+        const int ar = min(m0 + (lane & 15), rows - 1), a_half = lane >> 4, a_swizzle = ar & 7;
+        const unsigned a_row = sm80::smem_u32(w + (size_t)ar * L);
+        const unsigned b_row = sm80::smem_u32(v + min(n0 + (lane & 7), N - 1) * ldv + 8 * (lane >> 3));
+        // four accumulator sets: consecutive k-steps do not wait on each other
+        float c[4][4] = {};
+        if (active) {
+            // 64 columns a pass (span is a multiple of 64): the fragments of four
+            // k-steps are loaded before their products, so one ldmatrix latency is
+            // paid a pass rather than one a product (the asm statements keep
+            // their order)
+            for (int k = part * span; k < (part + 1) * span; k += 64) {
+                unsigned a[4][4], b[2][4];
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) sm80::ldsm_x4(b_row + (k + 32 * h) * sizeof(T), b[h]);
+                #pragma unroll
+                for (int s = 0; s < 4; ++s) {
+                    const int chunk = ((c0 + k + 16 * s) >> 3) + a_half;
+                    sm80::ldsm_x4(a_row + ((chunk ^ a_swizzle) << 4), a[s]);
+                }
+                #pragma unroll
+                for (int s = 0; s < 4; ++s)
+                    Mma<T>::run(c[s], a[s], b[s >> 1][2 * (s & 1)], b[s >> 1][2 * (s & 1) + 1]);
+            }
+        }
+        for (int turn = 0; turn < splits; ++turn) {
+            if (active && part == turn) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    #pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int r = m0 + g + 8 * h, n = n0 + q + e, at = r * N + n;
+                        if (r < rows && n < N) {
+                            const float sum = (c[0][2 * h + e] + c[1][2 * h + e]) + (c[2][2 * h + e] + c[3][2 * h + e]);
+                            if (c0 == 0 && turn == 0) acc[at] = sum + init[init_per_row ? r : at];
+                            else acc[at] += sum;
+                        }
+                    }
+                }
+            }
+            if (splits > 1) __syncthreads();
+        }
+    }
+}
+
+
+// The block's weights into shared memory once: element f comes from W[src]
+// (a zero where src < 0) and goes to w[dst], map(f, src, dst) saying where.
+// DEPTH loads are in flight per thread: this one-time copy is bound by DRAM
+// latency, not bandwidth.
+template <int DEPTH, typename T, typename Map>
+__device__ void stage_weights(const T *W, T *w, int count, Map map) {
+    for (int f0 = threadIdx.x; f0 < count; f0 += RNN_THREADS * DEPTH) {
+        T value[DEPTH];
+        int dst[DEPTH];
+        #pragma unroll
+        for (int d = 0; d < DEPTH; ++d) {
+            long long src = -1;
+            dst[d] = -1;
+            if (f0 + d * RNN_THREADS < count) map(f0 + d * RNN_THREADS, src, dst[d]);
+            value[d] = src >= 0 ? W[src] : from_f32<T>(0.f);
+        }
+        #pragma unroll
+        for (int d = 0; d < DEPTH; ++d)
+            if (dst[d] >= 0) w[dst[d]] = value[d];
+    }
+}
+
+
+// Step t's projected input of unit j and sample n (of N), G values (X in T,
+// or in fp32 where x_f32).
+template <int G, typename T>
+__device__ __forceinline__ void load_x(const void *X, bool x_f32, int t, int n, int j, int N, int H,
+                                       float (&x)[G]) {
+    const size_t at = ((size_t)t * N + n) * G * H + j;
+    #pragma unroll
+    for (int g = 0; g < G; ++g) {
+        const size_t e = at + g * H;
+        x[g] = x_f32 ? static_cast<const float *>(X)[e] : to_f32(static_cast<const T *>(X)[e]);
+    }
+}
+
+// The forward block's recurrent weights and bias into shared memory once:
+// w[r][k] = R[g*H + j][k] for row r = g*U + u, unit j = j0 + u (zeros past
+// H; swizzled for the tensor cores), bias[r] its row's bias; DEPTH loads in
+// flight a thread.
+template <int G, int DEPTH, typename T>
+__device__ void stage_forward_weights(const T *W, T *w, float *bias, int H, int U, int j0, bool tc) {
+    const int rows = G * U;
+    const FastDiv by_H = fast_divisor(H), by_U = fast_divisor(U);
+    stage_weights<DEPTH>(W, w, rows * H, [&](int f, long long &src, int &dst) {
+        const int r = divide(by_H, f), k = f - r * H, g = divide(by_U, r), j = j0 + r - g * U;
+        src = j < H ? (long long)(g * H + j) * (H + 1) + k : -1;
+        dst = tc ? swizzled(r, k, H) : f;
+    });
+    for (int r = threadIdx.x; r < rows; r += RNN_THREADS) {
+        const int j = j0 + r % U;
+        bias[r] = j < H ? to_f32(W[(size_t)((r / U) * H + j) * (H + 1) + H]) : 0.f;
+    }
+}
+
+// One cell of step t forward: unit j (the block's u-th) of sample n (of the
+// batch's a.N; the block's products hold it as column nl of NL).  pre is the
+// projected input, acc[row][nl] the products (bias included), c the LSTM's
+// cell state (updated) and h_prev the GRU's previous h.  Writes Y, the
+// reserve's position (gates, h, the extra value) and, at the last step, hy
+// and cy; returns h.
+template <int MODE, typename T>
+__device__ __forceinline__ float cell_forward(const RnnArgs &a, int t, int j, int n,
+                                              const float (&pre)[Mode<MODE>::G], const float *acc,
+                                              int u, int nl, int U, int NL, float &c, float h_prev) {
+    constexpr int G = Mode<MODE>::G;
+    const int H = a.H, GH = G * H;
+    float h, gate[G], extra = 0.f;
+    if (MODE == RELU || MODE == TANH) {
+        const float x = pre[0] + acc[u * NL + nl];
+        h = gate[0] = MODE == RELU ? fmaxf(x, 0.f) : tanhf(x);
+    } else if (MODE == LSTM) {
+        #pragma unroll
+        for (int g = 0; g < 4; ++g) {
+            const float x = pre[g] + acc[(g * U + u) * NL + nl];
+            gate[g] = g == 2 ? tanhf(x) : sigmoid(x);
+        }
+        extra = c = gate[1] * c + gate[0] * gate[2];
+        h = gate[3] * tanhf(extra);
+    } else {
+        gate[0] = sigmoid(pre[0] + acc[u * NL + nl]);
+        gate[1] = sigmoid(pre[1] + acc[(U + u) * NL + nl]);
+        extra = acc[(2 * U + u) * NL + nl];
+        gate[2] = tanhf(pre[2] + gate[0] * extra);
+        h = (1.f - gate[1]) * gate[2] + gate[1] * h_prev;
+    }
+    const size_t pos = (size_t)t * a.N + n;
+    static_cast<T *>(a.Y)[pos * H + j] = from_f32<T>(h);
+    if (a.reserve) {
+        float *rs = a.reserve + pos * (2 * (size_t)GH + 2 * H);
+        #pragma unroll
+        for (int g = 0; g < G; ++g) rs[g * H + j] = gate[g];
+        rs[GH + j] = h;
+        rs[GH + H + j] = extra;
+    }
+    if (t == a.T - 1) {
+        if (a.hy) static_cast<T *>(a.hy)[(size_t)n * H + j] = from_f32<T>(h);
+        if (a.cy) static_cast<T *>(a.cy)[(size_t)n * H + j] = from_f32<T>(c);
+    }
+    return h;
+}
