@@ -19,8 +19,9 @@ Where the forward's weights fit in one thread-block cluster's shared
 memory (sm_90: ReLU fp16 up to H = 1152-1280 in clusters of 16 blocks) the
 forward runs clustered instead (:class:`ClusterPlan`): each cluster takes a
 slice of the batch through every step on its own, its blocks passing the
-state through distributed shared memory behind the cluster barrier, with
-no grid barrier and no state through L2 (``CLUSTERS`` switches it off).
+state through distributed shared memory (stores counted on the receiver's
+mbarrier), with no grid barrier and no state through L2 (``CLUSTERS``
+switches it off).
 """
 import struct
 
@@ -82,6 +83,8 @@ class Plan:
     layout : tuple of int
         ``w_bytes, off_bias, off_v, off_acc, off_h, off_c, off_byp`` as the
         kernel's RnnArgs takes them.
+    cluster, NS, off_bar : int
+        0, N and 0: the grid kernel (a :class:`ClusterPlan` has its own).
     """
 
     def __init__(self, layer, forward, sms, smem_limit, tensor_cores=None):
