@@ -145,8 +145,7 @@ __device__ void dot_chunk(const T *w, int L, int rows, int c0, int kc, const flo
 // of 16 bytes each ldmatrix phase reads fall in distinct banks.  (Fragments
 // gathered by 32-bit loads took ~40 instructions an mma: the clustered ReLU
 // H = 1024 fp16 forward's products 4300 cycles a step against 3600 by
-// ldmatrix, which are bound by the shared-memory reads -- 128 KB of weights
-// and 64 KB of state a block a step, at 128 bytes a cycle.)  The state is
+// ldmatrix.)  The state is
 // rounded to T, as a GEMM of T operands (cuDNN's per-step GEMM) rounds it,
 // and published in T, which halves the L2 traffic of staging it every step --
 // the backward's pace at large batches, where each block stages N x G*H
