@@ -1,11 +1,14 @@
 """Recurrent layers: ng.rnn_layer / fprop_rnn / bprop_rnn / update_rnn against a float64
 numpy reference (forward) and its central differences (gradients), the GPU against
 the CPU factory, constant allocations, bad input."""
+import types
+
 import numpy as np
 import pytest
 
 from conftest import BF16, assert_no_new_allocations, get_factory, to_host
 from gpuarray.rnn import persistent
+from gpuarray.rnn.layer import RNNLayer
 
 F32, F16 = np.dtype(np.float32), np.dtype(np.float16)
 MODES = ["relu", "tanh", "gru", "lstm"]
@@ -194,11 +197,11 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
     ("gru", BF16, 200, 3, 3),     # clusters of 4 blocks of 56 units, the last block's 32
     ("lstm", F16, 512, 64, 2),    # 4 x 32 rows a block on tensor cores, several slices
 ], ids=str)
-@pytest.mark.parametrize("clusters", [True, False], ids=["clusters", "grid"])
+@pytest.mark.parametrize("clusters", ["always", False], ids=["clusters", "grid"])
 def test_persistent_sizes_match_cpu(gpu_ng, monkeypatch, clusters, mode, dtype, H, N, T):
     monkeypatch.setattr(persistent, "CLUSTERS", clusters)
     case = _gpu_against_cpu(gpu_ng, mode, dtype, "persistent", H=H, N=N, T=T, seed=H)
-    assert bool(case.layer.plans[0].cluster) == (clusters and _fits_a_cluster(gpu_ng, case.layer))
+    assert bool(case.layer.plans[0].cluster) == bool(clusters and _fits_a_cluster(gpu_ng, case.layer))
 
 
 def _fits_a_cluster(ng, layer):
@@ -207,11 +210,12 @@ def _fits_a_cluster(ng, layer):
                                for size in persistent.CLUSTER_SIZES)
 
 
-def test_cluster_plans(gpu_ng):
+def test_cluster_plans(gpu_ng, monkeypatch):
     """The forward's cluster: the largest whose blocks hold the weights, the batch
     in slices that run at once; clusters never hold blockless ranks."""
     if not gpu_ng.clusters:
         pytest.skip("thread-block clusters need sm_90")
+    monkeypatch.setattr(persistent, "CLUSTERS", "always")
     for mode, dtype, H, N, cluster in (("relu", "float16", 1024, 32, 16), ("relu", "float32", 8, 4, 1),
                                        ("lstm", "float16", 512, 4, 16), ("relu", "float32", 64, 3, 8)):
         plan = gpu_ng.rnn_layer(dtype, mode, H, N, 5).plans[0]
@@ -219,6 +223,35 @@ def test_cluster_plans(gpu_ng):
         assert plan.grid % plan.cluster == 0 and plan.grid // plan.cluster * plan.NS >= N
     # too large for a cluster: the grid forward
     assert not gpu_ng.rnn_layer("float16", "relu", 2048, 4, 5).plans[0].cluster
+
+
+@pytest.mark.parametrize("mode, dtype, H, N, T, cluster", [
+    ("relu", "float16", 1024, 32, 64, 16),   # 64 steps x 1.3 us repay 19.7 us of extra load
+    ("relu", "float16", 1024, 32, 8, 0),     # 8 x 1.3 do not
+    ("relu", "float16", 1024, 4, 64, 0),     # below batch 8 a step gains 0.3 us: 64 x 0.3 < 19.7
+    ("relu", "float16", 1024, 4, 128, 16),
+    ("relu", "float32", 256, 4, 8, 16),      # a small block's load: 1.2 us
+    ("relu", "float32", 2048, 4, 1000, 0),   # no cluster holds the weights
+], ids=str)
+def test_clusters_where_the_sequence_repays_the_load(monkeypatch, mode, dtype, H, N, T, cluster):
+    """The clustered forward where the steps' gain repays its longer one-time
+    weight load; "always" wherever it fits, False never (a stand-in sm_90 GPU:
+    no device needed)."""
+    gpu = types.SimpleNamespace(clusters=True, sms=132, smem_optin=227 * 1024)
+    monkeypatch.setattr(persistent, "_max_active", lambda gpu, layer, size, smem: 8)
+
+    def chosen():
+        return persistent.plans(RNNLayer(dtype, mode, H, N, T), gpu)[0].cluster
+
+    assert chosen() == cluster
+    fits = persistent._fitting_cluster_plan(RNNLayer(dtype, mode, H, N, T), gpu) is not None
+    monkeypatch.setattr(persistent, "CLUSTERS", "always")
+    assert chosen() == (16 if fits else 0)
+    monkeypatch.setattr(persistent, "CLUSTERS", False)
+    assert chosen() == 0
+    monkeypatch.setattr(persistent, "CLUSTERS", True)
+    gpu.clusters = False  # before sm_90
+    assert chosen() == 0
 
 
 #: (1 + x) rounds up to the next value of the dtype only if x is not rounded first

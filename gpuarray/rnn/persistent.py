@@ -20,8 +20,9 @@ memory (sm_90: ReLU fp16 up to H = 1152-1280 in clusters of 16 blocks) the
 forward runs clustered instead (:class:`ClusterPlan`): each cluster takes a
 slice of the batch through every step on its own, its blocks passing the
 state through distributed shared memory (stores counted on the receiver's
-mbarrier), with no grid barrier and no state through L2 (``CLUSTERS``
-switches it off).
+mbarrier), with no grid barrier and no state through L2 -- where the
+sequence is long enough to repay a cluster block's longer weight load
+(``CLUSTERS`` says).
 """
 import struct
 
@@ -31,8 +32,15 @@ from ..cuda import driver
 
 STEM, CLUSTER_STEM = "rnn_persist", "rnn_cluster_sm90"
 THREADS = 256
-#: run the forward clustered where it fits (benchmarks and tests compare the two)
+#: run the forward clustered: True where it fits and the sequence repays its
+#: longer weight load, "always" wherever it fits (tests and benchmarks compare
+#: the two kernels), False never
 CLUSTERS = True
+#: the clustered forward's extra one-time weight load, µs per 1000 weights a
+#: block holds, and what it saves a step, µs: tensor-core layers of batch 8 or
+#: more, the others (H200, kernel alone: the load 33 against 14 µs at ReLU
+#: H = 1024 fp16; a step 3.70 against 5.07 at N = 32, 3.19 against 3.45 at N = 4)
+LOAD_US_PER_1000, STEP_GAIN_US = 0.3, {True: 1.3, False: 0.3}
 #: cluster sizes tried, largest first (above 8: non-portable, sm_90's GPCs hold 16)
 CLUSTER_SIZES = (16, 8, 4, 2, 1)
 #: columns a lane group walks per pass (32 lanes x 4): the chunk's granule
@@ -173,9 +181,22 @@ def _cluster_plan(layer, gpu):
     """The clustered forward's plan for ``layer``: the largest cluster whose
     blocks hold the weights, with the batch in as few slices as run at once
     (NS a multiple of 8 on tensor cores, of 4 on the FMAs); None where no
-    cluster holds them or the slices would not all run at once."""
+    cluster holds them, the slices would not all run at once, or (unless
+    ``CLUSTERS == "always"``) the sequence is too short to repay the
+    clustered kernel's longer weight load in faster steps."""
     if not (CLUSTERS and gpu.clusters):
         return None
+    plan = _fitting_cluster_plan(layer, gpu)
+    if plan is None or CLUSTERS == "always":
+        return plan
+    gain = STEP_GAIN_US[plan.tensor_cores and layer.batch >= 8]
+    extra = LOAD_US_PER_1000 * layer.gates * plan.U * layer.hidden / 1000
+    return plan if layer.seq_len * gain >= extra else None
+
+
+def _fitting_cluster_plan(layer, gpu):
+    """The largest cluster whose blocks hold ``layer``'s forward weights, the batch
+    in as few slices as run at once, or None."""
     N = layer.batch
     granule = 8 if layer.dtype.itemsize == 2 and layer.hidden % 64 == 0 else 4
     for size in CLUSTER_SIZES:
