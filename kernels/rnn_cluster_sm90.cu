@@ -100,24 +100,6 @@ __device__ void send_slice(const E *buf, int ld, int j0, int width, int rows, un
     }
 }
 
-// Until phase `parity` of the mbarrier at bar has completed, spinning on
-// test_wait, which never suspends the thread (try_wait may; on the H200 the
-// two measured the same, every warp leaving the wait within 10 cycles).
-__device__ __forceinline__ void spin_wait(unsigned bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
-
-// h of column n, unit j into a state buffer: fp32, or T on the tensor cores.
-template <typename T>
-__device__ __forceinline__ void put_state(float *buf, bool tc, int at, float h) {
-    if (tc) reinterpret_cast<T *>(buf)[at] = from_f32<T>(h);
-    else buf[at] = h;
-}
-
 template <int MODE, typename T>
 __device__ void rnn_cluster_fprop(const RnnArgs &a) {
     constexpr int G = Mode<MODE>::G;
@@ -155,7 +137,7 @@ __device__ void rnn_cluster_fprop(const RnnArgs &a) {
         if (u >= width) continue;
         h_own[i] = load_or_zero<T>(a.h0, (size_t)(n0 + n) * H + j);
         c_own[i] = load_or_zero<T>(a.c0, (size_t)(n0 + n) * H + j);
-        put_state<T>(state(1), tc, n * ld + j, h_own[i]);
+        publish<T>(state(1), tc, n * ld + j, h_own[i]);
     }
     if (tc) send_slice(reinterpret_cast<const T *>(state(1)), ld, j0, width, NL, bar(1));
     else send_slice(state(1), ld, j0, width, NL, bar(1));
@@ -163,7 +145,7 @@ __device__ void rnn_cluster_fprop(const RnnArgs &a) {
         // xb((t + 1) & 1) was last read at step t - 1, before its send_slice's barrier
         if (t + 1 < a.T) prefetch_x<G, T>(a, xb((t + 1) & 1), t + 1, n0, NL, j0, width);
         // step t reads state((t + 1) & 1), filled for the (t / 2)-th time
-        spin_wait(bar((t + 1) & 1), (t >> 1) & 1);
+        ga_mbar_wait(bar((t + 1) & 1), (t >> 1) & 1);
         // its next fill is h_{t+1}, sent at step t + 1 where a step t + 2 follows
         if (threadIdx.x == 0 && t + 2 < a.T) ga_mbar_expect_tx(bar((t + 1) & 1), incoming);
         const float *in = state((t + 1) & 1);
@@ -185,7 +167,7 @@ __device__ void rnn_cluster_fprop(const RnnArgs &a) {
             const float h = cell_forward<MODE, T>(a, t, j0 + u, n0 + n, pre, acc, u, n, U, NL, c_own[i],
                                                   h_own[i]);
             h_own[i] = h;
-            put_state<T>(out, tc, n * ld + j0 + u, h);
+            publish<T>(out, tc, n * ld + j0 + u, h);
         }
         // the last step's h is read by no one
         if (t + 1 < a.T) {
@@ -199,12 +181,4 @@ __device__ void rnn_cluster_fprop(const RnnArgs &a) {
     extern "C" __global__ void __launch_bounds__(RNN_THREADS, 1)                                \
         ga_rnn_cluster_fprop_##NAME##_##TNAME(const RnnArgs a) { rnn_cluster_fprop<MODE, T>(a); }
 
-#define RNN_CLUSTER_TYPES(MODE, NAME)                                                           \
-    RNN_CLUSTER_KERNEL(MODE, NAME, float, f32)                                                  \
-    RNN_CLUSTER_KERNEL(MODE, NAME, __half, f16)                                                 \
-    RNN_CLUSTER_KERNEL(MODE, NAME, __nv_bfloat16, bf16)
-
-RNN_CLUSTER_TYPES(RELU, relu)
-RNN_CLUSTER_TYPES(TANH, tanh)
-RNN_CLUSTER_TYPES(GRU, gru)
-RNN_CLUSTER_TYPES(LSTM, lstm)
+RNN_INSTANTIATE(RNN_CLUSTER_KERNEL)

@@ -1,12 +1,13 @@
 // rnn_common.cuh: what the persistent recurrent kernels share -- the
-// argument block, the dot products (fp32 FMAs and mma.sync), the one-time
-// weight load and the forward cell.
+// argument block, the dot products (fp32 FMAs and mma.sync), writing a state
+// value for the next step, the one-time weight load, the forward cell and
+// the list of modes and types every kernel is built for.
 //
 // What it computes: nothing by itself.  kernels/rnn_persist.cu (one block a
 // multiprocessor, the state exchanged through L2 behind a grid barrier) and
 // kernels/rnn_cluster_sm90.cu (a thread-block cluster per batch slice, the
-// state exchanged through distributed shared memory behind the cluster
-// barrier) are built on it; their headers say the layouts and launch shapes.
+// state exchanged through distributed shared memory, counted on mbarriers)
+// are built on it; their headers say the layouts and launch shapes.
 // RnnArgs is packed byte for byte by gpuarray/rnn/persistent.py (ARGS).
 #pragma once
 #include "convert.cuh"
@@ -242,6 +243,14 @@ __device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *
 }
 
 
+// A state value (h forward, drec backward) at buf[at] for the next step's
+// products, which read it in fp32, or in T on the tensor cores.
+template <typename T>
+__device__ __forceinline__ void publish(float *buf, bool tc, size_t at, float h) {
+    if (tc) reinterpret_cast<T *>(buf)[at] = from_f32<T>(h);
+    else buf[at] = h;
+}
+
 // The block's weights into shared memory once: element f comes from W[src]
 // (a zero where src < 0) and goes to w[dst], map(f, src, dst) saying where.
 // DEPTH loads are in flight per thread: this one-time copy is bound by DRAM
@@ -343,3 +352,13 @@ __device__ __forceinline__ float cell_forward(const RnnArgs &a, int t, int j, in
     }
     return h;
 }
+
+// KERNELS(MODE, NAME, T, TNAME) for every mode and storage type: the kernels
+// a file defines, named ..._{relu,tanh,gru,lstm}_{f32,f16,bf16}.
+#define RNN_INSTANTIATE(KERNELS)                                                                \
+    KERNELS(RELU, relu, float, f32) KERNELS(RELU, relu, __half, f16)                             \
+    KERNELS(RELU, relu, __nv_bfloat16, bf16) KERNELS(TANH, tanh, float, f32)                     \
+    KERNELS(TANH, tanh, __half, f16) KERNELS(TANH, tanh, __nv_bfloat16, bf16)                    \
+    KERNELS(GRU, gru, float, f32) KERNELS(GRU, gru, __half, f16)                                 \
+    KERNELS(GRU, gru, __nv_bfloat16, bf16) KERNELS(LSTM, lstm, float, f32)                       \
+    KERNELS(LSTM, lstm, __half, f16) KERNELS(LSTM, lstm, __nv_bfloat16, bf16)

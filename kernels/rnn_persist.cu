@@ -130,14 +130,6 @@ __device__ void matvec_mma(const T *w, int L, int rows, const T *src, size_t ld,
     __syncthreads();
 }
 
-// Write h of (sample n, unit j) at hbuf[at] for the next step's products: in
-// fp32, or in T where they run on the tensor cores (which read it as T).
-template <typename T>
-__device__ __forceinline__ void publish(float *hbuf, bool tc, size_t at, float h) {
-    if (tc) reinterpret_cast<T *>(hbuf)[at] = from_f32<T>(h);
-    else hbuf[at] = h;
-}
-
 // A step's products, acc = init + w . state, the state's row n at src + n * ld:
 // in T on the tensor cores (tc), else in fp32 on the FMAs.
 template <typename T>
@@ -324,12 +316,4 @@ __device__ void rnn_bprop(const RnnArgs &a) {
     extern "C" __global__ void __launch_bounds__(RNN_THREADS, 1)                                \
         ga_rnn_bprop_##NAME##_##TNAME(const RnnArgs a) { rnn_bprop<MODE, T>(a); }
 
-#define RNN_TYPES(MODE, NAME)                                                                   \
-    RNN_KERNELS(MODE, NAME, float, f32)                                                         \
-    RNN_KERNELS(MODE, NAME, __half, f16)                                                        \
-    RNN_KERNELS(MODE, NAME, __nv_bfloat16, bf16)
-
-RNN_TYPES(RELU, relu)
-RNN_TYPES(TANH, tanh)
-RNN_TYPES(GRU, gru)
-RNN_TYPES(LSTM, lstm)
+RNN_INSTANTIATE(RNN_KERNELS)

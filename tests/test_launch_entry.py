@@ -268,7 +268,7 @@ def test_cluster_launch_through_ctypes(monkeypatch):
 
     monkeypatch.setattr(driver, "_libcuda", lambda: _Cuda())
     monkeypatch.setattr(driver, "_entries", [driver.CTYPES_ENTRY])
-    kernel = type("K", (), {"name": "k", "address": 1234})()
+    kernel = type("K", (), {"name": "k", "address": 1234, "max_cluster": 8})()
     clustered = driver.ClusterKernel(kernel, 4)
     data = bytes(k % 251 for k in range(512))
     clustered.launch((8, 1, 1), (384, 1, 1), data, 1000)

@@ -370,7 +370,7 @@ class ClusterKernel:
     _PROGRAMMATIC_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 
     def __init__(self, kernel, size, dependent=False):
-        largest = getattr(kernel, "max_cluster", 8)
+        largest = kernel.max_cluster
         if not 1 <= size <= largest:
             raise ValueError(f"a cluster of {kernel.name} has 1 to {largest} blocks, not {size}"
                              + ("" if largest > 8 else " (the portable limit)"))

@@ -57,11 +57,16 @@ def _round4(n):
     return -(-n // 4) * 4
 
 
+def _mma_layer(layer):
+    """Whether the products can run on tensor cores: 16-bit, H % 64 == 0."""
+    return layer.dtype.itemsize == 2 and layer.hidden % 64 == 0
+
+
 def _default_tensor_cores(layer):
     # at N = 4 the FMAs measured faster (H200: ReLU H = 2048 4.0 against
     # 5.6 us a step forward), at N = 8 the tensor cores (LSTM H = 1024
     # 4.8 against 7.1)
-    return layer.dtype.itemsize == 2 and layer.hidden % 64 == 0 and layer.batch >= 8
+    return _mma_layer(layer) and layer.batch >= 8
 
 
 class Plan:
@@ -156,7 +161,7 @@ class ClusterPlan:
         # without a grid barrier's staging in the step the tensor cores win at
         # every batch (H200, ReLU H = 1024 N = 4 fp16: products 5100 against
         # 9400 cycles a step on the FMAs)
-        self.tensor_cores = layer.dtype.itemsize == 2 and H % 64 == 0
+        self.tensor_cores = _mma_layer(layer)
         self.cluster, self.NS = cluster, NS
         units = -(-H // cluster)
         self.U = -(-units // 8) * 8  # whole 16-byte pieces of h and X to pass around
@@ -198,7 +203,7 @@ def _fitting_cluster_plan(layer, gpu):
     """The largest cluster whose blocks hold ``layer``'s forward weights, the batch
     in as few slices as run at once, or None."""
     N = layer.batch
-    granule = 8 if layer.dtype.itemsize == 2 and layer.hidden % 64 == 0 else 4
+    granule = 8 if _mma_layer(layer) else 4
     for size in CLUSTER_SIZES:
         plan = ClusterPlan(layer, size, min(N, granule), gpu.smem_optin)
         if not plan.fits:
@@ -242,7 +247,7 @@ def _launch(gpu, layer, direction, plan, pointers, x_f32=False):
     args = ARGS.pack(*pointers, layer.seq_len, layer.batch, layer.hidden, plan.U, plan.KC,
                      *plan.layout, int(plan.tensor_cores), int(x_f32), plan.NS, plan.off_bar)
     if plan.cluster:
-        kernel = _kernel(gpu, layer, "cluster_" + direction, CLUSTER_STEM, gpu.smem_optin)
+        kernel = _kernel(gpu, layer, "cluster_" + direction, CLUSTER_STEM)
         kernel.allow_large_clusters()
         kernel.clustered(plan.cluster).launch((plan.grid, 1, 1), (THREADS, 1, 1), args, plan.smem)
     else:
