@@ -179,65 +179,130 @@ __device__ __forceinline__ int swizzled(int r, int k, int L) {
     return r * L + (((k >> 3) ^ (r & 7)) << 3) + (k & 7);
 }
 
+// How a chunk's products split among the warps: 16-row x 8-batch tiles, and
+// where there are fewer tiles than warps, the k range of each tile in
+// `splits` parts (a power of two; each part a multiple of 64 columns).
+// by_n_tiles is the FastDiv of the batch's tile count, (N + 7) / 8, made
+// once a launch (or a step) by the caller: a step's tasks then pay no
+// integer divisions.
+struct MmaSplit {
+    int n_tiles, tiles, log_splits;
+    FastDiv by_n_tiles;
+};
+
+__device__ __forceinline__ MmaSplit mma_split(int rows, int kc, const FastDiv &by_n_tiles) {
+    MmaSplit s;
+    s.by_n_tiles = by_n_tiles;
+    s.n_tiles = by_n_tiles.d;
+    s.tiles = (rows + 15) / 16 * s.n_tiles;
+    s.log_splits = 0;
+    while ((s.tiles << (s.log_splits + 1)) <= RNN_WARPS && kc % (128 << s.log_splits) == 0) ++s.log_splits;
+    return s;
+}
+
+// Task `task` of a split: its tile's first row and batch, and its part of the
+// chunk's kc columns, [k0, k0 + span).
+struct MmaTask {
+    int m0, n0, part, k0, span;
+};
+
+__device__ __forceinline__ MmaTask mma_task(const MmaSplit &s, int task, int kc) {
+    const int tile = task >> s.log_splits, mt = divide(s.by_n_tiles, tile);
+    MmaTask k;
+    k.m0 = mt * 16;
+    k.n0 = (tile - mt * s.n_tiles) * 8;
+    k.part = task & ((1 << s.log_splits) - 1);
+    k.span = kc >> s.log_splits;
+    k.k0 = k.part * k.span;
+    return k;
+}
+
+// One task's products: the 16 x 8 tile at (m0, n0) over columns
+// [c0 + k0, c0 + k0 + span) of w against the state staged as T in v (rows
+// ldv elements apart, its column 0 being w's column c0).  Lane (g, q) =
+// (lane / 4, 2 * (lane % 4)) gets the sums of rows m0 + g + 8h, batches
+// n0 + q + e in sum[2h + e].
+template <typename T>
+__device__ __forceinline__ void mma_tile(const T *w, int L, int rows, int c0, const T *v, int ldv,
+                                         int N, const MmaTask &task, float (&sum)[4]) {
+    const int lane = threadIdx.x & 31;
+    // a row past `rows` or a batch past N reads the last one; its sums are dropped by the caller.
+    // ldmatrix x4 rows: A's lane l gives row m0 + l % 16 at 16-byte chunk l / 16 of a
+    // k-step (a0..a3 of the fragment), B's row n0 + l % 8 at chunk l / 8 of two k-steps
+    const int ar = min(task.m0 + (lane & 15), rows - 1), a_half = lane >> 4, a_swizzle = ar & 7;
+    const unsigned a_row = sm80::smem_u32(w + (size_t)ar * L);
+    const unsigned b_row = sm80::smem_u32(v + min(task.n0 + (lane & 7), N - 1) * ldv + 8 * (lane >> 3));
+    // four accumulator sets: consecutive k-steps do not wait on each other
+    float c[4][4] = {};
+    // 64 columns a pass: the fragments of four k-steps are loaded before their
+    // products, so one ldmatrix latency is paid a pass rather than one a
+    // product (the asm statements keep their order)
+    for (int k = task.k0; k < task.k0 + task.span; k += 64) {
+        unsigned a[4][4], b[2][4];
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) sm80::ldsm_x4(b_row + (k + 32 * h) * sizeof(T), b[h]);
+        #pragma unroll
+        for (int s = 0; s < 4; ++s) {
+            const int chunk = ((c0 + k + 16 * s) >> 3) + a_half;
+            sm80::ldsm_x4(a_row + ((chunk ^ a_swizzle) << 4), a[s]);
+        }
+        #pragma unroll
+        for (int s = 0; s < 4; ++s)
+            Mma<T>::run(c[s], a[s], b[s >> 1][2 * (s & 1)], b[s >> 1][2 * (s & 1) + 1]);
+    }
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) sum[i] = (c[0][i] + c[1][i]) + (c[2][i] + c[3][i]);
+}
+
 // One chunk's products: columns [c0, c0 + kc) of w against the state staged
 // as T in v (rows ldv elements apart); the first chunk adds init[r] (per row)
-// or init[r * N + n].
+// or init[r * N + n]; by_n_tiles as mma_split takes it.
 template <typename T>
 __device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *v, int ldv, int N,
-                          float *acc, const float *init, bool init_per_row) {
+                          const FastDiv &by_n_tiles, float *acc, const float *init, bool init_per_row) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = (lane & 3) * 2;
-    const int n_tiles = (N + 7) / 8, tiles = (rows + 15) / 16 * n_tiles;
-    int splits = 1;
-    while (tiles * splits * 2 <= RNN_WARPS && kc % (128 * splits) == 0) splits *= 2;
-    const int span = kc / splits;
+    const MmaSplit split = mma_split(rows, kc, by_n_tiles);
+    const int splits = 1 << split.log_splits;
     // with splits > 1 every warp has at most one task, and all reach the barriers below
-    for (int task = warp; task < (splits > 1 ? RNN_WARPS : tiles); task += RNN_WARPS) {
-        const int tile = task / splits, part = task % splits;
-        const bool active = tile < tiles;
-        const int m0 = tile / n_tiles * 16, n0 = tile % n_tiles * 8;
-        // a row past `rows` or a batch past N reads the last one; its sums are dropped below.
-        // ldmatrix x4 rows: A's lane l gives row m0 + l % 16 at 16-byte chunk l / 16 of a
-        // k-step (a0..a3 of the fragment), B's row n0 + l % 8 at chunk l / 8 of two k-steps
-        const int ar = min(m0 + (lane & 15), rows - 1), a_half = lane >> 4, a_swizzle = ar & 7;
-        const unsigned a_row = sm80::smem_u32(w + (size_t)ar * L);
-        const unsigned b_row = sm80::smem_u32(v + min(n0 + (lane & 7), N - 1) * ldv + 8 * (lane >> 3));
-        // four accumulator sets: consecutive k-steps do not wait on each other
-        float c[4][4] = {};
-        if (active) {
-            // 64 columns a pass (span is a multiple of 64): the fragments of four
-            // k-steps are loaded before their products, so one ldmatrix latency is
-            // paid a pass rather than one a product (the asm statements keep
-            // their order)
-            for (int k = part * span; k < (part + 1) * span; k += 64) {
-                unsigned a[4][4], b[2][4];
-                #pragma unroll
-                for (int h = 0; h < 2; ++h) sm80::ldsm_x4(b_row + (k + 32 * h) * sizeof(T), b[h]);
-                #pragma unroll
-                for (int s = 0; s < 4; ++s) {
-                    const int chunk = ((c0 + k + 16 * s) >> 3) + a_half;
-                    sm80::ldsm_x4(a_row + ((chunk ^ a_swizzle) << 4), a[s]);
-                }
-                #pragma unroll
-                for (int s = 0; s < 4; ++s)
-                    Mma<T>::run(c[s], a[s], b[s >> 1][2 * (s & 1)], b[s >> 1][2 * (s & 1) + 1]);
-            }
-        }
+    for (int t = warp; t < (splits > 1 ? RNN_WARPS : split.tiles); t += RNN_WARPS) {
+        const bool active = t < split.tiles * splits;
+        const MmaTask task = mma_task(split, active ? t : 0, kc);
+        float sum[4];
+        if (active) mma_tile(w, L, rows, c0, v, ldv, N, task, sum);
         for (int turn = 0; turn < splits; ++turn) {
-            if (active && part == turn) {
+            if (active && task.part == turn) {
                 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const int r = m0 + g + 8 * h, n = n0 + q + e, at = r * N + n;
-                        if (r < rows && n < N) {
-                            const float sum = (c[0][2 * h + e] + c[1][2 * h + e]) + (c[2][2 * h + e] + c[3][2 * h + e]);
-                            if (c0 == 0 && turn == 0) acc[at] = sum + init[init_per_row ? r : at];
-                            else acc[at] += sum;
-                        }
+                for (int i = 0; i < 4; ++i) {
+                    const int r = task.m0 + g + 8 * (i >> 1), n = task.n0 + q + (i & 1), at = r * N + n;
+                    if (r < rows && n < N) {
+                        if (c0 == 0 && turn == 0) acc[at] = sum[i] + init[init_per_row ? r : at];
+                        else acc[at] += sum[i];
                     }
                 }
             }
             if (splits > 1) __syncthreads();
+        }
+    }
+}
+
+// The products of a whole state (kc = L columns) without barriers: the task's
+// part of the k range into its own slice, part[p * rows * N + r * N + n]
+// (`split` as mma_split(rows, L, ...) made it); the reader adds the parts in
+// order p = 0, 1, ... (deterministic).  The slices need
+// max(rows * N, 1024) floats: with more than one part, tiles x parts <= 8.
+template <typename T>
+__device__ __forceinline__ void mma_parts(const T *w, int L, int rows, const T *v, int ldv, int N,
+                                          const MmaSplit &split, float *part) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = (lane & 3) * 2;
+    for (int t = threadIdx.x >> 5; t < split.tiles << split.log_splits; t += RNN_WARPS) {
+        const MmaTask task = mma_task(split, t, L);
+        float sum[4];
+        mma_tile(w, L, rows, 0, v, ldv, N, task, sum);
+        float *out = part + task.part * rows * N;
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int r = task.m0 + g + 8 * (i >> 1), n = task.n0 + q + (i & 1);
+            if (r < rows && n < N) out[r * N + n] = sum[i];
         }
     }
 }
@@ -287,64 +352,101 @@ __device__ __forceinline__ void load_x(const void *X, bool x_f32, int t, int n, 
     }
 }
 
+// 16 bytes of T as one uint4 (the first element in the lowest bytes).
+template <typename T, int VEC>
+__device__ __forceinline__ uint4 pack16(const T (&v)[VEC]) {
+    unsigned word[4];
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        if constexpr (sizeof(T) == 4) {
+            word[i] = __float_as_uint(v[i]);
+        } else {
+            const T lo = v[2 * i], hi = v[2 * i + 1];
+            word[i] = (unsigned)*reinterpret_cast<const unsigned short *>(&lo) |
+                      (unsigned)*reinterpret_cast<const unsigned short *>(&hi) << 16;
+        }
+    }
+    return make_uint4(word[0], word[1], word[2], word[3]);
+}
+
 // The forward block's recurrent weights and bias into shared memory once:
 // w[r][k] = R[g*H + j][k] for row r = g*U + u, unit j = j0 + u (zeros past
 // H; swizzled for the tensor cores), bias[r] its row's bias; DEPTH loads in
-// flight a thread.
+// flight a thread.  A thread moves 16 bytes of a row at a time: VEC element
+// loads (R's rows, H + 1 elements with the bias, are not 16-byte aligned)
+// and one 16-byte store, the row and column worked out once a piece (an
+// element at a time, the index arithmetic bound the copy: 33 us for the
+// clustered ReLU H = 1024 fp16 forward's 128 KB a block).
 template <int G, int DEPTH, typename T>
 __device__ void stage_forward_weights(const T *W, T *w, float *bias, int H, int U, int j0, bool tc) {
-    const int rows = G * U;
-    const FastDiv by_H = fast_divisor(H), by_U = fast_divisor(U);
-    stage_weights<DEPTH>(W, w, rows * H, [&](int f, long long &src, int &dst) {
-        const int r = divide(by_H, f), k = f - r * H, g = divide(by_U, r), j = j0 + r - g * U;
-        src = j < H ? (long long)(g * H + j) * (H + 1) + k : -1;
-        dst = tc ? swizzled(r, k, H) : f;
-    });
+    constexpr int VEC = 16 / sizeof(T), PIECES = DEPTH / VEC > 0 ? DEPTH / VEC : 1;
+    const int rows = G * U, per_row = H / VEC, count = rows * per_row;
+    const FastDiv by_per_row = fast_divisor(per_row), by_U = fast_divisor(U);
+    for (int p0 = threadIdx.x; p0 < count; p0 += RNN_THREADS * PIECES) {
+        T value[PIECES][VEC];
+        #pragma unroll
+        for (int d = 0; d < PIECES; ++d) {
+            const int p = p0 + d * RNN_THREADS, r = divide(by_per_row, p), k = (p - r * per_row) * VEC;
+            const int g = divide(by_U, r), j = j0 + r - g * U;
+            const T *src = W + (size_t)(g * H + j) * (H + 1) + k;
+            const bool load = p < count && j < H;
+            #pragma unroll
+            for (int e = 0; e < VEC; ++e) value[d][e] = load ? src[e] : from_f32<T>(0.f);
+        }
+        #pragma unroll
+        for (int d = 0; d < PIECES; ++d) {
+            const int p = p0 + d * RNN_THREADS, r = divide(by_per_row, p), k = (p - r * per_row) * VEC;
+            if (p < count)
+                *reinterpret_cast<uint4 *>(w + (tc ? swizzled(r, k, H) : r * H + k)) = pack16<T, VEC>(value[d]);
+        }
+    }
     for (int r = threadIdx.x; r < rows; r += RNN_THREADS) {
         const int j = j0 + r % U;
         bias[r] = j < H ? to_f32(W[(size_t)((r / U) * H + j) * (H + 1) + H]) : 0.f;
     }
 }
 
-// One cell of step t forward: unit j (the block's u-th) of sample n (of the
-// batch's a.N; the block's products hold it as column nl of NL).  pre is the
-// projected input, acc[row][nl] the products (bias included), c the LSTM's
-// cell state (updated) and h_prev the GRU's previous h.  Writes Y, the
-// reserve's position (gates, h, the extra value) and, at the last step, hy
-// and cy; returns h.
+// One cell of step t forward: unit j of sample n (of the batch's a.N).  pre
+// is the projected input, rec the recurrent products of the unit's G rows
+// (bias included), c the LSTM's cell state (updated) and h_prev the GRU's
+// previous h.  Writes Y, the reserve's position (gates, h, the extra value)
+// and, at the last step, hy and cy; returns h.
 template <int MODE, typename T>
 __device__ __forceinline__ float cell_forward(const RnnArgs &a, int t, int j, int n,
-                                              const float (&pre)[Mode<MODE>::G], const float *acc,
-                                              int u, int nl, int U, int NL, float &c, float h_prev) {
+                                              const float (&pre)[Mode<MODE>::G],
+                                              const float (&rec)[Mode<MODE>::G], float &c, float h_prev) {
     constexpr int G = Mode<MODE>::G;
     const int H = a.H, GH = G * H;
     float h, gate[G], extra = 0.f;
     if (MODE == RELU || MODE == TANH) {
-        const float x = pre[0] + acc[u * NL + nl];
+        const float x = pre[0] + rec[0];
         h = gate[0] = MODE == RELU ? fmaxf(x, 0.f) : tanhf(x);
     } else if (MODE == LSTM) {
         #pragma unroll
         for (int g = 0; g < 4; ++g) {
-            const float x = pre[g] + acc[(g * U + u) * NL + nl];
+            const float x = pre[g] + rec[g];
             gate[g] = g == 2 ? tanhf(x) : sigmoid(x);
         }
         extra = c = gate[1] * c + gate[0] * gate[2];
         h = gate[3] * tanhf(extra);
     } else {
-        gate[0] = sigmoid(pre[0] + acc[u * NL + nl]);
-        gate[1] = sigmoid(pre[1] + acc[(U + u) * NL + nl]);
-        extra = acc[(2 * U + u) * NL + nl];
+        gate[0] = sigmoid(pre[0] + rec[0]);
+        gate[1] = sigmoid(pre[1] + rec[1]);
+        extra = rec[2];
         gate[2] = tanhf(pre[2] + gate[0] * extra);
         h = (1.f - gate[1]) * gate[2] + gate[1] * h_prev;
     }
-    const size_t pos = (size_t)t * a.N + n;
-    static_cast<T *>(a.Y)[pos * H + j] = from_f32<T>(h);
+    // the step's first position as a 64-bit base, the cell's within it in 32
+    // bits (a step's N x (2GH + 2H) reserve floats fit), so the cells of a
+    // step share the base's arithmetic
+    const int stride = 2 * GH + 2 * H;
+    (static_cast<T *>(a.Y) + (size_t)t * a.N * H)[n * H + j] = from_f32<T>(h);
     if (a.reserve) {
-        float *rs = a.reserve + pos * (2 * (size_t)GH + 2 * H);
+        float *rs = a.reserve + (size_t)t * a.N * stride + (n * stride + j);
         #pragma unroll
-        for (int g = 0; g < G; ++g) rs[g * H + j] = gate[g];
-        rs[GH + j] = h;
-        rs[GH + H + j] = extra;
+        for (int g = 0; g < G; ++g) rs[g * H] = gate[g];
+        rs[GH] = h;
+        rs[GH + H] = extra;
     }
     if (t == a.T - 1) {
         if (a.hy) static_cast<T *>(a.hy)[(size_t)n * H + j] = from_f32<T>(h);

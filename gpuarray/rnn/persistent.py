@@ -37,10 +37,11 @@ THREADS = 256
 #: the two kernels), False never
 CLUSTERS = True
 #: the clustered forward's extra one-time weight load, µs per 1000 weights a
-#: block holds, and what it saves a step, µs: tensor-core layers of batch 8 or
-#: more, the others (H200, kernel alone: the load 33 against 14 µs at ReLU
-#: H = 1024 fp16; a step 3.70 against 5.07 at N = 32, 3.19 against 3.45 at N = 4)
-LOAD_US_PER_1000, STEP_GAIN_US = 0.3, {True: 1.3, False: 0.3}
+#: block holds, and what it saves a step, µs, on the tensor cores and on the
+#: FMAs (H200, kernel alone, ReLU H = 1024 fp16: a launch of one step 15.9
+#: against 12.3 µs; a step 2.72 against 5.09 at N = 32, 2.18 against 3.30 at
+#: N = 4; fp32 H = 512 N = 4: 2.23 against 2.65)
+LOAD_US_PER_1000, STEP_GAIN_US = 0.06, {True: 1.1, False: 0.4}
 #: cluster sizes tried, largest first (above 8: non-portable, sm_90's GPCs hold 16)
 CLUSTER_SIZES = (16, 8, 4, 2, 1)
 #: columns a lane group walks per pass (32 lanes x 4): the chunk's granule
@@ -171,9 +172,11 @@ class ClusterPlan:
         unit, pad = (layer.dtype.itemsize, 8) if self.tensor_cores else (4, 0)
         state = _round4(-(-NS * (H + pad) * unit // 4))
         own = _round4(self.U * NS)
-        # bias, the two state buffers, acc, h, c, the two input buffers (fp32
-        # X is the largest), then two 8-byte mbarriers
-        offsets = np.cumsum([0, _round4(rows), 2 * state, _round4(rows * NS), own, own,
+        # bias, the two state buffers, acc (on tensor cores the products' parts:
+        # rnn_common.cuh's mma_parts), h, c, the two input buffers (fp32 X is
+        # the largest), then two 8-byte mbarriers
+        acc = max(_round4(rows * NS), 1024 if self.tensor_cores else 0)
+        offsets = np.cumsum([0, _round4(rows), 2 * state, acc, own, own,
                              2 * _round4(G * NS * self.U), 4])
         self.layout = (w_bytes, *(int(o) for o in offsets[:6]))
         self.off_bar = int(offsets[6])
@@ -194,7 +197,7 @@ def _cluster_plan(layer, gpu):
     plan = _fitting_cluster_plan(layer, gpu)
     if plan is None or CLUSTERS == "always":
         return plan
-    gain = STEP_GAIN_US[plan.tensor_cores and layer.batch >= 8]
+    gain = STEP_GAIN_US[plan.tensor_cores]
     extra = LOAD_US_PER_1000 * layer.gates * plan.U * layer.hidden / 1000
     return plan if layer.seq_len * gain >= extra else None
 
