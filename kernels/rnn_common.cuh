@@ -288,8 +288,8 @@ __device__ void mma_chunk(const T *w, int L, int rows, int c0, int kc, const T *
 // The products of a whole state (kc = L columns) without barriers: the task's
 // part of the k range into its own slice, part[p * rows * N + r * N + n]
 // (`split` as mma_split(rows, L, ...) made it); the reader adds the parts in
-// order p = 0, 1, ... (deterministic).  The slices need
-// max(rows * N, 1024) floats: with more than one part, tiles x parts <= 8.
+// order p = 0, 1, ... (deterministic).  The slices need rows * N * parts
+// floats (gpuarray/rnn/persistent.py's _mma_parts says how many parts).
 template <typename T>
 __device__ __forceinline__ void mma_parts(const T *w, int L, int rows, const T *v, int ldv, int N,
                                           const MmaSplit &split, float *part) {

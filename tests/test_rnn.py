@@ -255,6 +255,29 @@ def test_clusters_where_the_sequence_repays_the_load(monkeypatch, mode, dtype, H
     assert chosen() == 0
 
 
+@pytest.mark.parametrize("mode, dtype, H, N", [
+    ("relu", "float16", 1280, 4),    # the largest clustered at batch 4: one part a tile
+    ("relu", "float16", 1024, 32),   # 4 tiles of 8 samples: 2 parts
+    ("lstm", "float16", 256, 20),    # slices of 8 and a last one of 4
+    ("relu", "float32", 512, 4),     # FMAs: no parts
+], ids=str)
+def test_cluster_products_have_room_for_their_parts(mode, dtype, H, N):
+    """The clustered forward's acc holds the products' k-split parts of every
+    block's slice of the batch, the last (smaller) one included (a stand-in
+    sm_90 GPU: no device needed)."""
+    gpu = types.SimpleNamespace(clusters=True, sms=132, smem_optin=227 * 1024)
+    layer = RNNLayer(dtype, mode, H, N, 5)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(persistent, "_max_active", lambda gpu, layer, size, smem: 7)
+        plan = persistent._fitting_cluster_plan(layer, gpu)
+    assert plan.cluster == 16
+    rows, off_acc, off_h = layer.gates * plan.U, plan.layout[3], plan.layout[4]
+    for n in {plan.NS, N - (plan.grid // plan.cluster - 1) * plan.NS}:
+        parts = persistent._mma_parts(rows, H, n) if plan.tensor_cores else 1
+        assert off_h - off_acc >= rows * n * parts
+    assert plan.smem <= gpu.smem_optin
+
+
 #: (1 + x) rounds up to the next value of the dtype only if x is not rounded first
 #: (x alone rounds to half the spacing at 1, and 1 + that ties to even: 1)
 UNROUNDED = {F16: (2.0 ** -11 * (1 + 2.0 ** -12), 1 + 2.0 ** -10),

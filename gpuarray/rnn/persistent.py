@@ -63,6 +63,17 @@ def _mma_layer(layer):
     return layer.dtype.itemsize == 2 and layer.hidden % 64 == 0
 
 
+def _mma_parts(rows, kc, n):
+    """The parts rnn_common.cuh's mma_split cuts the k range of each 16 x 8
+    tile into (rows x n products over kc columns, 8 warps): doubled while the
+    tiles times the parts stay within the warps and each part is a multiple
+    of 64 columns."""
+    tiles, parts = -(-rows // 16) * -(-n // 8), 1
+    while tiles * parts * 2 <= THREADS // 32 and kc % (128 * parts) == 0:
+        parts *= 2
+    return parts
+
+
 def _default_tensor_cores(layer):
     # at N = 4 the FMAs measured faster (H200: ReLU H = 2048 4.0 against
     # 5.6 us a step forward), at N = 8 the tensor cores (LSTM H = 1024
@@ -172,10 +183,12 @@ class ClusterPlan:
         unit, pad = (layer.dtype.itemsize, 8) if self.tensor_cores else (4, 0)
         state = _round4(-(-NS * (H + pad) * unit // 4))
         own = _round4(self.U * NS)
-        # bias, the two state buffers, acc (on tensor cores the products' parts:
-        # rnn_common.cuh's mma_parts), h, c, the two input buffers (fp32 X is
-        # the largest), then two 8-byte mbarriers
-        acc = max(_round4(rows * NS), 1024 if self.tensor_cores else 0)
+        # bias, the two state buffers, acc (on tensor cores the products' parts
+        # for a block's NS samples, or the last cluster's fewer), h, c, the two
+        # input buffers (fp32 X is the largest), then two 8-byte mbarriers
+        last = N - (-(-N // NS) - 1) * NS
+        acc = _round4(max(rows * n * (_mma_parts(rows, H, n) if self.tensor_cores else 1)
+                          for n in (NS, last)))
         offsets = np.cumsum([0, _round4(rows), 2 * state, acc, own, own,
                              2 * _round4(G * NS * self.U), 4])
         self.layout = (w_bytes, *(int(o) for o in offsets[:6]))
