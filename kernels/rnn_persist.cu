@@ -74,24 +74,41 @@ __device__ __forceinline__ void grid_sync(unsigned *counter, unsigned target) {
 // Rows n < N of kc elements, src + n * ld + c0 (global memory, written by
 // other blocks before the last grid barrier), into dst + n * ldd (shared), in
 // 16-byte pieces: DEPTH loads in flight a thread, so the L2 latency is paid
-// once a pass of 256 x DEPTH pieces.  (Bulk copies by the copy engine, a row
-// each, measured slower on the H200: ReLU H = 1152 fp32 3.1 -> 4.1 us a step,
-// LSTM H = 1024 N = 32 fp16 7.3 -> 8.4 forward.)
+// once a pass of 256 x DEPTH pieces.  A thread's pieces lie 256 pieces
+// apart; their (row, column) is carried from one to the next (two
+// divisions a call: a division a piece, twice, made this copy ~560
+// instructions a warp a step of the LSTM H = 1024 N = 32 forward).  (Bulk
+// copies by the copy engine, a row each, measured slower on the H200: ReLU
+// H = 1152 fp32 3.1 -> 4.1 us a step, LSTM H = 1024 N = 32 fp16 7.3 -> 8.4
+// forward.)
 template <int DEPTH, typename E>
 __device__ void stage(const E *src, size_t ld, int c0, int kc, E *dst, int ldd, int N) {
-    constexpr int VEC = 16 / sizeof(E);
-    for (int i0 = threadIdx.x * VEC; i0 < N * kc; i0 += RNN_THREADS * VEC * DEPTH) {
+    constexpr int VEC = 16 / sizeof(E), STEP = RNN_THREADS * VEC;
+    const int dn = STEP / kc, dk = STEP - dn * kc, first = threadIdx.x * VEC;
+    auto next = [&](int &n, int &k) {
+        k += dk;
+        n += dn;
+        if (k >= kc) {
+            k -= kc;
+            ++n;
+        }
+    };
+    int n = first / kc, k = first - n * kc;
+    for (int i0 = first; i0 < N * kc; i0 += STEP * DEPTH) {
+        const int n0 = n, k0 = k;
         uint4 staged[DEPTH];
         #pragma unroll
         for (int d = 0; d < DEPTH; ++d) {
-            const int i = i0 + d * RNN_THREADS * VEC, n = i / kc, k = i % kc;
             // L2 only: L1 may hold this address from an earlier step
-            if (i < N * kc) staged[d] = __ldcg(reinterpret_cast<const uint4 *>(src + n * ld + c0 + k));
+            if (n < N) staged[d] = __ldcg(reinterpret_cast<const uint4 *>(src + n * ld + c0 + k));
+            next(n, k);
         }
+        n = n0;
+        k = k0;
         #pragma unroll
         for (int d = 0; d < DEPTH; ++d) {
-            const int i = i0 + d * RNN_THREADS * VEC, n = i / kc, k = i % kc;
-            if (i < N * kc) *reinterpret_cast<uint4 *>(dst + n * ldd + k) = staged[d];
+            if (n < N) *reinterpret_cast<uint4 *>(dst + n * ldd + k) = staged[d];
+            next(n, k);
         }
     }
     __syncthreads();
@@ -158,6 +175,9 @@ __device__ void rnn_fprop(const RnnArgs &a) {
     float *h_own = f + a.off_h, *c_own = f + a.off_c;
     const bool tc = sizeof(T) == 2 && a.tc;
     stage_forward_weights<G, 16>(static_cast<const T *>(a.W), w, bias, H, U, j0, tc);
+    // a thread's (unit, sample) i as n = i / U, u = i - n * U: no division a step
+    const FastDiv by_U = fast_divisor(U);
+    const int n_first = divide(by_U, threadIdx.x), u_first = threadIdx.x - n_first * U;
     // step 0 reads h_{-1} = h0 from hbuf[1], as step t reads hbuf[(t + 1) % 2]
     for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
         const int u = i % U, n = i / U, j = j0 + u;
@@ -171,13 +191,13 @@ __device__ void rnn_fprop(const RnnArgs &a) {
     for (int t = 0; t < a.T; ++t) {
         // the thread's first (unit, sample): its inputs load while the state is staged
         float first[G];
-        const bool mine = threadIdx.x < U * N && j0 + (int)threadIdx.x % U < H;
-        if (mine) load_x<G, T>(a.X, a.x_f32, t, threadIdx.x / U, j0 + threadIdx.x % U, N, H, first);
+        const bool mine = threadIdx.x < U * N && j0 + u_first < H;
+        if (mine) load_x<G, T>(a.X, a.x_f32, t, n_first, j0 + u_first, N, H, first);
         products(tc, w, H, rows, a.hbuf + (size_t)((t + 1) & 1) * N * H, H, v, a.KC, N, acc, bias,
                  true);
         float *h_out = a.hbuf + (size_t)(t & 1) * N * H;
         for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
-            const int u = i % U, n = i / U, j = j0 + u;
+            const int n = divide(by_U, i), u = i - n * U, j = j0 + u;
             if (j >= H) continue;
             float pre[G];
             if (i == threadIdx.x) {
@@ -203,9 +223,11 @@ __device__ void rnn_fprop(const RnnArgs &a) {
 template <int G> struct BwdIn { float dy, gate[G], h, extra, prev; };
 
 template <int MODE, typename T>
-__device__ __forceinline__ void load_bwd(const RnnArgs &a, int t, int i, BwdIn<Mode<MODE>::G> &in) {
+__device__ __forceinline__ void load_bwd(const RnnArgs &a, const FastDiv &by_U, int t, int i,
+                                         BwdIn<Mode<MODE>::G> &in) {
     constexpr int G = Mode<MODE>::G;
-    const int H = a.H, N = a.N, U = a.U, GH = G * H, u = i % U, n = i / U, j = blockIdx.x * U + u;
+    const int H = a.H, N = a.N, U = a.U, GH = G * H, n = divide(by_U, i), u = i - n * U;
+    const int j = blockIdx.x * U + u;
     if (i >= U * N || j >= H) return;
     const size_t ldr = 2 * (size_t)GH + 2 * H, pos = (size_t)t * N + n;
     const float *rs = a.reserve + pos * ldr;
@@ -256,14 +278,14 @@ __device__ void rnn_bprop(const RnnArgs &a) {
     for (int t = a.T - 1; t >= 0; --t) {
         // the thread's first (unit, sample): its inputs load while the state is staged
         BwdIn<G> first;
-        load_bwd<MODE, T>(a, t, threadIdx.x, first);
+        load_bwd<MODE, T>(a, by_U, t, threadIdx.x, first);
         if (t + 1 < a.T) products(tc, w, GH, U, drec_of(t + 1), ld_drec, v, a.KC, N, acc, bypass, false);
         for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
-            const int u = i % U, n = i / U, j = j0 + u;
+            const int n = divide(by_U, i), u = i - n * U, j = j0 + u;
             if (j >= H) continue;
             const size_t pos = (size_t)t * N + n;
             BwdIn<G> in = first;
-            if (i != threadIdx.x) load_bwd<MODE, T>(a, t, i, in);
+            if (i != threadIdx.x) load_bwd<MODE, T>(a, by_U, t, i, in);
             const float dh = in.dy + (t + 1 < a.T ? acc[u * N + n]
                                                   : load_or_zero<T>(a.dhy, (size_t)n * H + j));
             float d[G], dx_last;

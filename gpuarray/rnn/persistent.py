@@ -37,11 +37,12 @@ THREADS = 256
 #: the two kernels), False never
 CLUSTERS = True
 #: the clustered forward's extra one-time weight load, µs per 1000 weights a
-#: block holds, and what it saves a step, µs, on the tensor cores and on the
-#: FMAs (H200, kernel alone, ReLU H = 1024 fp16: a launch of one step 15.9
-#: against 12.3 µs; a step 2.72 against 5.09 at N = 32, 2.18 against 3.30 at
-#: N = 4; fp32 H = 512 N = 4: 2.23 against 2.65)
-LOAD_US_PER_1000, STEP_GAIN_US = 0.06, {True: 1.1, False: 0.4}
+#: block holds, and what it saves a step at least, µs, on the tensor cores
+#: and on the FMAs (H200, kernel alone, ReLU H = 1024 fp16: a launch of one
+#: step 15.8 against 11.8 µs; a step 2.71 against 4.65 at N = 32, 2.16
+#: against 2.97 at N = 4; fp32 N = 4: H = 512 2.22 against 2.36, H = 256
+#: 1.07 against 2.27)
+LOAD_US_PER_1000, STEP_GAIN_US = 0.06, {True: 0.8, False: 0.14}
 #: cluster sizes tried, largest first (above 8: non-portable, sm_90's GPCs hold 16)
 CLUSTER_SIZES = (16, 8, 4, 2, 1)
 #: columns a lane group walks per pass (32 lanes x 4): the chunk's granule
