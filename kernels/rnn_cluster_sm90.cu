@@ -40,7 +40,7 @@
 // x_f32 and the shared-memory layout -- the weights (w_bytes), then fp32
 // arrays at float offsets: bias, the two state buffers (off_v; the second
 // half-way to off_acc), acc (the products; on the tensor cores their parts,
-// G*U*NL*parts floats: rnn_common.cuh's mma_parts), h and c of the
+// G*U*NL*parts floats: rnn_mma.cuh's mma_parts), h and c of the
 // block's units, the two buffers of prefetched inputs (off_byp, each
 // G x NS x U sized for fp32), the two mbarriers (off_bar).  hbuf, barrier,
 // KC and the backward's pointers are unused.  H % 8 == 0 (H % 64 == 0 on
@@ -53,7 +53,7 @@
 // resident, so an ordinary launch serves.
 //
 // Kernels: ga_rnn_cluster_fprop_{relu,tanh,gru,lstm}_{f32,f16,bf16}.
-#include "rnn_common.cuh"
+#include "rnn_mma.cuh"
 #include "sm80_ptx.cuh"
 #include "sm90_ptx.cuh"
 

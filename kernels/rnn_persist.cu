@@ -52,7 +52,7 @@
 // guarantees (or refuses the launch).
 //
 // Kernels: ga_rnn_{fprop,bprop}_{relu,tanh,gru,lstm}_{f32,f16,bf16}.
-#include "rnn_common.cuh"
+#include "rnn_mma.cuh"
 
 // Grid-wide barrier over co-resident blocks: every block adds one to the
 // counter (a release: the block's writes, gathered by __syncthreads, are

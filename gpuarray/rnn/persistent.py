@@ -65,7 +65,7 @@ def _mma_layer(layer):
 
 
 def _mma_parts(rows, kc, n):
-    """The parts rnn_common.cuh's mma_split cuts the k range of each 16 x 8
+    """The parts kernels/rnn_mma.cuh's mma_split cuts the k range of each 16 x 8
     tile into (rows x n products over kc columns, 8 warps): doubled while the
     tiles times the parts stay within the warps and each part is a multiple
     of 64 columns."""
