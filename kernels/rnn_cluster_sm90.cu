@@ -162,27 +162,15 @@ __device__ void send_slice(const E *buf, int ld, int j0, const SendPlan &plan, u
 // elements apart): on tensor cores as parts (mma_parts), else on the FMAs.
 template <typename T>
 __device__ __forceinline__ void products(bool tc, const T *w, int H, int rows, const float *in, int ld,
-                                         int NL, const MmaSplit &split, float *acc, const float *bias) {
+                                         int NL, const MmaShape &shape, int log_splits, float *acc,
+                                         const float *bias) {
     if constexpr (sizeof(T) == 2) {
         if (tc) {
-            mma_parts(w, H, rows, reinterpret_cast<const T *>(in), ld, NL, split, acc);
+            mma_parts(w, H, rows, 0, H, reinterpret_cast<const T *>(in), ld, NL, shape, log_splits, acc);
             return;
         }
     }
     dot_chunk(w, H, rows, 0, H, in, ld, NL, acc, bias, true);
-}
-
-// The recurrent products of row r, sample n: bias + the parts in order (tensor
-// cores), or acc as dot_chunk left it (bias included).
-__device__ __forceinline__ float row_sum(bool tc, const float *acc, const float *bias, int r, int n,
-                                         int NL, int parts, int part_stride) {
-    const float *at = acc + r * NL + n;
-    if (!tc) return *at;
-    float s = bias[r];
-    #pragma unroll
-    for (int p = 0; p < RNN_WARPS; ++p)
-        if (p < parts) s += at[p * part_stride];
-    return s;
 }
 
 template <int MODE, typename T>
@@ -205,8 +193,11 @@ __device__ void rnn_cluster_fprop(const RnnArgs &a) {
     const unsigned incoming = NL * (H - width) * (tc ? sizeof(T) : 4);
     // the step's fixed shares of work, made once: the products' tiles, the
     // inputs' and the state's pieces, the cells' (unit, sample) split
-    const MmaSplit split = mma_split(rows, H, fast_divisor((NL + 7) / 8));
-    const int parts = tc ? 1 << split.log_splits : 1;
+    const MmaShape shape = mma_shape(rows, H, NL);
+    const int log_splits = mma_log_splits(shape, H);
+    // the cells' recurrent sums: bias + the parts (tensor cores), or acc as dot_chunk left it
+    const Sums sums = tc ? Sums{bias, acc, NL, rows * NL, 1 << log_splits, true}
+                         : Sums{acc, nullptr, NL, 0, 0, false};
     const XPieces xp = x_pieces(a, G, NL, width);
     const SendPlan sends = tc ? send_plan<T>(width, NL) : send_plan<float>(width, NL);
     const FastDiv by_U = fast_divisor(U);
@@ -243,7 +234,7 @@ __device__ void rnn_cluster_fprop(const RnnArgs &a) {
         ga_mbar_wait(bar((t + 1) & 1), (t >> 1) & 1);
         // its next fill is h_{t+1}, sent at step t + 1 where a step t + 2 follows
         if (threadIdx.x == 0 && t + 2 < a.T) ga_mbar_expect_tx(bar((t + 1) & 1), incoming);
-        products(tc, w, H, rows, state((t + 1) & 1), ld, NL, split, acc, bias);
+        products(tc, w, H, rows, state((t + 1) & 1), ld, NL, shape, log_splits, acc, bias);
         if (t + 1 < a.T) sm80::cp_async_wait<1>();
         else sm80::cp_async_wait<0>();
         __syncthreads();  // acc and step t's inputs are in
@@ -254,7 +245,7 @@ __device__ void rnn_cluster_fprop(const RnnArgs &a) {
             float pre[G], rec[G];
             staged_x<G, T>(a, xb(t & 1), NL, u, n, pre);
             #pragma unroll
-            for (int g = 0; g < G; ++g) rec[g] = row_sum(tc, acc, bias, g * U + u, n, NL, parts, rows * NL);
+            for (int g = 0; g < G; ++g) rec[g] = sums.at(g * U + u, n);
             const float h = cell_forward<MODE, T>(a, t, j0 + u, n0 + n, pre, rec, c_own[i], h_own[i]);
             h_own[i] = h;
             publish<T>(out, tc, n * ld + j0 + u, h);

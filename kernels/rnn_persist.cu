@@ -114,10 +114,36 @@ __device__ void stage(const E *src, size_t ld, int c0, int kc, E *dst, int ldd, 
     __syncthreads();
 }
 
-// acc = w . state for every row and batch: `src` is state row n at src + n * ld
-// (fp32, in global memory, written by other blocks before the last barrier).
+// stage by cp.async (L2 only, as __ldcg), every piece in flight at once and
+// no registers held: the grid backward's FMA step, N = 4, 0.15-0.4 us
+// faster than by stage<8> (H200: LSTM H = 1024 4.81 -> 4.43 us, GRU 4.23
+// -> 3.91, ReLU H = 2048 4.12 -> 3.93).  (The forwards measured slower by
+// it: ReLU H = 1152 fp32 3.05 -> 3.97 us, LSTM H = 1024 N = 32 fp16 5.5 ->
+// 6.8; so did the backward on tensor cores.)
+template <typename E>
+__device__ void stage_async(const E *src, size_t ld, int c0, int kc, E *dst, int ldd, int N) {
+    constexpr int VEC = 16 / sizeof(E), STEP = RNN_THREADS * VEC;
+    const int dn = STEP / kc, dk = STEP - dn * kc, first = threadIdx.x * VEC;
+    int n = first / kc, k = first - n * kc;
+    for (int i = first; i < N * kc; i += STEP) {
+        sm80::cp_async16(sm80::smem_u32(dst + n * ldd + k), src + n * ld + c0 + k, 16);
+        k += dk;
+        n += dn;
+        if (k >= kc) {
+            k -= kc;
+            ++n;
+        }
+    }
+    sm80::cp_async_commit();
+    sm80::cp_async_wait<0>();
+    __syncthreads();
+}
+
+// acc = init + w . state for every row and batch: `src` is state row n at
+// src + n * ld (fp32, in global memory, written by other blocks before the
+// last barrier).
 template <typename T>
-__device__ void matvec(const T *w, int L, int rows, const float *src, size_t ld, float *v,
+__device__ Sums matvec(const T *w, int L, int rows, const float *src, size_t ld, float *v,
                        int KC, int N, float *acc, const float *init, bool init_per_row) {
     for (int c0 = 0; c0 < L; c0 += KC) {
         const int kc = min(KC, L - c0);
@@ -126,42 +152,84 @@ __device__ void matvec(const T *w, int L, int rows, const float *src, size_t ld,
         dot_chunk(w, L, rows, c0, kc, v, KC, N, acc, init, init_per_row);
     }
     __syncthreads();
+    return Sums{acc, nullptr, N, 0, 0, false};
 }
 
 // matvec on the tensor cores: `src` holds the state in T (row n at
-// src + n * ld); `v` is the staging area, used as T with rows KC + 8 apart
-// (the host sizes it so: gpuarray/rnn/persistent.py).
+// src + n * ld); `v` is the staging area, used as T with rows KC + 8 apart.
+// The products' parts go to slices after acc's rows * N floats (rounded up
+// to 4); a chunk before the last adds its parts into acc (the first one to
+// init), and the last chunk's parts are left for the cells to add (the host
+// sizes v and acc so: gpuarray/rnn/persistent.py).  (The wide tiles' parts
+// added to acc in turns, a block barrier each, took a third of the grid
+// LSTM's step, each turn's warps reading, adding and writing 16 sums a lane
+// one after another; one pass adding them after every chunk, 13%.)
 template <typename T>
-__device__ void matvec_mma(const T *w, int L, int rows, const T *src, size_t ld, float *v, int KC,
-                           int N, float *acc, const float *init, bool init_per_row) {
+__device__ Sums matvec_mma(const T *w, int L, int rows, const T *src, size_t ld, float *v, int KC,
+                           int N, const MmaShape &shape, float *acc, const float *init,
+                           bool init_per_row) {
     T *vt = reinterpret_cast<T *>(v);
-    const int ldv = KC + 8;
-    const FastDiv by_n_tiles = fast_divisor((N + 7) / 8);
+    const int ldv = KC + 8, count = rows * N;
+    float *part = acc + ((count + 3) & ~3);
+    Sums sums;
     for (int c0 = 0; c0 < L; c0 += KC) {
-        const int kc = min(KC, L - c0);
+        const int kc = min(KC, L - c0), log_splits = mma_log_splits(shape, kc);
         if (c0) __syncthreads();  // the previous chunk's readers are done
         // 16 loads in flight: 5% faster a step than 8 at N = 32 (64 KB of
         // state); the FMAs keep 8 (at N = 4, 16 cost 0.3 us a step)
         stage<16>(src, ld, c0, kc, vt, ldv, N);
-        mma_chunk(w, L, rows, c0, kc, vt, ldv, N, by_n_tiles, acc, init, init_per_row);
-    }
-    __syncthreads();
-}
-
-// A step's products, acc = init + w . state, the state's row n at src + n * ld:
-// in T on the tensor cores (tc), else in fp32 on the FMAs.
-template <typename T>
-__device__ __forceinline__ void products(bool tc, const T *w, int L, int rows, const float *src,
-                                         size_t ld, float *v, int KC, int N, float *acc,
-                                         const float *init, bool init_per_row) {
-    if constexpr (sizeof(T) == 2) {
-        if (tc) {
-            matvec_mma(w, L, rows, reinterpret_cast<const T *>(src), ld, v, KC, N, acc, init,
-                       init_per_row);
-            return;
+        mma_parts(w, L, rows, c0, kc, vt, ldv, N, shape, log_splits, part);
+        sums = c0 ? Sums{acc, part, N, count, 1 << log_splits, false}
+                  : Sums{init, part, N, count, 1 << log_splits, init_per_row};
+        if (c0 + kc < L) {
+            __syncthreads();
+            for (int i = threadIdx.x; i < count; i += RNN_THREADS) {
+                const int r = i / N;
+                acc[i] = sums.at(r, i - r * N);
+            }
         }
     }
-    matvec(w, L, rows, src, ld, v, KC, N, acc, init, init_per_row);
+    __syncthreads();
+    return sums;
+}
+
+// A step's products, init + w . state, the state's row n at src + n * ld: in
+// T on the tensor cores (tc; their tiles as `shape`, made once a launch),
+// else in fp32 on the FMAs; returned as where the cells find them.
+template <typename T>
+__device__ __forceinline__ Sums products(bool tc, const T *w, int L, int rows, const float *src,
+                                         size_t ld, float *v, int KC, int N, const MmaShape &shape,
+                                         float *acc, const float *init, bool init_per_row) {
+    if constexpr (sizeof(T) == 2) {
+        if (tc)
+            return matvec_mma(w, L, rows, reinterpret_cast<const T *>(src), ld, v, KC, N, shape,
+                              acc, init, init_per_row);
+    }
+    return matvec(w, L, rows, src, ld, v, KC, N, acc, init, init_per_row);
+}
+
+// The backward's products, acc = init + w . state (init per element): on
+// the tensor cores (TC) staged through registers with the parts added in
+// turns, else on the FMAs staged by cp.async (stage_async); returned as
+// where the cells find them (acc).
+template <bool TC, typename T>
+__device__ __forceinline__ Sums bwd_products(const T *w, int L, int rows, const float *src,
+                                             size_t ld, float *v, int KC, int N,
+                                             const MmaShape &shape, float *acc, const float *init) {
+    for (int c0 = 0; c0 < L; c0 += KC) {
+        const int kc = min(KC, L - c0);
+        if (c0) __syncthreads();  // the previous chunk's readers are done
+        if constexpr (TC) {
+            T *vt = reinterpret_cast<T *>(v);
+            stage<16>(reinterpret_cast<const T *>(src), ld, c0, kc, vt, KC + 8, N);
+            mma_chunk_turns(w, L, rows, c0, kc, vt, KC + 8, N, shape, acc, init, false);
+        } else {
+            stage_async(src, ld, c0, kc, v, KC, N);
+            dot_chunk(w, L, rows, c0, kc, v, KC, N, acc, init, false);
+        }
+    }
+    __syncthreads();
+    return Sums{acc, nullptr, N, 0, 0, false};
 }
 
 template <int MODE, typename T>
@@ -177,6 +245,7 @@ __device__ void rnn_fprop(const RnnArgs &a) {
     stage_forward_weights<G, 16>(static_cast<const T *>(a.W), w, bias, H, U, j0, tc);
     // a thread's (unit, sample) i as n = i / U, u = i - n * U: no division a step
     const FastDiv by_U = fast_divisor(U);
+    const MmaShape shape = mma_shape(rows, H, N);
     const int n_first = divide(by_U, threadIdx.x), u_first = threadIdx.x - n_first * U;
     // step 0 reads h_{-1} = h0 from hbuf[1], as step t reads hbuf[(t + 1) % 2]
     for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
@@ -190,11 +259,11 @@ __device__ void rnn_fprop(const RnnArgs &a) {
     grid_sync(a.barrier, ++barriers * gridDim.x);
     for (int t = 0; t < a.T; ++t) {
         // the thread's first (unit, sample): its inputs load while the state is staged
-        float first[G];
+        unsigned first[G];
         const bool mine = threadIdx.x < U * N && j0 + u_first < H;
-        if (mine) load_x<G, T>(a.X, a.x_f32, t, n_first, j0 + u_first, N, H, first);
-        products(tc, w, H, rows, a.hbuf + (size_t)((t + 1) & 1) * N * H, H, v, a.KC, N, acc, bias,
-                 true);
+        if (mine) load_x_bits<G, T>(a.X, a.x_f32, t, n_first, j0 + u_first, N, H, first);
+        const Sums rec_sums = products(tc, w, H, rows, a.hbuf + (size_t)((t + 1) & 1) * N * H, H, v,
+                                       a.KC, N, shape, acc, bias, true);
         float *h_out = a.hbuf + (size_t)(t & 1) * N * H;
         for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
             const int n = divide(by_U, i), u = i - n * U, j = j0 + u;
@@ -202,13 +271,13 @@ __device__ void rnn_fprop(const RnnArgs &a) {
             float pre[G];
             if (i == threadIdx.x) {
                 #pragma unroll
-                for (int g = 0; g < G; ++g) pre[g] = first[g];
+                for (int g = 0; g < G; ++g) pre[g] = x_value<T>(first[g], a.x_f32);
             } else {
                 load_x<G, T>(a.X, a.x_f32, t, n, j, N, H, pre);
             }
             float rec[G];
             #pragma unroll
-            for (int g = 0; g < G; ++g) rec[g] = acc[(g * U + u) * N + n];
+            for (int g = 0; g < G; ++g) rec[g] = rec_sums.at(g * U + u, n);
             const float h = cell_forward<MODE, T>(a, t, j, n, pre, rec, c_own[i], h_own[i]);
             h_own[i] = h;
             publish<T>(h_out, tc, (size_t)n * H + j, h);
@@ -243,7 +312,11 @@ __device__ __forceinline__ void load_bwd(const RnnArgs &a, const FastDiv &by_U, 
         in.prev = t ? previous[GH + j] : load_or_zero<T>(a.h0, (size_t)n * H + j);
 }
 
-template <int MODE, typename T>
+// TC: the products on tensor cores (16-bit T where RnnArgs.tc), a separate
+// instance of the backward (sharing one, its FMA step measured 0.2-0.4 us
+// slower at N = 4 once the tensor-core path grew; the forward's tensor-core
+// step measured 3-9% slower as an instance of its own, and shares one).
+template <int MODE, typename T, bool TC>
 __device__ void rnn_bprop(const RnnArgs &a) {
     constexpr int G = Mode<MODE>::G;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -253,10 +326,11 @@ __device__ void rnn_bprop(const RnnArgs &a) {
     float *f = reinterpret_cast<float *>(smem + a.w_bytes);
     float *v = f + a.off_v, *acc = f + a.off_acc, *dc = f + a.off_c, *bypass = f + a.off_byp;
     const T *W = static_cast<const T *>(a.W);
-    const bool tc = sizeof(T) == 2 && a.tc;
+    constexpr bool tc = TC;
     // w[u][i] = R[i][j0 + u]: the columns of the block's units, read a row's U at a time
     // (swizzled for the tensor cores)
     const FastDiv by_U = fast_divisor(U);
+    const MmaShape shape = tc ? mma_shape(U, GH, N, 1) : MmaShape{};
     stage_weights<16>(W, w, U * GH, [&](int f, long long &src, int &dst) {
         const int row = divide(by_U, f), u = f - row * U, j = j0 + u;
         src = j < H ? (long long)row * (H + 1) + j : -1;
@@ -279,14 +353,17 @@ __device__ void rnn_bprop(const RnnArgs &a) {
         // the thread's first (unit, sample): its inputs load while the state is staged
         BwdIn<G> first;
         load_bwd<MODE, T>(a, by_U, t, threadIdx.x, first);
-        if (t + 1 < a.T) products(tc, w, GH, U, drec_of(t + 1), ld_drec, v, a.KC, N, acc, bypass, false);
+        Sums dh_sums{};
+        if (t + 1 < a.T)
+            dh_sums = bwd_products<TC>(w, GH, U, drec_of(t + 1), ld_drec, v, a.KC, N, shape, acc,
+                                       bypass);
         for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
             const int n = divide(by_U, i), u = i - n * U, j = j0 + u;
             if (j >= H) continue;
             const size_t pos = (size_t)t * N + n;
             BwdIn<G> in = first;
             if (i != threadIdx.x) load_bwd<MODE, T>(a, by_U, t, i, in);
-            const float dh = in.dy + (t + 1 < a.T ? acc[u * N + n]
+            const float dh = in.dy + (t + 1 < a.T ? dh_sums.at(u, n)
                                                   : load_or_zero<T>(a.dhy, (size_t)n * H + j));
             float d[G], dx_last;
             if (MODE == RELU || MODE == TANH) {
@@ -322,10 +399,11 @@ __device__ void rnn_bprop(const RnnArgs &a) {
         grid_sync(a.barrier, (a.T - t) * gridDim.x);
     }
     if (a.dh0) {
-        products(tc, w, GH, U, drec_of(0), ld_drec, v, a.KC, N, acc, bypass, false);
+        const Sums sums = bwd_products<TC>(w, GH, U, drec_of(0), ld_drec, v, a.KC, N, shape, acc,
+                                           bypass);
         for (int i = threadIdx.x; i < U * N; i += RNN_THREADS) {
             const int u = i % U, n = i / U, j = j0 + u;
-            if (j < H) static_cast<T *>(a.dh0)[(size_t)n * H + j] = from_f32<T>(acc[u * N + n]);
+            if (j < H) static_cast<T *>(a.dh0)[(size_t)n * H + j] = from_f32<T>(sums.at(u, n));
         }
     }
     if (a.dc0) {
@@ -340,6 +418,9 @@ __device__ void rnn_bprop(const RnnArgs &a) {
     extern "C" __global__ void __launch_bounds__(RNN_THREADS, 1)                                \
         ga_rnn_fprop_##NAME##_##TNAME(const RnnArgs a) { rnn_fprop<MODE, T>(a); }               \
     extern "C" __global__ void __launch_bounds__(RNN_THREADS, 1)                                \
-        ga_rnn_bprop_##NAME##_##TNAME(const RnnArgs a) { rnn_bprop<MODE, T>(a); }
+        ga_rnn_bprop_##NAME##_##TNAME(const RnnArgs a) {                                        \
+        if (sizeof(T) == 2 && a.tc) rnn_bprop<MODE, T, sizeof(T) == 2>(a);                     \
+        else rnn_bprop<MODE, T, false>(a);                                                      \
+    }
 
 RNN_INSTANTIATE(RNN_KERNELS)

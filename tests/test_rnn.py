@@ -259,6 +259,7 @@ def test_clusters_where_the_sequence_repays_the_load(monkeypatch, mode, dtype, H
 @pytest.mark.parametrize("mode, dtype, H, N", [
     ("relu", "float16", 1280, 4),    # the largest clustered at batch 4: one part a tile
     ("relu", "float16", 1024, 32),   # 4 tiles of 8 samples: 2 parts
+    ("relu", "float16", 1024, 64),   # 4 tiles of 16 samples: 2 parts
     ("lstm", "float16", 256, 20),    # slices of 8 and a last one of 4
     ("relu", "float32", 512, 4),     # FMAs: no parts
 ], ids=str)
@@ -277,6 +278,28 @@ def test_cluster_products_have_room_for_their_parts(mode, dtype, H, N):
         parts = persistent._mma_parts(rows, H, n) if plan.tensor_cores else 1
         assert off_h - off_acc >= rows * n * parts
     assert plan.smem <= gpu.smem_optin
+
+
+@pytest.mark.parametrize("mode, dtype, H, N", [
+    ("lstm", "float16", 1024, 32),   # 2 tiles of 16 x 32: 4 parts
+    ("relu", "float16", 1024, 8),    # one tile of 16 x 8: 8 parts
+    ("gru", "bfloat16", 512, 20),    # 20 samples: tiles of 32, the last 12 dropped
+    ("relu", "float16", 2048, 128),  # 4 tiles: 2 parts
+    ("relu", "float16", 576, 64),    # 9 passes of 64 columns in 2 parts of 5 and 4
+], ids=str)
+def test_grid_products_have_room_for_their_parts(mode, dtype, H, N):
+    """The grid forward's acc holds rows x N sums and, after them, the slices of
+    every chunk's k-split parts on tensor cores; the backward's, its sums
+    alone (its parts are added in turns; no device needed)."""
+    layer = RNNLayer(dtype, mode, H, N, 5)
+    fwd, bwd = (persistent.Plan(layer, forward, 132, 227 * 1024) for forward in (True, False))
+    assert fwd.fits and fwd.tensor_cores
+    rows = layer.gates * fwd.U
+    chunks = {fwd.KC, H - (-(-H // fwd.KC) - 1) * fwd.KC}
+    parts = max(persistent._mma_parts(rows, kc, N, H) for kc in chunks)
+    assert fwd.layout[4] - fwd.layout[3] >= -(-rows * N // 4) * 4 + rows * N * parts
+    assert bwd.layout[4] - bwd.layout[3] == -(-bwd.U * N // 4) * 4
+    assert max(fwd.smem, bwd.smem) <= 227 * 1024
 
 
 #: (1 + x) rounds up to the next value of the dtype only if x is not rounded first

@@ -39,9 +39,9 @@ CLUSTERS = True
 #: the clustered forward's extra one-time weight load, µs per 1000 weights a
 #: block holds, and what it saves a step at least, µs, on the tensor cores
 #: and on the FMAs (H200, kernel alone, ReLU H = 1024 fp16: a launch of one
-#: step 15.8 against 11.8 µs; a step 2.71 against 4.65 at N = 32, 2.16
-#: against 2.97 at N = 4; fp32 N = 4: H = 512 2.22 against 2.36, H = 256
-#: 1.07 against 2.27)
+#: step 16 against 11.5 µs; a step 2.77 against 3.90 at N = 32, 2.25
+#: against 3.02 at N = 4; fp32 N = 4: H = 512 2.14 against 2.36, H = 256
+#: 1.07 against 2.28)
 LOAD_US_PER_1000, STEP_GAIN_US = 0.06, {True: 0.8, False: 0.14}
 #: cluster sizes tried, largest first (above 8: non-portable, sm_90's GPCs hold 16)
 CLUSTER_SIZES = (16, 8, 4, 2, 1)
@@ -64,15 +64,33 @@ def _mma_layer(layer):
     return layer.dtype.itemsize == 2 and layer.hidden % 64 == 0
 
 
-def _mma_parts(rows, kc, n):
-    """The parts kernels/rnn_mma.cuh's mma_split cuts the k range of each 16 x 8
-    tile into (rows x n products over kc columns, 8 warps): doubled while the
-    tiles times the parts stay within the warps and each part is a multiple
-    of 64 columns."""
-    tiles, parts = -(-rows // 16) * -(-n // 8), 1
-    while tiles * parts * 2 <= THREADS // 32 and kc % (128 * parts) == 0:
+def _max_parts(kc, tiles):
+    """kernels/rnn_mma.cuh's mma_log_splits: parts of a power of two, each one
+    or more 64-column passes of the kc columns, while the tiles' parts fit
+    the 8 warps (kc=None: every chunk's bound)."""
+    parts = 1
+    while tiles * parts * 2 <= THREADS // 32 and (kc is None or kc >= 128 * parts):
         parts *= 2
     return parts
+
+
+def _mma_tiles(rows, n, L):
+    """kernels/rnn_mma.cuh's mma_shape: the tasks' tiles for rows x n products
+    over a state of L columns, 16 rows x 8 * nb samples each, nb = 4 (1 or 2
+    below 17 samples), halved while the tiles, split as far as L allows,
+    would leave warps idle."""
+    m_tiles, n_tiles = -(-rows // 16), -(-n // 8)
+    nb = 4 if n_tiles >= 3 else n_tiles
+    while nb > 1 and m_tiles * -(-n_tiles // nb) * _max_parts(L, 1) < THREADS // 32:
+        nb //= 2
+    return m_tiles * -(-n_tiles // nb)
+
+
+def _mma_parts(rows, kc, n, L=None):
+    """The parts kernels/rnn_mma.cuh cuts the k range of each tile into: rows x
+    n products over a chunk of kc of the state's L columns (L = kc by
+    default)."""
+    return _max_parts(kc, _mma_tiles(rows, n, kc if L is None else L))
 
 
 def _default_tensor_cores(layer):
@@ -122,9 +140,14 @@ class Plan:
         rows, L = (G * self.U, H) if forward else (self.U, G * H)
         w_bytes = -(-rows * L * layer.dtype.itemsize // 16) * 16
         own = _round4(self.U * N)
+        # acc, and after it the slices of the forward's products' parts on
+        # tensor cores (kernels/rnn_persist.cu's matvec_mma), as many as a
+        # chunk may have (the backward adds its parts into acc in turns)
+        acc = _round4(rows * N)
+        if self.tensor_cores and forward:
+            acc += rows * N * _max_parts(None, _mma_tiles(rows, N, L))
         # float arrays besides the staged columns: bias, acc, h, c, bypass
-        sizes = ([_round4(rows), _round4(rows * N), own, own, 0] if forward
-                 else [0, _round4(rows * N), 0, own, own])
+        sizes = [_round4(rows), acc, own, own, 0] if forward else [0, acc, 0, own, own]
         free = (smem_limit - w_bytes) // 4 - sum(sizes)
         # a staged element: fp32, or the layer's dtype on tensor cores, whose
         # rows lie KC + 8 elements apart (kernels/rnn_persist.cu, matvec_mma)
