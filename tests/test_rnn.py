@@ -285,7 +285,7 @@ def test_cluster_products_have_room_for_their_parts(mode, dtype, H, N):
     ("relu", "float16", 1024, 8),    # one tile of 16 x 8: 8 parts
     ("gru", "bfloat16", 512, 20),    # 20 samples: tiles of 32, the last 12 dropped
     ("relu", "float16", 2048, 128),  # 4 tiles: 2 parts
-    ("relu", "float16", 576, 64),    # 9 passes of 64 columns in 2 parts of 5 and 4
+    ("relu", "float16", 576, 64),    # 9 passes of 64 columns in 4 parts: 3, 3, 3 and none
 ], ids=str)
 def test_grid_products_have_room_for_their_parts(mode, dtype, H, N):
     """The grid forward's acc holds rows x N sums and, after them, the slices of
