@@ -182,11 +182,11 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
     ("tanh", F32, 2560, 4, 2),    # the forward state staged in chunks
     ("lstm", F32, 1024, 40, 2),   # both directions chunked, N > 32
     # the products on tensor cores (16-bit, H % 64 == 0, N >= 8), both directions
-    ("lstm", F16, 1024, 32, 3),   # full 16 x 8 tiles forward, one per warp
+    ("lstm", F16, 1024, 32, 3),   # forward 2 tiles of 16 x 32 in 4 parts; backward 16 x 8
     ("relu", BF16, 128, 9, 3),    # one row per block, a partial batch tile
     ("gru", F16, 192, 16, 2),     # 6 rows per block: a partial row tile
     ("tanh", F16, 2560, 48, 2),   # the staged state in chunks
-    ("gru", BF16, 256, 72, 2),    # 9 tiles for 8 warps: a warp takes two
+    ("gru", BF16, 256, 72, 2),    # backward 9 tiles of 16 x 8: a warp takes two; forward 16 x 32
     ("relu", F16, 64, 8, 4),      # one unit per block: one tile, 15 of its 16 rows dropped
     ("lstm", BF16, 1024, 40, 2),  # the backward's 4H gradients staged in chunks
     ("gru", BF16, 72, 8, 2),      # H % 64 != 0: the CUDA-core products
