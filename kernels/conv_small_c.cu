@@ -174,10 +174,6 @@ static_assert(sizeof(SmallCBpropArgs) == 192, "gpuarray/conv/small_c.py packs 19
 
 // -- the mma.sync instructions (sm80_ptx.cuh) by element type -------------------
 
-template <typename T> struct MmaInput;
-template <> struct MmaInput<__half> { static constexpr int value = SM80_F16; };
-template <> struct MmaInput<__nv_bfloat16> { static constexpr int value = SM80_BF16; };
-
 // d += a b for one m16n8k16 tile: a 4 registers (row-major A), b 2 (B by columns)
 template <typename T>
 __device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {

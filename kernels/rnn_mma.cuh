@@ -30,26 +30,6 @@
 #pragma once
 #include "rnn_common.cuh"
 
-template <typename T> struct Mma;
-template <> struct Mma<__half> {
-    static __device__ __forceinline__ void run(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                               unsigned b1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
-template <> struct Mma<__nv_bfloat16> {
-    static __device__ __forceinline__ void run(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                               unsigned b1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
-
 // The tasks' tiles, fixed for a launch: 16 rows x 8 * nb batches (nb of
 // the batch's 8-wide tiles, 1, 2 or 4, a task), so that a warp reads its
 // weights' fragments once for nb tiles of the state -- on 16 x 8 tiles the
@@ -151,7 +131,7 @@ __device__ __forceinline__ void mma_tile(const T *w, int L, int rows, int c0, co
     float c[SETS][NB][4] = {};
     // 64 columns a pass: the fragments of four k-steps are loaded before their
     // products, so one ldmatrix latency is paid a pass rather than one a
-    // product (the asm statements keep their order)
+    // product (the ldmatrix asm statements, volatile, keep their order)
     for (int k = task.k0; k < task.k0 + task.span; k += 64) {
         unsigned a[4][4], bf[NB][2][4];
         #pragma unroll
@@ -168,7 +148,8 @@ __device__ __forceinline__ void mma_tile(const T *w, int L, int rows, int c0, co
         for (int s = 0; s < 4; ++s) {
             #pragma unroll
             for (int b = 0; b < NB; ++b)
-                Mma<T>::run(c[s % SETS][b], a[s], bf[b][s >> 1][2 * (s & 1)], bf[b][s >> 1][2 * (s & 1) + 1]);
+                sm80::mma<MmaInput<T>::value>(c[s % SETS][b], a[s], bf[b][s >> 1][2 * (s & 1)],
+                                                bf[b][s >> 1][2 * (s & 1) + 1]);
         }
     }
     #pragma unroll

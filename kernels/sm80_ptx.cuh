@@ -5,8 +5,11 @@
 // 16-byte cp.async with zero fill and its commit/wait, ldmatrix x4 (plain
 // and transposed), the tf32 rounding of an fp32 value, and mma.sync on one
 // 16 x 8 fp32 tile: m16n8k16 for fp16 and bf16 (SM80_F16, SM80_BF16),
-// m16n8k8 for tf32 (SM80_TF32).  Users: gemm_sm80.cu, conv_small_c.cu.
+// m16n8k8 for tf32 (SM80_TF32), and MmaInput, the SM80_* of an element
+// type.  Users: gemm_sm80.cu, conv_small_c.cu, the recurrent kernels.
 #pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #define SM80_F16 0
 #define SM80_BF16 1
@@ -71,3 +74,8 @@ __device__ __forceinline__ void mma<SM80_TF32>(float (&d)[4], const unsigned (&a
 }
 
 }  // namespace sm80
+
+// The mma.sync input of an element type: sm80::mma<MmaInput<T>::value>.
+template <typename T> struct MmaInput;
+template <> struct MmaInput<__half> { static constexpr int value = SM80_F16; };
+template <> struct MmaInput<__nv_bfloat16> { static constexpr int value = SM80_BF16; };
