@@ -15,7 +15,12 @@ states, the input gradient and the three weight gradients, as
 error is within twice cuDNN's in the same dtype plus a floor (1e-5 for
 fp32, 2e-3 for 16 bits): rounding to 16 bits, and recurrences that
 amplify it over long sequences, set both sides' error, so cuDNN's own is
-the yardstick.  Prints one line per case; writes
+the yardstick.  A ReLU case that fails so is checked again against
+float64 gradients taken with our ReLU decisions, and passes if those
+errors meet the same bound and every decision that differs from
+float64's has a pre-activation within twice our output's worst error of
+zero (a 16-bit forward cannot place it; cuDNN's gradients err by 3e-2
+at H = 136 N = 64 bf16 for the same reason).  Prints one line per case; writes
 benchmarks/results/validate_rnn.json.  Exit status 1 on any failure.
 """
 import argparse
@@ -87,8 +92,48 @@ def run_case(torch, ng, nn, mode, dtype_name, H, N, T, path):
         return float((a - b).norm() / max(float(b.norm()), 1e-30))
 
     rows = {k: (err(ours[k], ref[k]), err(theirs[k], ref[k])) for k in ref}
-    ok = all(e <= 2 * t + FLOOR[dtype_name] for e, t in rows.values())
-    return layer.layer.path, rows, ok
+
+    def passes(rows):
+        return all(e <= 2 * t + FLOOR[dtype_name] for e, t in rows.values())
+
+    flips = None
+    if mode == "relu" and not passes(rows):
+        flips = relu_flips(torch, modules[torch.float64], x, grad, ours, ref)
+        flips["errors"] = {k: (err(ours[k], v), rows[k][1]) for k, v in flips.pop("ref").items()}
+    ok = passes(rows) or (flips is not None and flips["explained"] and passes(flips["errors"]))
+    return layer.layer.path, rows, ok, flips
+
+
+def relu_flips(torch, module, x, grad, ours, ref):
+    """Where a ReLU decision differs from float64's, the gradients differ by
+    that unit's whole gradient: a pre-activation within rounding of zero
+    makes the backward ill-conditioned for any 16-bit forward (cuDNN's
+    too).  Counts the decisions that differ, whether each lies within the
+    worst absolute error of ours' output of zero (so the forward, already
+    checked, explains it), and the float64 gradients taken with ours'
+    decisions (``ref``), for the case to be checked against instead."""
+    w_ih, w_hh, b_ih, b_hh = (getattr(module, f"{k}_l0").detach() for k in
+                              ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    on = ours["output"] > 0
+    xi = x.double().clone().requires_grad_(True)
+    params = [p.clone().requires_grad_(True) for p in (w_ih, w_hh, b_ih, b_hh)]
+    h, h_free, out, pre_free = 0, 0, [], []
+    for t in range(x.shape[0]):
+        pre = xi[t] @ params[0].t() + params[2] + params[3]
+        pre_free.append(pre.detach() + (h_free @ w_hh.t() if t else 0))
+        h_free = torch.relu(pre_free[-1])
+        h = (pre + (h @ params[1].t() if t else 0)) * on[t]
+        out.append(h)
+    out = torch.stack(out)
+    out.backward(grad.double())
+    pre_free = torch.stack(pre_free)
+    differ = (pre_free > 0) != on
+    tolerance = 2 * float((ours["output"] - ref["output"]).abs().max())
+    largest = float(pre_free[differ].abs().max()) if differ.any() else 0.0
+    return {"count": int(differ.sum()), "largest": largest, "explained": largest <= tolerance,
+            "ref": {"output": out.detach(), "input grad": xi.grad, "weight_ih": params[0].grad,
+                    "bias_ih": params[2].grad, "weight_hh": params[1].grad,
+                    "bias_hh": params[3].grad}}
 
 
 def main():
@@ -104,15 +149,24 @@ def main():
 
     records, failures = [], 0
     for case in cases(args.quick):
-        path, rows, ok = run_case(torch, ng, nn, *case)
+        path, rows, ok, flips = run_case(torch, ng, nn, *case)
         failures += not ok
-        worst = max(rows, key=lambda k: rows[k][0] - 2 * rows[k][1])
+        checked = rows if flips is None else flips["errors"]
+        worst = max(checked, key=lambda k: checked[k][0] - 2 * checked[k][1])
         print(f"{'ok  ' if ok else 'FAIL'} {case[0]:4} {case[1]:8} H={case[2]:<5} N={case[3]:<3} "
-              f"T={case[4]:<4} {path:10} worst {worst}: ours {rows[worst][0]:.1e}, "
-              f"cuDNN {rows[worst][1]:.1e}", flush=True)
-        records.append({"case": dict(zip(("mode", "dtype", "hidden", "batch", "seq_len"), case)),
-                        "path": path, "ok": ok,
-                        "errors": {k: {"ours": e, "cudnn": t} for k, (e, t) in rows.items()}})
+              f"T={case[4]:<4} {path:10} worst {worst}: ours {checked[worst][0]:.1e}, "
+              f"cuDNN {checked[worst][1]:.1e}", flush=True)
+        record = {"case": dict(zip(("mode", "dtype", "hidden", "batch", "seq_len"), case)),
+                  "path": path, "ok": ok,
+                  "errors": {k: {"ours": e, "cudnn": t} for k, (e, t) in rows.items()}}
+        if flips is not None:
+            print(f"     {flips['count']} ReLU decisions differ from float64's, the largest "
+                  f"|pre-activation| {flips['largest']:.1e} ({'within' if flips['explained'] else 'beyond'}"
+                  f" twice our output's worst error); errors above against float64 with our decisions")
+            record["relu_flips"] = {"count": flips["count"], "largest": flips["largest"],
+                                    "explained": flips["explained"],
+                                    "errors": {k: e for k, (e, _) in flips["errors"].items()}}
+        records.append(record)
         ng.pool.free_cached()
         torch.cuda.empty_cache()
     print(f"{len(records) - failures} of {len(records)} cases pass")

