@@ -313,7 +313,7 @@ UNROUNDED = {F16: (2.0 ** -11 * (1 + 2.0 ** -12), 1 + 2.0 ** -10),
 
 def test_forward_leaves_tensor_cores_where_their_parts_do_not_fit():
     """Where the slices of the forward's tensor-core parts leave no room, the
-    FMAs' plan serves (a stand-in sm_90 GPU: no device needed)."""
+    FMAs' plan serves (a stand-in GPU: no device needed)."""
     gpu = types.SimpleNamespace(clusters=False, sms=132, smem_optin=227 * 1024)
     layer = RNNLayer("float16", "gru", 2240, 4, 10)
     assert not persistent.Plan(layer, True, gpu.sms, gpu.smem_optin).fits
