@@ -145,7 +145,7 @@ def _launch_entries(ng, kernel, grid, block, buffer):
     from gpuarray.cuda import compiler, driver
     from gpuarray.fusion import generate
 
-    lib = driver._libcuda()
+    lib = driver.libcuda()
     cubin = compiler.compile_source(kernel.source, ng.arch, generate.HEADERS)
     name = re.search(r"__global__ void .*\) (\w+)\($", kernel.source, re.M).group(1)
     function = driver.Kernel(driver.load_module_data(cubin), name).handle

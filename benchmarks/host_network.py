@@ -121,8 +121,8 @@ def main(argv=None):
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile list")
     args = parser.parse_args(argv)
 
-    from gpuarray.cuda import driver
-    driver.encode_tiled = driver.encode_im2col = _encode
+    from gpuarray.cuda import tensor_maps
+    tensor_maps.encode_tiled = tensor_maps.encode_im2col = _encode
     ng = NetworkHostGPU()
     model = build_ours(ng, args.net, args.dtype)
     batch, size, _ = NETWORKS[args.net]

@@ -64,6 +64,7 @@ MODULES = (
     "gpuarray.conv.small_c",
     "gpuarray.conv.pooling",
     "gpuarray.cuda.driver",
+    "gpuarray.cuda.tensor_maps",
     "gpuarray.cuda.context",
     "gpuarray.cuda.stream",
     "gpuarray.cuda.mempool",

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gpuarray.conv import convolution, fastdiv, implicit_plan as plans, small_c
-from gpuarray.cuda import driver
+from gpuarray.cuda import tensor_maps as cuda_tensor_maps
 from gpuarray.gemm import catalogue as gk, replay
 from test_gemm_plan import FIELDS as GEMM_FIELDS, GemmRecordingGPU, tensor_maps  # noqa: F401
 
@@ -151,7 +151,7 @@ class _Im2colRecorder(list):
 def im2col_maps(monkeypatch):
     """Records cuTensorMapEncodeIm2col calls instead of making them (no libcuda here)."""
     calls = _Im2colRecorder()
-    monkeypatch.setattr(driver, "encode_im2col", calls.encode)
+    monkeypatch.setattr(cuda_tensor_maps, "encode_im2col", calls.encode)
     return calls
 
 

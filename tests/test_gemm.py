@@ -402,7 +402,8 @@ def _force_plan(monkeypatch, ng, tile, splits, cluster):
 CLUSTER_CASES = [("f16", (64, 32), 2), ("bf16", (64, 32), 8), ("f16", (64, 64), 3),
                  ("bf16", (64, 128), 4), ("f16", (128, 64), 5), ("bf16", (128, 128), 2),
                  ("f16", (128, 256), 2), ("tf32", (64, 32), 4), ("tf32", (128, 128), 3),
-                 ("f32", (64, 64), 3), ("f32", (128, 128), 2), ("f32u", (64, 64), 8),
+                 ("f32", (64, 64), 3), ("f32", (128, 128), 2), ("f32", (128, 256), 3),
+                 ("f32u", (64, 64), 8),
                  ("f32u", (128, 128), 4)]
 #: K-tile depth of the forced kernels
 CLUSTER_BK = {"tf32": 32, "f32": 16, "f32u": 8}
@@ -446,6 +447,28 @@ def test_cluster_k_split(gpu_ng, monkeypatch, kind, tile, cluster, even):
     if even:
         for ours, theirs in zip(results[0], split):
             assert np.array_equal(ours, theirs)
+
+
+def test_wide_ffma_tile(gpu_ng, monkeypatch):
+    """The exact-fp32 kernel of 128 outputs a thread (128 x 256 tiles, A
+    K-contiguous, B N-contiguous), forced: ragged M, N and K (rows and
+    columns past C and the last K-tile's zeros), several tiles a row of C,
+    an epilogue of bias, alpha, beta and relu, and a C finished as float4s."""
+    ng = gpu_ng
+    m, n, k = 300, 268, 84  # strides of whole float4s (the aligned kernels), ragged tiles
+    rng = np.random.default_rng(7)
+    A, a = _operand(ng, rng, m, k, F32, False)
+    B, b = _operand(ng, rng, k, n, F32, False)
+    bias = rng.standard_normal(n).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    _force_plan(monkeypatch, ng, (128, 256), 1, 1)
+    C = ng.array(c0)
+    ng.dot(A, B, C, alpha=0.5, beta=0.25, relu=True, bias=ng.array(bias))
+    assert ng.last_gemm.name == "ga_gemm_ffma_128x256x16_f32_kn"
+    _check(C.get(), np.maximum(0.5 * (a @ b) + bias, 0) + 0.25 * c0.astype(np.float64), "f32")
+    fast = ng.empty((m, 272), np.float32)[:, :n]  # rows on 16 bytes: float4 stores
+    ng.dot(A, B, fast)
+    _check(fast.get(), a @ b, "f32")
 
 
 @pytest.mark.parametrize("out_dtype", [F16, BF16, F32], ids=dtype_id)

@@ -9,7 +9,7 @@ epilogue flags -- and the chosen kernel must exist in the catalogue.
 import numpy as np
 import pytest
 
-from gpuarray.cuda import driver
+from gpuarray.cuda import tensor_maps as cuda_tensor_maps
 from gpuarray.gemm import catalogue as gk, plan as gemm_plan, replay, tiles
 from test_dispatch import RecordingGPU
 
@@ -82,7 +82,7 @@ def tensor_maps(monkeypatch):
                           box=tuple(box), swizzle=swizzle_bytes, tf32=tf32))
         return bytes(128)
 
-    monkeypatch.setattr(driver, "encode_tiled", encode)
+    monkeypatch.setattr(cuda_tensor_maps, "encode_tiled", encode)
     return calls
 
 
@@ -272,6 +272,20 @@ def test_long_k_fp32_product_splits_k_in_two_kernels(ng):
     name, grid, block, args, shared = ng.launches[0]
     assert name.startswith("ga_gemm_ffma_") and args["cluster"] == 1 and args["splits"] > 1
     assert ng.launches[-1][0] == "ga_gemm_splitk_reduce"
+
+
+@pytest.mark.parametrize("m, n, k, transposed_a, tile", [
+    (4096, 4096, 4096, False, "128x256"),   # A K-contiguous: the wide tile, 2-4% faster (H200)
+    (4096, 4096, 4096, True, "128x128"),    # A M-contiguous: built in 128x128 only
+    (3072, 3072, 3072, False, "128x128"),   # 24 wide tiles in its last wave: 128x128's alone run faster
+])
+def test_large_fp32_products_take_the_wide_ffma_tile_where_it_is_faster(ng, m, n, k, transposed_a, tile):
+    A = ng.empty((k, m), np.float32).T if transposed_a else ng.empty((m, k), np.float32)
+    ng.dot(A, ng.empty((k, n), np.float32), ng.empty((m, n), np.float32))
+    name, grid, block, args, shared = ng.launches[0]
+    assert name.startswith(f"ga_gemm_ffma_{tile}x16_") and args["splits"] == 1
+    if tile == "128x256":
+        assert grid[0] == -(-m // 128) * -(-n // 256) and block[0] == 256 and shared == 75264
 
 
 def test_fp32_product_with_a_bias_leaves_its_epilogue_to_the_split_k_reduce(ng):

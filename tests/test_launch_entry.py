@@ -266,7 +266,7 @@ def test_cluster_launch_through_ctypes(monkeypatch):
                           ctypes.string_at(first, 512), extra))
             return 0
 
-    monkeypatch.setattr(driver, "_libcuda", lambda: _Cuda())
+    monkeypatch.setattr(driver, "libcuda", lambda: _Cuda())
     monkeypatch.setattr(driver, "_entries", [driver.CTYPES_ENTRY])
     kernel = type("K", (), {"name": "k", "address": 1234, "max_cluster": 8})()
     clustered = driver.ClusterKernel(kernel, 4)

@@ -14,7 +14,7 @@ import struct
 
 import numpy as np
 
-from ..cuda import driver
+from ..cuda import tensor_maps
 from ..gemm import catalogue as gk, tiles as gemm_tiles
 from ..gemm.replay import GemmPlan, TensorMap, sm90_kernel, with_output_map
 from . import fastdiv
@@ -105,7 +105,7 @@ class Im2colMap(TensorMap):
         self.encoded = {}
 
     def _make(self, ptr):
-        return driver.encode_im2col(ptr, *self.geometry)
+        return tensor_maps.encode_im2col(ptr, *self.geometry)
 
 
 def bprop_layer(layer):

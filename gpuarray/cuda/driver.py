@@ -1,11 +1,10 @@
 """Driver calls pycuda lacks, made through ctypes on libcuda: modules, kernels, launches.
 
-In: a tensor's device address, element type, extents and strides, and the
-tile box a kernel copies; or a cubin and a kernel's arguments as bytes.
-Out: the 128-byte ``CUtensorMap`` that a TMA kernel receives by value (the
-bulk tensor copy engine reads its layout from it), loaded modules and
+In: a cubin and a kernel's arguments as bytes.  Out: loaded modules and
 :class:`Kernel` s launched on this thread's stream, and whether the
-current context hit an unrecoverable (sticky) error.
+current context hit an unrecoverable (sticky) error.  The libcuda handle
+lives here (:func:`libcuda`); the copy engine's tensor maps are encoded
+through it by :mod:`gpuarray.cuda.tensor_maps`.
 
 Every kernel the library launches -- generated (fused) and hand-written --
 is loaded and launched here.  A launch goes through the compiled entry
@@ -23,28 +22,7 @@ routes.  Memory and contexts stay with pycuda.
 import ctypes
 import ctypes.util
 
-import numpy as np
-
-from ..core import dtypes
 from . import stream
-
-TENSOR_MAP_BYTES = 128
-
-# CUtensorMapDataType
-_DATA_TYPE = {
-    np.dtype(np.float16): 6,
-    np.dtype(np.float32): 7,
-    dtypes.bfloat16: 9,
-    # the copy engine moves FP8 as bytes (it has no FP8 type)
-    dtypes.float8_e4m3fn: 0,
-    dtypes.float8_e5m2: 0,
-}
-_TFLOAT32 = 11
-# CUtensorMapSwizzle, by the width in bytes of the swizzled row
-SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
-_INTERLEAVE_NONE = 0
-_L2_PROMOTION_256B = 3
-_OOB_FILL_ZEROS = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds reads give zeros
 
 _lib = []
 
@@ -64,7 +42,8 @@ class DriverError(RuntimeError):
 OUT_OF_MEMORY = 2
 
 
-def _libcuda():
+def libcuda():
+    """The driver library (ctypes), loaded once, with the argument types of the calls made here."""
     if not _lib:
         name = ctypes.util.find_library("cuda") or "libcuda.so.1"
         lib = ctypes.CDLL(name)
@@ -78,114 +57,8 @@ def _libcuda():
                                          ctypes.c_void_p]
         lib.cuMemcpyDtoHAsync_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t,
                                              ctypes.c_void_p]
-        lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
-        lib.cuTensorMapEncodeTiled.argtypes = [
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
-            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
-            ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
-            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-        lib.cuTensorMapEncodeIm2col.restype = ctypes.c_int
-        lib.cuTensorMapEncodeIm2col.argtypes = [
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
-            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
-            ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.c_uint32,
-            ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32),
-            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
         _lib.append(lib)
     return _lib[0]
-
-
-def encode_tiled(ptr, dtype, dims, strides, box, swizzle_bytes, tf32=False):
-    """Encode a tiled TMA descriptor.
-
-    Parameters
-    ----------
-    ptr : int
-        Device address of element (0, 0, ...); 16-byte aligned.
-    dtype : numpy.dtype
-        float16, bfloat16, float32 or an FP8 type.
-    dims : sequence of int
-        Extents, innermost (contiguous) first.
-    strides : sequence of int
-        Byte strides of dims[1:], each a multiple of 16.
-    box : sequence of int
-        Extents of the tile one copy moves, innermost first.
-    swizzle_bytes : int
-        0, 32, 64 or 128: the shared-memory swizzle the kernel reads with.
-    tf32 : bool
-        Mark float32 data as TF32 (the copy engine rounds it).
-
-    Returns
-    -------
-    bytes
-        The 128-byte descriptor.
-    """
-    rank = len(dims)
-    out = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)
-    # CUtensorMap is 64-byte aligned
-    address = (ctypes.addressof(out) + 63) & ~63
-    data_type = _TFLOAT32 if tf32 else _DATA_TYPE[np.dtype(dtype)]
-    result = _libcuda().cuTensorMapEncodeTiled(
-        address, data_type, rank, ptr,
-        (ctypes.c_uint64 * rank)(*dims), (ctypes.c_uint64 * (rank - 1))(*strides),
-        (ctypes.c_uint32 * rank)(*box), (ctypes.c_uint32 * rank)(*([1] * rank)),
-        _INTERLEAVE_NONE, SWIZZLE[swizzle_bytes], _L2_PROMOTION_256B, _OOB_FILL_ZEROS)
-    if result != 0:
-        raise DriverError(
-            f"cuTensorMapEncodeTiled failed (CUresult {result}) for dims={tuple(dims)} "
-            f"strides={tuple(strides)} box={tuple(box)} at address {ptr:#x}")
-    return ctypes.string_at(address, TENSOR_MAP_BYTES)
-
-
-def encode_im2col(ptr, dtype, dims, strides, lower, upper, channels, pixels, element_strides,
-                  swizzle_bytes):
-    """Encode an im2col TMA descriptor (implicit-GEMM convolution's activation gather).
-
-    Parameters
-    ----------
-    ptr : int
-        Device address of the NHWC (or NDHWC) tensor; 16-byte aligned.
-    dtype : numpy.dtype
-        float16 or bfloat16 (or float32).
-    dims : sequence of int
-        Extents innermost first: C, W, H, [D,] N.
-    strides : sequence of int
-        Byte strides of dims[1:], each a multiple of 16.
-    lower, upper : sequence of int
-        The pixel bounding box's corners along W, H, [D] (innermost first),
-        relative to the tensor's first and last position: the range of
-        window starts (lower = -pad, upper = pad - dil * (extent - 1)).
-    channels : int
-        Channels one copy moves per pixel (at most 256, and 128 bytes with
-        the 128-byte swizzle).
-    pixels : int
-        Pixels (output positions) one copy moves.
-    element_strides : sequence of int
-        Traversal step per dim (the convolution's strides; 1 for C and N).
-    swizzle_bytes : int
-        0, 32, 64 or 128.
-
-    Returns
-    -------
-    bytes
-        The 128-byte descriptor.
-    """
-    rank = len(dims)
-    spatial = rank - 2
-    out = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)
-    address = (ctypes.addressof(out) + 63) & ~63
-    result = _libcuda().cuTensorMapEncodeIm2col(
-        address, _DATA_TYPE[np.dtype(dtype)], rank, ptr,
-        (ctypes.c_uint64 * rank)(*dims), (ctypes.c_uint64 * (rank - 1))(*strides),
-        (ctypes.c_int * spatial)(*lower), (ctypes.c_int * spatial)(*upper), channels, pixels,
-        (ctypes.c_uint32 * rank)(*element_strides), _INTERLEAVE_NONE, SWIZZLE[swizzle_bytes],
-        _L2_PROMOTION_256B, _OOB_FILL_ZEROS)
-    if result != 0:
-        raise DriverError(
-            f"cuTensorMapEncodeIm2col failed (CUresult {result}) for dims={tuple(dims)} "
-            f"strides={tuple(strides)} corners={tuple(lower)}/{tuple(upper)} "
-            f"channels={channels} pixels={pixels} at address {ptr:#x}")
-    return ctypes.string_at(address, TENSOR_MAP_BYTES)
 
 
 def _error_text(getter, result):
@@ -196,7 +69,7 @@ def _error_text(getter, result):
 
 def _check(result, what):
     if result != 0:
-        raise DriverError(f"{what} failed: {_error_text(_libcuda().cuGetErrorName, result)} "
+        raise DriverError(f"{what} failed: {_error_text(libcuda().cuGetErrorName, result)} "
                           f"({result})", result)
 
 
@@ -216,7 +89,7 @@ def sticky_error():
         The driver's description of the sticky error (e.g. "an illegal
         memory access was encountered"), found by synchronizing the context.
     """
-    lib = _libcuda()
+    lib = libcuda()
     result = lib.cuCtxSynchronize()
     if result in STICKY_ERRORS:
         return _error_text(lib.cuGetErrorString, result)
@@ -226,7 +99,7 @@ def sticky_error():
 def load_module(path):
     """Load a cubin or fatbin into the current context; returns its handle."""
     module = ctypes.c_void_p()
-    _check(_libcuda().cuModuleLoad(ctypes.byref(module), str(path).encode()), f"loading {path}")
+    _check(libcuda().cuModuleLoad(ctypes.byref(module), str(path).encode()), f"loading {path}")
     return module
 
 
@@ -237,7 +110,7 @@ def load_module_data(image):
     when the device had no room for the module's code.
     """
     module = ctypes.c_void_p()
-    _check(_libcuda().cuModuleLoadData(ctypes.byref(module), image), "loading a compiled kernel")
+    _check(libcuda().cuModuleLoadData(ctypes.byref(module), image), "loading a compiled kernel")
     return module
 
 
@@ -265,7 +138,7 @@ class Kernel:
     def __init__(self, module, name, smem=0, arg_format=None, source=None):
         self.name, self.arg_format, self.source = name, arg_format, source
         self.handle = ctypes.c_void_p()
-        _check(_libcuda().cuModuleGetFunction(ctypes.byref(self.handle), module, name.encode()),
+        _check(libcuda().cuModuleGetFunction(ctypes.byref(self.handle), module, name.encode()),
                f"looking up kernel {name}")
         self.address = self.handle.value
         self.smem = 48 * 1024
@@ -275,7 +148,7 @@ class Kernel:
         """Let launches ask for ``smem`` bytes of dynamic shared memory."""
         if smem > self.smem:
             # blocks get more than 48 KB of shared memory only on request
-            _check(_libcuda().cuFuncSetAttribute(self.handle, self._MAX_DYNAMIC_SHARED, smem),
+            _check(libcuda().cuFuncSetAttribute(self.handle, self._MAX_DYNAMIC_SHARED, smem),
                    f"raising {self.name}'s shared memory to {smem} bytes")
             self.smem = smem
 
@@ -284,7 +157,7 @@ class Kernel:
         blocks share one GPC, and only some GPCs hold 16 of them: ask
         :meth:`ClusterKernel.max_active` how many fit)."""
         if self.max_cluster < 16:
-            _check(_libcuda().cuFuncSetAttribute(self.handle, self._NON_PORTABLE_CLUSTERS, 1),
+            _check(libcuda().cuFuncSetAttribute(self.handle, self._NON_PORTABLE_CLUSTERS, 1),
                    f"allowing {self.name} clusters of 16 blocks")
             self.max_cluster = 16
 
@@ -328,8 +201,8 @@ class Kernel:
         """As :meth:`launch`, with every block resident at once (a kernel with a
         grid-wide barrier); the driver refuses a grid that cannot be."""
         params, _keep = _parameter_block(data)
-        _check(_libcuda().cuLaunchCooperativeKernel(self.handle, *grid, *block, smem,
-                                                    stream.current_handle(), params),
+        _check(libcuda().cuLaunchCooperativeKernel(self.handle, *grid, *block, smem,
+                                                   stream.current_handle(), params),
                f"launching {self.name} cooperatively")
 
 
@@ -383,8 +256,8 @@ class ClusterKernel:
         so this can be less than the multiprocessors over ``size``."""
         count = ctypes.c_int()
         config = _LaunchConfig((self.size, 1, 1), block, smem, None, *_launch_attributes(self.size, False))
-        _check(_libcuda().cuOccupancyMaxActiveClusters(ctypes.byref(count), self.kernel.handle,
-                                                       ctypes.byref(config)),
+        _check(libcuda().cuOccupancyMaxActiveClusters(ctypes.byref(count), self.kernel.handle,
+                                                      ctypes.byref(config)),
                f"asking how many clusters of {self.size} blocks of {self.name} fit")
         return count.value
 
@@ -402,7 +275,7 @@ class ClusterKernel:
 def memset_d32(ptr, value, count):
     """Queue setting ``count`` 32-bit words at device address ``ptr`` to ``value``
     on this thread's stream."""
-    _check(_libcuda().cuMemsetD32Async(ptr, value, count, stream.current_handle()),
+    _check(libcuda().cuMemsetD32Async(ptr, value, count, stream.current_handle()),
            "cuMemsetD32Async")
 
 
@@ -436,9 +309,9 @@ def _compiled_entry():
         from . import launch_entry
     except ImportError:
         return None
-    launch_entry.bind(ctypes.cast(_libcuda().cuLaunchKernel, ctypes.c_void_p).value)
-    launch_entry.bind_ex(ctypes.cast(_libcuda().cuLaunchKernelEx, ctypes.c_void_p).value)
-    launch_entry.bind_copy(ctypes.cast(_libcuda().cuMemcpyDtoHAsync_v2, ctypes.c_void_p).value)
+    launch_entry.bind(ctypes.cast(libcuda().cuLaunchKernel, ctypes.c_void_p).value)
+    launch_entry.bind_ex(ctypes.cast(libcuda().cuLaunchKernelEx, ctypes.c_void_p).value)
+    launch_entry.bind_copy(ctypes.cast(libcuda().cuMemcpyDtoHAsync_v2, ctypes.c_void_p).value)
     return (launch_entry.launch_packed, launch_entry.launch_struct, launch_entry.launch_struct_cluster,
             launch_entry.copy_to_host)
 
@@ -449,7 +322,7 @@ def entry_name():
 
 
 def _ctypes_copy(dst, src, nbytes, stream_handle):
-    return _libcuda().cuMemcpyDtoHAsync_v2(dst, src, nbytes, stream_handle or None)
+    return libcuda().cuMemcpyDtoHAsync_v2(dst, src, nbytes, stream_handle or None)
 
 
 def packed_extra(data):
@@ -465,12 +338,12 @@ def packed_extra(data):
 
 def _ctypes_packed(function, grid, block, data, smem, stream_handle):
     _buffer, _size, extra = packed_extra(data)
-    return _libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, None, extra)
+    return libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, None, extra)
 
 
 def _ctypes_struct(function, grid, block, data, smem, stream_handle):
     params, _keep = _parameter_block(data)
-    return _libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, params, None)
+    return libcuda().cuLaunchKernel(function, *grid, *block, smem, stream_handle, params, None)
 
 
 def _launch_attributes(size, dependent):
@@ -493,7 +366,7 @@ def _ctypes_cluster(function, grid, block, data, smem, stream_handle, cluster, d
     attributes, count = _launch_attributes(cluster, dependent)
     config = _LaunchConfig(grid, block, smem, stream_handle or None, attributes, count)
     params, _keep = _parameter_block(data)
-    return _libcuda().cuLaunchKernelEx(ctypes.byref(config), function, params, None)
+    return libcuda().cuLaunchKernelEx(ctypes.byref(config), function, params, None)
 
 
 #: the entry points where the compiled entry is not built (or a test asks for them)

@@ -12,7 +12,7 @@ pool and DLPack export order streams by raw handle, which pycuda's
 """
 import ctypes
 
-from .driver import _check, _libcuda
+from .driver import _check, libcuda
 
 #: CU_EVENT_DISABLE_TIMING: recording and waiting cost less without a timestamp
 _DISABLE_TIMING = 2
@@ -37,7 +37,7 @@ class EventHandle:
 
     def __init__(self, timing=True):
         self.timing = bool(timing)
-        self._lib = _libcuda()
+        self._lib = libcuda()
         self.handle = ctypes.c_void_p()
         _check(self._lib.cuEventCreate(ctypes.byref(self.handle),
                                        0 if timing else _DISABLE_TIMING), "cuEventCreate")
@@ -76,7 +76,7 @@ class EventHandle:
 
 def wait(stream_handle, event):
     """Make later work on ``stream_handle`` wait (on the device) for ``event``."""
-    _check(_libcuda().cuStreamWaitEvent(_stream(stream_handle), event.handle, 0),
+    _check(libcuda().cuStreamWaitEvent(_stream(stream_handle), event.handle, 0),
            "cuStreamWaitEvent")
 
 

@@ -13,7 +13,7 @@ is capturing, which the stricter modes refuse.
 """
 import ctypes
 
-from .driver import _check, _libcuda, packed_extra
+from .driver import _check, libcuda, packed_extra
 
 #: CU_STREAM_CAPTURE_MODE_RELAXED
 _RELAXED = 2
@@ -21,14 +21,14 @@ _RELAXED = 2
 
 def begin(stream_handle):
     """Start capturing the work queued on ``stream_handle``."""
-    _check(_libcuda().cuStreamBeginCapture_v2(ctypes.c_void_p(stream_handle), _RELAXED),
+    _check(libcuda().cuStreamBeginCapture_v2(ctypes.c_void_p(stream_handle), _RELAXED),
            "cuStreamBeginCapture")
 
 
 def end(stream_handle):
     """Stop capturing; returns the captured ``CUgraph`` handle."""
     graph = ctypes.c_void_p()
-    _check(_libcuda().cuStreamEndCapture(ctypes.c_void_p(stream_handle), ctypes.byref(graph)),
+    _check(libcuda().cuStreamEndCapture(ctypes.c_void_p(stream_handle), ctypes.byref(graph)),
            "cuStreamEndCapture")
     return graph
 
@@ -39,7 +39,7 @@ def last_node(stream_handle):
     kernel node."""
     status, graph = ctypes.c_int(), ctypes.c_void_p()
     nodes, count = ctypes.POINTER(ctypes.c_void_p)(), ctypes.c_size_t()
-    lib, handle = _libcuda(), ctypes.c_void_p(stream_handle)
+    lib, handle = libcuda(), ctypes.c_void_p(stream_handle)
     if hasattr(lib, "cuStreamGetCaptureInfo_v3"):
         result = lib.cuStreamGetCaptureInfo_v3(handle, ctypes.byref(status), None,
                                                ctypes.byref(graph), ctypes.byref(nodes),
@@ -77,7 +77,7 @@ class KernelArguments:
         self._params = _KernelNodeParams(function, (ctypes.c_uint * 3)(*grid),
                                          (ctypes.c_uint * 3)(*block), 0, None, self._extra,
                                          None, None)
-        self._call = (_libcuda().cuGraphExecKernelNodeSetParams_v2, executable,
+        self._call = (libcuda().cuGraphExecKernelNodeSetParams_v2, executable,
                       ctypes.c_void_p(node), ctypes.byref(self._params))
 
     def apply(self):
@@ -91,9 +91,9 @@ class KernelArguments:
 def abandon(stream_handle):
     """End a capture that failed half-way and drop what it recorded."""
     graph = ctypes.c_void_p()
-    if _libcuda().cuStreamEndCapture(ctypes.c_void_p(stream_handle), ctypes.byref(graph)) == 0:
+    if libcuda().cuStreamEndCapture(ctypes.c_void_p(stream_handle), ctypes.byref(graph)) == 0:
         if graph.value:
-            _libcuda().cuGraphDestroy(graph)
+            libcuda().cuGraphDestroy(graph)
 
 
 class Graph:
@@ -102,10 +102,10 @@ class Graph:
     def __init__(self, graph):
         self._graph = graph
         self._exec = ctypes.c_void_p()
-        _check(_libcuda().cuGraphInstantiateWithFlags(ctypes.byref(self._exec), graph,
-                                                      ctypes.c_ulonglong(0)),
+        _check(libcuda().cuGraphInstantiateWithFlags(ctypes.byref(self._exec), graph,
+                                                     ctypes.c_ulonglong(0)),
                "cuGraphInstantiate")
-        self._launch = _libcuda().cuGraphLaunch
+        self._launch = libcuda().cuGraphLaunch
 
     def launch(self, stream_handle=None):
         """Queue the whole graph on ``stream_handle`` (None: the default stream)."""
@@ -121,7 +121,7 @@ class Graph:
 
     def __del__(self):
         try:
-            lib = _libcuda()
+            lib = libcuda()
             if self._exec.value:
                 lib.cuGraphExecDestroy(self._exec)
             if self._graph.value:

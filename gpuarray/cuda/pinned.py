@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from .driver import _libcuda
+from .driver import libcuda
 from .mempool import round_size
 
 #: CU_POINTER_ATTRIBUTE_MEMORY_TYPE, and its answer for page-locked host memory
@@ -29,8 +29,8 @@ def is_page_locked(array):
     if array.nbytes == 0:
         return False
     kind = ctypes.c_uint()
-    result = _libcuda().cuPointerGetAttribute(ctypes.byref(kind), _MEMORY_TYPE,
-                                              ctypes.c_void_p(array.ctypes.data))
+    result = libcuda().cuPointerGetAttribute(ctypes.byref(kind), _MEMORY_TYPE,
+                                             ctypes.c_void_p(array.ctypes.data))
     # pageable memory is unknown to the driver: the call fails
     return result == 0 and kind.value == _MEMORYTYPE_HOST
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.array import Tensor
-from ..cuda import driver, stream
+from ..cuda import stream, tensor_maps
 from . import catalogue as gk
 
 _PTRS = struct.Struct("<6Q")
@@ -121,7 +121,7 @@ class TensorMap:
 
     def _make(self, ptr):
         dtype, dims, strides, box, swizzle, tf32 = self.geometry
-        return driver.encode_tiled(ptr, dtype, dims, strides, box, swizzle, tf32=tf32)
+        return tensor_maps.encode_tiled(ptr, dtype, dims, strides, box, swizzle, tf32=tf32)
 
 
 def output_map(ints, strides, bn, transposed=False):

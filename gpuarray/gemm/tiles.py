@@ -68,6 +68,19 @@ _FFMA_CLUSTER_MAX_K = 512
 # about 3.5x faster than one of four; the 128x128 ones (8 warps, 2 an SM)
 # did not run faster alone (1000x256x784 in 128 clusters of 8: 31 us)
 _LONE_BLOCK_EXPONENT = 0.9
+# ... but in the last, part-filled wave of a long launch they do: at
+# 3072^3 (576 blocks of 128x128, 2 an SM: two full waves, then 48 blocks
+# alone on their SMs) the last wave took 0.53 of a full one's time (H200).
+# It is what keeps the one-an-SM 128x256 tiles off such launches (24
+# blocks in their last wave, at full cost: 1708 against 1476 us).
+_LONE_TAIL = 0.55
+# A 128x256 FFMA block (one an SM) overlaps nothing with its tile's start
+# and end (the ring's first copies, 128 KB of C stored): fitted to eleven
+# forced pairs of 128x256 and 128x128 tiles (H200), where the wide tile
+# lost with 16-64 K-tiles a block over several waves or splits (1024^3 in
+# 4 splits 72.9 against 66.5 us, 4608x4608x1024 1042 against 989) and won
+# 2-4% from 128 K-tiles (4096^3 3007 against 3111)
+_FFMA_ALONE_TILE_S = 10e-6
 # FFMA kernels finishing their outputs one at a time (a bias, beta, a
 # 16-bit C; a float32 C with at most relu goes out as float4s): a fixed
 # part and a part per output a thread, the loads of the bias not
@@ -135,6 +148,7 @@ CONFIGS = (
     Config("sm80u", 64, 64, 32, 128, 20480, _HALF, per_sm=3, efficiency=0.2),
     Config("sm80u", 128, 128, 32, 256, 65536, _TF32, per_sm=1, efficiency=0.32),
     Config("sm80u", 64, 64, 32, 128, 32768, _TF32, per_sm=3, efficiency=0.25),
+    Config("ffma", 128, 256, 16, 256, 75264, _F32, ("kn",), per_sm=1, efficiency=0.745),
     Config("ffma", 128, 128, 16, 256, 50688, _F32, ("kn", "mn", "mk"), per_sm=2,
            efficiency=0.72),
     Config("ffma", 128, 128, 8, 256, 16896, _F32, ("kk",), per_sm=2, efficiency=0.66),
@@ -288,11 +302,24 @@ def _ffma_tile(gpu, prob, cfg, per_tile, blocks, k_chunk, splits, cluster):
         # fewer blocks than slots: each shares its SM's FFMA pipes with fewer others
         per_tile /= (cfg.per_sm / min(cfg.per_sm, -(-blocks // gpu.sms))) ** _LONE_BLOCK_EXPONENT
     per_tile = max(per_tile, k_chunk // cfg.bk * _KTILE_MIN_S[cfg.family])
+    if cfg.per_sm == 1:
+        per_tile += _FFMA_ALONE_TILE_S
     if cluster > 1:
         per_tile += _FFMA_CLUSTER_S + (cluster - 1) * _FFMA_CLUSTER_BLOCK_S
     if splits == 1 and element_epilogue(prob):
         per_tile += _FFMA_ELEMENT_FIXED_S + cfg.bm * cfg.bn / (cfg.threads * cluster) * _FFMA_ELEMENT_S
     return per_tile
+
+
+def _ffma_waves(gpu, cfg, blocks, waves):
+    """Waves of a launch in units of a full wave's time: an FFMA launch of
+    two blocks an SM whose last wave leaves each block alone on its SM
+    gets that wave at the lone blocks' speed (single waves keep their
+    calibrated whole-wave cost)."""
+    last = blocks - (waves - 1) * gpu.sms * cfg.per_sm
+    if cfg.family.startswith("ffma") and cfg.per_sm == 2 and waves > 1 and last <= gpu.sms:
+        return waves - 1 + _LONE_TAIL
+    return waves
 
 
 def model_time(gpu, prob, cfg, splits, cluster=1):
@@ -311,7 +338,7 @@ def model_time(gpu, prob, cfg, splits, cluster=1):
             per_tile += _CLUSTER_S + (cluster - 1) * cfg.bm * cfg.bn * 4 / _DSMEM_BYTES_PER_S
     elif cfg.family.startswith("ffma"):
         per_tile = _ffma_tile(gpu, prob, cfg, per_tile, blocks, k_chunk, splits, cluster)
-    compute = waves * per_tile
+    compute = _ffma_waves(gpu, cfg, blocks, waves) * per_tile
     isz = prob.dtype.itemsize
     stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * DRAM_BYTES_PER_S / slots)
     kb = prob.k * prob.kbatch
