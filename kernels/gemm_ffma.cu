@@ -49,6 +49,7 @@
 //   ga_gemm_ffma_128x256x16_f32_kn            256      75264  3      1 / 1      8 x 16
 //   ga_gemm_ffma_128x128x16_f32_{kn,mn,mk}    256      50688  3      2 / 1      8 x 8
 //   ga_gemm_ffma_128x128x8_f32_kk             256      16896  2      2 / 1      8 x 8
+//   ga_gemm_ffma_128x256x16_f32_kk            256      50176  2      1 / 1      8 x 16
 //   ga_gemm_ffmau_128x128x8_f32_{kn,kk,mn,mk} 256      16896  2      2 / 1      8 x 8
 //   ga_gemm_ffma_64x64x16_f32_{kn,kk,mn,mk}   128      26112  3      4 / 4      8 x 4
 //   ga_gemm_ffmau_64x64x8_f32_{kn,kk,mn,mk}   128       8704  2      4 / 4      8 x 4
@@ -59,8 +60,9 @@
 // (SASS of the main loop: 6 fragment loads for 128 FFMAs a k, not 4 for
 // 64), at the price of one block an SM waiting at each K-tile's barrier:
 // on the H200 it ran 2-4% faster than 128 x 128 in layout kn, 3% slower in
-// mn, and 256 x 128 (16 x 8 a thread) was slower in both; only 128 x 256
-// kn is built.
+// mn, and 256 x 128 (16 x 8 a thread) was slower in both.  In kk, with
+// BK = 16 (both operands staged in registers fit beside 128 accumulators
+// at one block an SM), 2-6% faster than 128 x 128 x 8; at BK = 8, slower.
 // ffma (aligned) needs: a and b 16-byte aligned; the non-unit operand
 // strides (a_m for A "k", a_k for A "m", b_k for B "n", b_n for B "k") and
 // batch_a, batch_b multiples of 4 elements.  M, N, K, ldc and C: anything.
@@ -401,11 +403,12 @@ GA_D void gemm(const GemmArgs &p) {
 
 // (FFMA_NO_INSTANCES: the templates without the kernels, for test harnesses)
 #ifndef FFMA_NO_INSTANCES
-// kk stages both operands through registers (no cp.async side), which at
-// BK = 16 would need more than the 128 registers of two blocks per SM
+// the wide tile, then 128 x 128, whose kk stages both operands through
+// registers (no cp.async side): BK = 16 would need more than 128 registers
 FFMA_KERNEL(ffma, true, 3, 128, 256, 16, 8, 16, 256, 1, k, n)
 FFMA_KERNEL(ffma, true, 3, 128, 128, 16, 8, 8, 256, FFMA_128_BLOCKS, k, n)
 FFMA_KERNEL(ffma, true, 2, 128, 128, 8, 8, 8, 256, FFMA_128_BLOCKS, k, k)
+FFMA_KERNEL(ffma, true, 2, 128, 256, 16, 8, 16, 256, 1, k, k)
 FFMA_KERNEL(ffma, true, 3, 128, 128, 16, 8, 8, 256, FFMA_128_BLOCKS, m, n)
 FFMA_KERNEL(ffma, true, 3, 128, 128, 16, 8, 8, 256, FFMA_128_BLOCKS, m, k)
 FFMA_LAYOUTS(ffmau, false, 2, 128, 128, 8, 8, 8, 256, FFMA_128_BLOCKS)

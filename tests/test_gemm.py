@@ -449,22 +449,23 @@ def test_cluster_k_split(gpu_ng, monkeypatch, kind, tile, cluster, even):
             assert np.array_equal(ours, theirs)
 
 
-def test_wide_ffma_tile(gpu_ng, monkeypatch):
-    """The exact-fp32 kernel of 128 outputs a thread (128 x 256 tiles, A
-    K-contiguous, B N-contiguous), forced: ragged M, N and K (rows and
+@pytest.mark.parametrize("layout", ["kn", "kk"])
+def test_wide_ffma_tile(gpu_ng, monkeypatch, layout):
+    """The exact-fp32 kernels of 128 outputs a thread (128 x 256 tiles, A
+    K-contiguous, B N- or K-contiguous), forced: ragged M, N and K (rows and
     columns past C and the last K-tile's zeros), several tiles a row of C,
     an epilogue of bias, alpha, beta and relu, and a C finished as float4s."""
     ng = gpu_ng
     m, n, k = 300, 268, 84  # strides of whole float4s (the aligned kernels), ragged tiles
     rng = np.random.default_rng(7)
     A, a = _operand(ng, rng, m, k, F32, False)
-    B, b = _operand(ng, rng, k, n, F32, False)
+    B, b = _operand(ng, rng, k, n, F32, layout == "kk")
     bias = rng.standard_normal(n).astype(np.float32)
     c0 = rng.standard_normal((m, n)).astype(np.float32)
     _force_plan(monkeypatch, ng, (128, 256), 1, 1)
     C = ng.array(c0)
     ng.dot(A, B, C, alpha=0.5, beta=0.25, relu=True, bias=ng.array(bias))
-    assert ng.last_gemm.name == "ga_gemm_ffma_128x256x16_f32_kn"
+    assert ng.last_gemm.name == f"ga_gemm_ffma_128x256x16_f32_{layout}"
     _check(C.get(), np.maximum(0.5 * (a @ b) + bias, 0) + 0.25 * c0.astype(np.float64), "f32")
     fast = ng.empty((m, 272), np.float32)[:, :n]  # rows on 16 bytes: float4 stores
     ng.dot(A, B, fast)

@@ -274,18 +274,22 @@ def test_long_k_fp32_product_splits_k_in_two_kernels(ng):
     assert ng.launches[-1][0] == "ga_gemm_splitk_reduce"
 
 
-@pytest.mark.parametrize("m, n, k, transposed_a, tile", [
-    (4096, 4096, 4096, False, "128x256"),   # A K-contiguous: the wide tile, 2-4% faster (H200)
-    (4096, 4096, 4096, True, "128x128"),    # A M-contiguous: built in 128x128 only
-    (3072, 3072, 3072, False, "128x128"),   # 24 wide tiles in its last wave: 128x128's alone run faster
+@pytest.mark.parametrize("m, n, k, layout, kernel", [
+    (4096, 4096, 4096, "kn", "128x256x16"),  # the wide tile, 2-4% faster (H200)
+    (4096, 4096, 4096, "mn", "128x128x16"),  # A M-contiguous: no wide tile
+    (3072, 3072, 3072, "kn", "128x128x16"),  # 24 wide tiles in its last wave: 128x128's alone run faster
+    (4608, 4608, 1024, "kn", "128x128x16"),  # 64 K-tiles a block over 5 waves: the wide tile's ends cost
+    (3072, 3072, 3072, "kk", "128x256x16"),  # 128x128x8 kk's lone blocks run no faster
 ])
-def test_large_fp32_products_take_the_wide_ffma_tile_where_it_is_faster(ng, m, n, k, transposed_a, tile):
-    A = ng.empty((k, m), np.float32).T if transposed_a else ng.empty((m, k), np.float32)
-    ng.dot(A, ng.empty((k, n), np.float32), ng.empty((m, n), np.float32))
+def test_large_fp32_products_take_the_wide_ffma_tile_where_it_is_faster(ng, m, n, k, layout, kernel):
+    A = ng.empty((k, m), np.float32).T if layout[0] == "m" else ng.empty((m, k), np.float32)
+    B = ng.empty((n, k), np.float32).T if layout[1] == "k" else ng.empty((k, n), np.float32)
+    ng.dot(A, B, ng.empty((m, n), np.float32))
     name, grid, block, args, shared = ng.launches[0]
-    assert name.startswith(f"ga_gemm_ffma_{tile}x16_") and args["splits"] == 1
-    if tile == "128x256":
-        assert grid[0] == -(-m // 128) * -(-n // 256) and block[0] == 256 and shared == 75264
+    assert name == f"ga_gemm_ffma_{kernel}_f32_{layout}" and args["splits"] == 1
+    if kernel.startswith("128x256"):
+        cfg = next(c for c in tiles.configs("ffma", "f32", layout) if c.bn == 256)
+        assert grid[0] == -(-m // 128) * -(-n // 256) and block[0] == 256 and shared == cfg.smem
 
 
 def test_fp32_product_with_a_bias_leaves_its_epilogue_to_the_split_k_reduce(ng):

@@ -60,7 +60,10 @@ class Config:
     empty for kernels that read through pointers.  ``per_sm`` is how many
     blocks fit on one multiprocessor, ``efficiency`` the fraction of the
     family's peak a full machine of these tiles reaches (the heuristic's
-    model, from the benchmarks).
+    model, from the benchmarks), ``lone_tail`` the share of a full wave's
+    time that the last, part-filled wave of a longer launch takes where it
+    leaves each block alone on its multiprocessor (1: no faster; measured
+    for the FFMA tiles only).
     """
 
     family: str
@@ -75,6 +78,7 @@ class Config:
     per_sm: int = 1
     efficiency: float = 0.8
     persistent: bool = False
+    lone_tail: float = 1.0
 
     def kernel_name(self, input_name, layout):
         return f"ga_gemm_{self.family}_{self.bm}x{self.bn}x{self.bk}_{input_name}_{layout}"

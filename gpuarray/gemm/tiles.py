@@ -68,12 +68,13 @@ _FFMA_CLUSTER_MAX_K = 512
 # about 3.5x faster than one of four; the 128x128 ones (8 warps, 2 an SM)
 # did not run faster alone (1000x256x784 in 128 clusters of 8: 31 us)
 _LONE_BLOCK_EXPONENT = 0.9
-# ... but in the last, part-filled wave of a long launch they do: at
-# 3072^3 (576 blocks of 128x128, 2 an SM: two full waves, then 48 blocks
-# alone on their SMs) the last wave took 0.53 of a full one's time (H200).
-# It is what keeps the one-an-SM 128x256 tiles off such launches (24
-# blocks in their last wave, at full cost: 1708 against 1476 us).
-_LONE_TAIL = 0.55
+# ... but in the last, part-filled wave of a long launch the 128x128x16
+# ones do (Config.lone_tail): at 3072^3 (576 blocks, 2 an SM: two full
+# waves, then 48 blocks alone on their SMs) the last wave took 0.53 of a
+# full one's time (H200), which keeps the one-an-SM 128x256 tiles (24
+# blocks in their last wave, at full cost: 1708 against 1476 us) off such
+# launches.  The 128x128x8 kk ones, both operands staged through registers
+# a K-tile ahead, do not: their last wave at 3072^3 took a full wave's time.
 # A 128x256 FFMA block (one an SM) overlaps nothing with its tile's start
 # and end (the ring's first copies, 128 KB of C stored): fitted to eleven
 # forced pairs of 128x256 and 128x128 tiles (H200), where the wide tile
@@ -150,8 +151,9 @@ CONFIGS = (
     Config("sm80u", 64, 64, 32, 128, 32768, _TF32, per_sm=3, efficiency=0.25),
     Config("ffma", 128, 256, 16, 256, 75264, _F32, ("kn",), per_sm=1, efficiency=0.745),
     Config("ffma", 128, 128, 16, 256, 50688, _F32, ("kn", "mn", "mk"), per_sm=2,
-           efficiency=0.72),
+           efficiency=0.72, lone_tail=0.55),
     Config("ffma", 128, 128, 8, 256, 16896, _F32, ("kk",), per_sm=2, efficiency=0.66),
+    Config("ffma", 128, 256, 16, 256, 50176, _F32, ("kk",), per_sm=1, efficiency=0.695),
     Config("ffma", 64, 64, 16, 128, 26112, _F32, per_sm=4, efficiency=0.5),
     Config("ffmau", 128, 128, 8, 256, 16896, _F32, per_sm=2, efficiency=0.62),
     Config("ffmau", 64, 64, 8, 128, 8704, _F32, per_sm=4, efficiency=0.45),
@@ -311,14 +313,13 @@ def _ffma_tile(gpu, prob, cfg, per_tile, blocks, k_chunk, splits, cluster):
     return per_tile
 
 
-def _ffma_waves(gpu, cfg, blocks, waves):
-    """Waves of a launch in units of a full wave's time: an FFMA launch of
-    two blocks an SM whose last wave leaves each block alone on its SM
-    gets that wave at the lone blocks' speed (single waves keep their
-    calibrated whole-wave cost)."""
+def _waves(gpu, cfg, blocks, waves):
+    """Waves of a launch in units of a full wave's time: a last wave that
+    leaves each block alone on its SM takes ``cfg.lone_tail`` of a full
+    one (single waves keep their calibrated whole-wave cost)."""
     last = blocks - (waves - 1) * gpu.sms * cfg.per_sm
-    if cfg.family.startswith("ffma") and cfg.per_sm == 2 and waves > 1 and last <= gpu.sms:
-        return waves - 1 + _LONE_TAIL
+    if waves > 1 and cfg.per_sm > 1 and last <= gpu.sms:
+        return waves - 1 + cfg.lone_tail
     return waves
 
 
@@ -338,7 +339,7 @@ def model_time(gpu, prob, cfg, splits, cluster=1):
             per_tile += _CLUSTER_S + (cluster - 1) * cfg.bm * cfg.bn * 4 / _DSMEM_BYTES_PER_S
     elif cfg.family.startswith("ffma"):
         per_tile = _ffma_tile(gpu, prob, cfg, per_tile, blocks, k_chunk, splits, cluster)
-    compute = _ffma_waves(gpu, cfg, blocks, waves) * per_tile
+    compute = _waves(gpu, cfg, blocks, waves) * per_tile
     isz = prob.dtype.itemsize
     stream = waves * (cfg.bm + cfg.bn) * k_chunk * isz / (2 * DRAM_BYTES_PER_S / slots)
     kb = prob.k * prob.kbatch
