@@ -31,7 +31,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import chain_timer, device_timer, device_times, host_per_call, new_row, print_table  # noqa: E402
+from common import new_row, print_table  # noqa: E402
+from timing import chain_timer, device_timer, device_times, host_per_call  # noqa: E402
 from common import set_target  # noqa: E402
 from common import table_cells  # noqa: E402
 from common import torch_and_gpu, write_results  # noqa: E402

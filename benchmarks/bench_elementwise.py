@@ -19,7 +19,7 @@ and, if matplotlib imports, elementwise.png (else: benchmarks/plot.py JSON).
 
 Each implementation is checked against a float64 numpy reference before it is
 timed. Device times (1-4): medians of per-call CUDA event pairs on the default
-stream, calls back to back (common.device_timer); gpuarray shares torch's
+stream, calls back to back (timing.device_timer); gpuarray shares torch's
 primary context and is timed as users write it, `out[:] = expr` with the
 expression rebuilt on each call. Host times (5): perf_counter medians over
 batches, no sync inside. First use (6): perf_counter around one assignment and
@@ -40,9 +40,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (Unavailable, check_close, device_times, fmt, free_memory,  # noqa: E402
-                    host_timer, load_peers, measure, new_row, print_table, put,
-                    set_target, stat, table_cells, time_gpuarray, write_results)
+from common import (Unavailable, check_close, fmt, free_memory, load_peers, measure, new_row,  # noqa: E402
+                    print_table, put, set_target, stat, table_cells, time_gpuarray, write_results)
+from timing import device_times, host_timer  # noqa: E402
 
 IMPLS = ("gpuarray", "torch eager", "torch.compile", "cupy")
 EPS = 1e-5
@@ -389,7 +389,7 @@ def main(argv=None):
                    for r in rows if (k := r["extra"].get("kernel_only_us"))]
     print("\nKernel time alone (host dispatch hidden behind a spin kernel; not the targets' measure):")
     print_table(kernel_rows, columns=["case", "what", *IMPLS])
-    ctx.meta["kernel_only_us"] = "extra.kernel_only_us: device_timer(hide_host=True), see common.py"
+    ctx.meta["kernel_only_us"] = "extra.kernel_only_us: device_timer(hide_host=True), see timing.py"
     write_results("elementwise", rows, ctx.meta)
     return 0
 

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import chain_timer, device_timer  # noqa: E402
+from timing import chain_timer, device_timer  # noqa: E402
 import gemm_fp8  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

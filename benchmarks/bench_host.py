@@ -20,10 +20,10 @@ and, if matplotlib imports, host.png (else: benchmarks/plot.py JSON).
 Host time (cases 1-4): each call timed alone with perf_counter_ns, the queue
 drained between batches (so a full launch queue never blocks a call);
 median and p90 over all calls.  In cases 1 and 2 ours and the eager peers
-take their batches in turn (common.interleaved_call_times): the GPU
+take their batches in turn (timing.interleaved_call_times): the GPU
 machines' hosts drift in speed by a third over seconds, which decided the
 verdicts when each implementation was timed in one stretch.  Beside it, the device time per call of the
-same calls issued back to back (CUDA events, common.device_timer) and the
+same calls issued back to back (CUDA events, timing.device_timer) and the
 kernel alone (host hidden behind a spin kernel): host-bound when the host
 time is above the kernel time.  Case 5 is the end-to-end figure users see:
 events around back-to-back calls, max(host, device).  The launch rows time
@@ -54,9 +54,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_elementwise  # noqa: E402
 import gpuarray  # noqa: E402
 import host_steps  # noqa: E402
-from common import (check_close, device_times, failed, free_memory,  # noqa: E402
-                    host_call_times, interleaved_call_times, measure, new_row, print_table, put,
+from common import (check_close, failed, free_memory, measure, new_row, print_table, put,  # noqa: E402
                     set_target, table_cells, write_results)
+from timing import device_times, host_call_times, interleaved_call_times  # noqa: E402
 
 LAUNCH_IMPLS = ("launch entry", "pycuda packed", "pycuda launch", "ctypes launch",
                 "cuda.bindings")
@@ -88,7 +88,7 @@ class Ctx(bench_elementwise.Ctx):
 
     def host_interleaved(self, fns, row):
         """:meth:`host` of several implementations (``{impl: fn}``), their
-        batches taken in turn (``common.interleaved_call_times``); stores
+        batches taken in turn (``timing.interleaved_call_times``); stores
         each median in ``row``."""
         times = interleaved_call_times(fns, self.sync, self.calls, self.batches, self.warmup)
         for impl, fn in fns.items():

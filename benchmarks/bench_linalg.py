@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import device_timer, new_row, print_table  # noqa: E402
+from common import new_row, print_table  # noqa: E402
+from timing import device_timer  # noqa: E402
 from common import table_cells, to_host, torch_cupy_and_gpu, write_results  # noqa: E402
 
 IMPLS = ("gpuarray", "cupy", "torch")

@@ -25,8 +25,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (device_timer, device_times, measure, new_row,  # noqa: E402
-                    print_table, set_target, table_cells, torch_and_gpu, write_results)
+from common import (measure, new_row, print_table, set_target, table_cells, torch_and_gpu,  # noqa: E402
+                    write_results)
+from timing import device_timer, device_times  # noqa: E402
 
 IMPLS = ("gpuarray", "torch")
 

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import device_timer, new_row, print_table, table_cells, torch_and_gpu  # noqa: E402
+from common import new_row, print_table, table_cells, torch_and_gpu  # noqa: E402
+from timing import device_timer  # noqa: E402
 from common import set_target, write_results  # noqa: E402
 
 IMPLS = ("gpuarray", "gpuarray loop", "cudnn", "torch loop")

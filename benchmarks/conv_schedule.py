@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import device_timer, new_row, torch_and_gpu, write_results  # noqa: E402
+from common import new_row, torch_and_gpu, write_results  # noqa: E402
+from timing import device_timer  # noqa: E402
 from conv_nets import NETWORKS  # noqa: E402
 
 TOLERANCE = 7e-3

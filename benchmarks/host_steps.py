@@ -11,7 +11,8 @@ import itertools
 
 import numpy as np
 
-from common import check_close, device_timer, measure, new_row, set_target
+from common import check_close, measure, new_row, set_target
+from timing import device_timer
 
 
 def _mlp_step(lib, X, Y, W1, W2, W3, lr):
