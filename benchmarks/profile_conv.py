@@ -6,6 +6,7 @@ Builds the layer as bench_conv.py does (conv_nets.py), runs fprop, bprop
 and update twice to warm up, then once more each between CUDA profiler
 start/stop marks (ncu --profile-from-start off reads only those).
 """
+import argparse
 import sys
 from pathlib import Path
 
@@ -37,5 +38,18 @@ def main(net, layer_name, dtype_name="float16"):
     return 0
 
 
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("net", choices=sorted(NETWORKS), help="network of bench_conv.py")
+    parser.add_argument("layer", help="the layer's name in conv_nets.py (conv1, conv2, ...)")
+    parser.add_argument("dtype", nargs="?", default="float16", choices=("float16", "bfloat16", "float32"))
+    args = parser.parse_args(argv)
+    layers = [s[0] for s in NETWORKS[args.net][1]]
+    if args.layer not in layers:
+        parser.error(f"{args.net} has no layer {args.layer!r}; its layers: {', '.join(layers)}")
+    return args
+
+
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    args = parse(sys.argv[1:])
+    sys.exit(main(args.net, args.layer, args.dtype))
