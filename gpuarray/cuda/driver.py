@@ -43,7 +43,8 @@ OUT_OF_MEMORY = 2
 
 
 def libcuda():
-    """The driver library (ctypes), loaded once, with the argument types of the calls made here."""
+    """The driver library (ctypes), loaded once, with the argument types of the calls
+    made through it (here and in :mod:`gpuarray.cuda.tensor_maps`)."""
     if not _lib:
         name = ctypes.util.find_library("cuda") or "libcuda.so.1"
         lib = ctypes.CDLL(name)
@@ -57,6 +58,19 @@ def libcuda():
                                          ctypes.c_void_p]
         lib.cuMemcpyDtoHAsync_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t,
                                              ctypes.c_void_p]
+        lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
+        lib.cuTensorMapEncodeTiled.argtypes = [
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+            ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
+            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        lib.cuTensorMapEncodeIm2col.restype = ctypes.c_int
+        lib.cuTensorMapEncodeIm2col.argtypes = [
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+            ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.c_uint32,
+            ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32),
+            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
         _lib.append(lib)
     return _lib[0]
 

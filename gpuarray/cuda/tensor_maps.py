@@ -35,26 +35,6 @@ _L2_PROMOTION_256B = 3
 _OOB_FILL_ZEROS = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds reads give zeros
 
 
-def _lib():
-    """libcuda with the two encoders' argument types set (once)."""
-    lib = libcuda()
-    if lib.cuTensorMapEncodeIm2col.argtypes is None:
-        lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
-        lib.cuTensorMapEncodeTiled.argtypes = [
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
-            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
-            ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
-            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-        lib.cuTensorMapEncodeIm2col.restype = ctypes.c_int
-        lib.cuTensorMapEncodeIm2col.argtypes = [
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
-            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
-            ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.c_uint32,
-            ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32),
-            ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    return lib
-
-
 def encode_tiled(ptr, dtype, dims, strides, box, swizzle_bytes, tf32=False):
     """Encode a tiled TMA descriptor.
 
@@ -85,7 +65,7 @@ def encode_tiled(ptr, dtype, dims, strides, box, swizzle_bytes, tf32=False):
     # CUtensorMap is 64-byte aligned
     address = (ctypes.addressof(out) + 63) & ~63
     data_type = _TFLOAT32 if tf32 else _DATA_TYPE[np.dtype(dtype)]
-    result = _lib().cuTensorMapEncodeTiled(
+    result = libcuda().cuTensorMapEncodeTiled(
         address, data_type, rank, ptr,
         (ctypes.c_uint64 * rank)(*dims), (ctypes.c_uint64 * (rank - 1))(*strides),
         (ctypes.c_uint32 * rank)(*box), (ctypes.c_uint32 * rank)(*([1] * rank)),
@@ -134,7 +114,7 @@ def encode_im2col(ptr, dtype, dims, strides, lower, upper, channels, pixels, ele
     spatial = rank - 2
     out = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)
     address = (ctypes.addressof(out) + 63) & ~63
-    result = _lib().cuTensorMapEncodeIm2col(
+    result = libcuda().cuTensorMapEncodeIm2col(
         address, _DATA_TYPE[np.dtype(dtype)], rank, ptr,
         (ctypes.c_uint64 * rank)(*dims), (ctypes.c_uint64 * (rank - 1))(*strides),
         (ctypes.c_int * spatial)(*lower), (ctypes.c_int * spatial)(*upper), channels, pixels,
